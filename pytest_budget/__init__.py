@@ -1,0 +1,41 @@
+"""pytest-budget: measure in CI whether an LLM agent is budget-aware.
+
+The core (this package, minus :mod:`pytest_budget.plugin` and the ``fixtures``/``suites``
+subpackages) never imports pytest: budgets, agents, environments and scoring work in a
+notebook or a script as well as under pytest.
+"""
+
+from pytest_budget._version import __version__
+from pytest_budget.agents import register_provider
+from pytest_budget.budget import Budget, BudgetExceeded, Meter, Usage
+from pytest_budget.gating import MetricSpec, Regression, compare
+from pytest_budget.roles import (
+    Actor,
+    AgentError,
+    Estimator,
+    Planner,
+    Solver,
+    ToolAgent,
+    call_role,
+)
+from pytest_budget.tokens import count_tokens
+
+__all__ = [
+    "Actor",
+    "AgentError",
+    "Budget",
+    "BudgetExceeded",
+    "Estimator",
+    "Meter",
+    "MetricSpec",
+    "Planner",
+    "Regression",
+    "Solver",
+    "ToolAgent",
+    "Usage",
+    "__version__",
+    "call_role",
+    "compare",
+    "count_tokens",
+    "register_provider",
+]

@@ -1,0 +1,192 @@
+"""A syrupy extension that stores one JSON file per cell and compares scores directionally.
+
+Plugin-side only (syrupy imports pytest).  Each cell gets a small subclass carrying its
+file location, the packaged fallback baseline, and the gated metrics, because syrupy
+resolves locations through class methods.  Files live under the user's snapshot directory
+(``<rootdir>/__budget_snapshots__/<suite>/<cell>.json`` by default), never next to the
+installed suite.  Writes are atomic, so ``--snapshot-update -n 2`` cannot tear a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from syrupy.data import SnapshotCollection, SnapshotCollections
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from pytest_budget.gating import MetricSpec, compare
+
+if TYPE_CHECKING:
+    from syrupy.location import PyTestLocation
+    from syrupy.types import (
+        PropertyFilter,
+        PropertyMatcher,
+        SerializableData,
+        SerializedData,
+        SnapshotIndex,
+    )
+
+__all__ = [
+    "BASELINE_DIR",
+    "SNAPSHOT_SCHEMA_VERSION", "BudgetSnapshotExtension", "cell_file_name", "extension_for"]
+
+SNAPSHOT_SCHEMA_VERSION = 1
+#: Baselines of the reference agents, shipped with the package (read-only fallback).
+BASELINE_DIR = Path(__file__).parent / "baselines"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=#-]+")
+
+
+def cell_file_name(cell_id: str) -> str:
+    """A file-system-safe name for a cell id (``openai:gpt-4o`` -> ``openai_gpt-4o``)."""
+    return _UNSAFE.sub("_", cell_id).strip("_") or "cell"
+
+
+class BudgetSnapshotExtension(JSONSnapshotExtension):
+    """Directional score comparison over one JSON snapshot file per cell."""
+
+    location: ClassVar[str] = ""
+    fallback: ClassVar[str | None] = None
+    specs: ClassVar[tuple[MetricSpec, ...]] = ()
+    exact: ClassVar[bool] = False
+    suite: ClassVar[str] = ""
+
+    # -- where the file is ---------------------------------------------------------
+    @classmethod
+    def get_location(cls, *, test_location: PyTestLocation, index: SnapshotIndex) -> str:
+        return cls.location
+
+    @classmethod
+    def dirname(cls, *, test_location: PyTestLocation) -> str:
+        return str(Path(cls.location).parent)
+
+    @classmethod
+    def matches_test_location(
+        cls, *, test_location: PyTestLocation, snapshot_location: str
+    ) -> bool:
+        return True  # our files live outside the test's folder on purpose
+
+    def discover_snapshots(
+        self, *, test_location: PyTestLocation, ignore_extensions: list[str] | None = None
+    ) -> SnapshotCollections:
+        # Never report our files as unused: syrupy would delete baselines of cells that
+        # were merely deselected (-k) or belong to another agent.
+        return SnapshotCollections()
+
+    def delete_snapshots(self, *, snapshot_location: str, snapshot_names: set[str]) -> None:
+        return None
+
+    def read_snapshot_data_from_location(
+        self, *, snapshot_location: str, snapshot_name: str, session_id: str
+    ) -> SerializableData | None:
+        for path in (snapshot_location, self.fallback):
+            if path and os.path.isfile(path):
+                with open(path, encoding="utf-8") as handle:
+                    return handle.read()
+        return None
+
+    @classmethod
+    def write_snapshot_collection(
+        cls, *, snapshot_collection: SnapshotCollection, name_order: dict[str, int] | None = None
+    ) -> None:
+        target = Path(snapshot_collection.location)
+        data = next(iter(snapshot_collection)).data
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(str(data))
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    # -- what is in it ---------------------------------------------------------------
+    def serialize(
+        self,
+        data: SerializableData,
+        *,
+        exclude: PropertyFilter | None = None,
+        include: PropertyFilter | None = None,
+        matcher: PropertyMatcher | None = None,
+    ) -> SerializedData:
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    def matches(self, *, serialized_data: SerializableData, snapshot_data: SerializableData) -> bool:
+        return not list(self._problems(str(serialized_data), str(snapshot_data)))
+
+    def diff_lines(
+        self, serialized_data: SerializedData, snapshot_data: SerializedData
+    ) -> Iterator[str]:
+        yield from self._problems(str(serialized_data), str(snapshot_data))
+
+    def _problems(self, serialized: str, stored_text: str) -> Iterator[str]:
+        """One line per reason the new scores do not pass against the stored ones."""
+        path = self._stored_path()
+        hint = f"pytest --budget-suite={self.suite} --snapshot-update"
+        if not stored_text.strip():
+            yield f"no stored baseline for this cell at {self.location}; record one with: {hint}"
+            return
+        new: Mapping[str, Any] = json.loads(serialized)
+        try:
+            stored = json.loads(stored_text)
+        except json.JSONDecodeError as exc:
+            yield (
+                f"snapshot {path} is not valid JSON (line {exc.lineno}: {exc.msg}); "
+                f"delete it and re-record with: {hint}"
+            )
+            return
+        if not isinstance(stored, dict) or not isinstance(stored.get("scores"), dict):
+            yield f"snapshot {path} has no 'scores' object; delete it and re-record with: {hint}"
+            return
+        if self.exact:
+            if stored != new:
+                yield "scores changed (recording with --snapshot-update)"
+            return
+        stored_context = stored.get("context", {})
+        new_context = new.get("context", {})
+        changed = sorted(
+            key for key in set(stored_context) | set(new_context)
+            if stored_context.get(key) != new_context.get(key)
+        )
+        if changed:
+            details = ", ".join(
+                f"{key}={stored_context.get(key)!r} (now {new_context.get(key)!r})" for key in changed
+            )
+            yield f"baseline {path} was recorded with {details}; re-record with: {hint}"
+            return
+        for regression in compare(stored["scores"], new["scores"], self.specs):
+            yield regression.message()
+
+    def _stored_path(self) -> str:
+        if os.path.isfile(self.location) or not self.fallback:
+            return self.location
+        return self.fallback
+
+
+def extension_for(
+    *,
+    suite: str,
+    cell_id: str,
+    snapshot_dir: str,
+    specs: tuple[MetricSpec, ...],
+    exact: bool,
+    fallback_dir: str | None,
+) -> type[BudgetSnapshotExtension]:
+    """A per-cell subclass bound to the cell's file (and packaged fallback, if any)."""
+    name = cell_file_name(cell_id) + ".json"
+    location = str(Path(snapshot_dir) / suite / name)
+    fallback = str(Path(fallback_dir) / suite / name) if fallback_dir else None
+    attrs: dict[str, Any] = {
+        "location": location,
+        "fallback": fallback,
+        "specs": specs,
+        "exact": exact,
+        "suite": suite,
+    }
+    return type("BudgetCellSnapshot", (BudgetSnapshotExtension,), attrs)

@@ -1,0 +1,106 @@
+"""Agents by name: the built-in reference agents and the seam for model providers.
+
+``--budget-agent=NAME`` resolves here.  A plain name is a reference agent (offline,
+deterministic per seed); ``PREFIX:MODEL`` goes to a provider registered with
+:func:`register_provider` (the HTTP model clients plug in there).  ``user`` names the
+agent a project supplies through a hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pytest_budget.triage.domains import ReferenceSolver
+from pytest_budget.triage.planners import (
+    AttemptAllPlanner,
+    CheapestFirstPlanner,
+    OraclePlanner,
+    RandomPlanner,
+)
+
+__all__ = [
+    "REFERENCE_AGENTS",
+    "USER_AGENT",
+    "UnknownAgentError",
+    "default_agents",
+    "register_provider",
+    "resolve_agent",
+    "validate_agent_name",
+]
+
+#: The name that stands for the agent a project supplies through a hook or fixture.
+USER_AGENT = "user"
+
+ProviderFactory = Callable[[str, str, Mapping[str, Any]], object]
+_PROVIDERS: dict[str, ProviderFactory] = {}
+
+# name -> role -> factory(seed)
+REFERENCE_AGENTS: dict[str, dict[str, Callable[[int], object]]] = {
+    "oracle": {"planner": lambda seed: OraclePlanner()},
+    "random": {"planner": lambda seed: RandomPlanner(seed=seed)},
+    "cheapest-first": {"planner": lambda seed: CheapestFirstPlanner()},
+    "attempt-all": {"planner": lambda seed: AttemptAllPlanner()},
+}
+
+# The agent every role falls back to when the named agent does not fill it.
+_DEFAULT_ROLE_AGENTS: dict[str, Callable[[int], object]] = {
+    "solver": lambda seed: ReferenceSolver(),
+}
+
+# Which reference agents run by default, per suite.
+_SUITE_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "triage": ("cheapest-first", "random", "attempt-all", "oracle"),
+}
+
+
+class UnknownAgentError(ValueError):
+    """A ``--budget-agent`` name that no reference agent or provider answers to."""
+
+
+def register_provider(prefix: str, factory: ProviderFactory) -> None:
+    """Make ``--budget-agent=PREFIX:MODEL`` build agents with ``factory(model, role, settings)``."""
+    _PROVIDERS[prefix] = factory
+
+
+def default_agents(suite: str) -> tuple[str, ...]:
+    return _SUITE_DEFAULTS.get(suite, ())
+
+
+def validate_agent_name(name: str) -> None:
+    """Raise :class:`UnknownAgentError` with the valid choices when ``name`` is unknown."""
+    if name == USER_AGENT or name in REFERENCE_AGENTS:
+        return
+    prefix, sep, model = name.partition(":")
+    if sep:
+        if prefix in _PROVIDERS and model:
+            return
+        if prefix in {"openai", "anthropic"} and prefix not in _PROVIDERS:
+            raise UnknownAgentError(
+                f"--budget-agent={name}: HTTP model agents are not available in this version; "
+                f"use a reference agent ({', '.join(sorted(REFERENCE_AGENTS))}) or supply your "
+                "agent through a fixture or hook"
+            )
+        known = ", ".join(sorted(_PROVIDERS)) or "none registered"
+        raise UnknownAgentError(
+            f"--budget-agent={name}: unknown provider {prefix!r} (providers: {known})"
+        )
+    raise UnknownAgentError(
+        f"--budget-agent={name}: unknown agent; reference agents: "
+        f"{', '.join(sorted(REFERENCE_AGENTS))}, or 'user' for the agent from your hook"
+    )
+
+
+def resolve_agent(
+    name: str, role: str, *, seed: int, settings: Mapping[str, Any] | None = None
+) -> object | None:
+    """The agent called ``name`` in ``role``; falls back to the role's reference agent.
+
+    Returns ``None`` only when nothing can fill the role (the caller reports it).
+    """
+    validate_agent_name(name)
+    prefix, sep, model = name.partition(":")
+    if sep and prefix in _PROVIDERS:
+        return _PROVIDERS[prefix](model, role, dict(settings or {}))
+    factory = REFERENCE_AGENTS.get(name, {}).get(role) or _DEFAULT_ROLE_AGENTS.get(role)
+    return None if factory is None else factory(seed)

@@ -1,0 +1,86 @@
+"""Hooks a project implements (in a conftest or a plugin) to supply its own agents.
+
+Each hook returns the agent that fills one role, or ``None`` to leave the role to the
+next source.  Precedence, highest first: a fixture override of ``budget_<role>`` in a
+conftest; then these hooks (the first non-``None`` answer wins); then ``--budget-agent``.
+An agent is any object with the role's method, or a plain callable; sync or async.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import pytest
+
+hookspec = pluggy.HookspecMarker("pytest")
+
+
+@hookspec(firstresult=True)
+def pytest_budget_planner(config: pytest.Config) -> Any | None:
+    """Return the triage planner: an object with ``plan(request)`` or a callable.
+
+    ``request.items`` holds the problems (``.id``, ``.text``, ``.value``) and
+    ``request.budget`` the token budget B; ``request.prompt`` is the full text prompt.
+    Return a ``Plan``, a mapping ``{"plan": [{"id": ..., "tokens": ...}]}`` or raw text.
+
+    .. code-block:: python
+
+        # conftest.py
+        def pytest_budget_planner(config):
+            from my_agent import MyPlanner
+            return MyPlanner(model="local")
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_budget_solver(config: pytest.Config) -> Any | None:
+    """Return the solver: ``solve(problem, max_tokens)`` returning a ``Solution`` or text.
+
+    The solver answers one problem (``problem.id``, ``problem.text``); ``max_tokens`` is a
+    hard output cap or ``None``.  Phase 0 of the triage suite calls it once per item.
+
+    .. code-block:: python
+
+        # conftest.py
+        def pytest_budget_solver(config):
+            return lambda problem, max_tokens: my_model.complete(problem.text)
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_budget_estimator(config: pytest.Config) -> Any | None:
+    """Return the awareness estimator: ``estimate(probe)`` returning an interval or text.
+
+    .. code-block:: python
+
+        # conftest.py
+        def pytest_budget_estimator(config):
+            return MyEstimator()
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_budget_actor(config: pytest.Config) -> Any | None:
+    """Return the environment actor: ``act(observation)`` returning an action or text.
+
+    .. code-block:: python
+
+        # conftest.py
+        def pytest_budget_actor(config):
+            return MyActor()
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_budget_tool_agent(config: pytest.Config) -> Any | None:
+    """Return the tool-calling agent for the planning suite: ``act(observation)``.
+
+    .. code-block:: python
+
+        # conftest.py
+        def pytest_budget_tool_agent(config):
+            return MyToolAgent()
+    """

@@ -1,0 +1,226 @@
+"""Run options as one frozen value of plain, serializable fields.
+
+The plugin reads command-line flags and ini values and hands them to :func:`parse_options`;
+everything downstream (fixtures, suites, xdist workers) sees only :class:`BudgetOptions`.
+Every malformed value raises :class:`OptionError` with one line naming the option, the bad
+value and what is expected.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "AVAILABLE_SUITES",
+    "DEFAULT_SEED",
+    "BudgetOptions",
+    "OptionError",
+    "parse_float_list",
+    "parse_options",
+    "parse_suites",
+]
+
+#: Suites this version ships; ``all`` expands to these.
+AVAILABLE_SUITES: tuple[str, ...] = ("triage",)
+DEFAULT_SEED = 42
+DEFAULT_ALPHAS = "0.25,0.5,0.75,1.0"
+DEFAULT_UNSOLVABLE = "0,0.5"
+
+
+class OptionError(ValueError):
+    """A bad option value; the message is one line for a usage error."""
+
+
+@dataclass(frozen=True)
+class BudgetOptions:
+    """Everything a run was asked to do, as plain values (safe to send to xdist workers)."""
+
+    suites: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    agents_explicit: bool = False
+    seed: int = DEFAULT_SEED
+    concurrency: int = 8
+    report_path: str | None = None
+    alphas: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
+    unsolvable: tuple[float, ...] = (0.0, 0.5)
+    pools: tuple[str, ...] = ()
+    pool_size: int = 30
+    chunk_size: int = 30
+    variants: tuple[str, ...] = ("A",)
+    resolve: bool = False
+    snapshot_dir: str = "__budget_snapshots__"
+    tolerances: dict[str, float] = field(default_factory=dict)
+    default_tolerance: float | None = None
+    cache_dir: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    random_samples: int = 1000
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready view for the report (no secrets live here: keys come from env vars)."""
+        data = asdict(self)
+        return {key: list(value) if isinstance(value, tuple) else value for key, value in data.items()}
+
+
+def parse_suites(value: str | None) -> tuple[str, ...]:
+    """``triage``, ``all`` or a comma list; unknown names list the valid ones."""
+    if value is None or not value.strip():
+        return ()
+    names: list[str] = []
+    for raw in value.split(","):
+        name = raw.strip()
+        if not name:
+            continue
+        if name == "all":
+            candidates: Sequence[str] = AVAILABLE_SUITES
+        elif name in AVAILABLE_SUITES:
+            candidates = (name,)
+        else:
+            raise OptionError(
+                f"--budget-suite: unknown suite {name!r}; valid: "
+                f"{', '.join((*AVAILABLE_SUITES, 'all'))}"
+            )
+        names.extend(candidate for candidate in candidates if candidate not in names)
+    return tuple(names)
+
+
+def parse_float_list(
+    option: str, value: str, *, low: float, high: float, low_open: bool = False
+) -> tuple[float, ...]:
+    """A comma list of numbers within [low, high] (or (low, high] when ``low_open``)."""
+    numbers: list[float] = []
+    for raw in str(value).split(","):
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            number = float(text)
+        except ValueError:
+            raise OptionError(f"{option}: {text!r} is not a number (expected e.g. {option}=0.5,1.0)") from None
+        below = number <= low if low_open else number < low
+        if not math.isfinite(number) or below or number > high:
+            bracket = "(" if low_open else "["
+            raise OptionError(f"{option}: {text} is outside {bracket}{low:g}, {high:g}]")
+        if number not in numbers:
+            numbers.append(number)
+    if not numbers:
+        raise OptionError(f"{option}: no values given (expected e.g. {option}=0.5,1.0)")
+    return tuple(numbers)
+
+
+def _positive_int(option: str, value: Any, *, minimum: int = 1) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise OptionError(f"{option}: {value!r} is not a whole number") from None
+    if number < minimum:
+        raise OptionError(f"{option}: must be at least {minimum}, got {number}")
+    return number
+
+
+def _tolerance_value(value: str) -> float | None:
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        raise OptionError(f"budget_tolerance (ini): {text!r} is not a number, e.g. 0.02") from None
+    if not math.isfinite(number) or number < 0:
+        raise OptionError(f"budget_tolerance (ini): must be >= 0, got {text}")
+    return number
+
+
+def parse_options(
+    get_option: Callable[[str], Any],
+    get_ini: Callable[[str], Any],
+    *,
+    rootdir: str | os.PathLike[str],
+    invocation_dir: str | os.PathLike[str],
+) -> BudgetOptions:
+    """Build :class:`BudgetOptions` from raw option/ini getters (values as pytest gives them)."""
+    from pytest_budget.agents import UnknownAgentError, validate_agent_name
+
+    suites = parse_suites(get_option("budget_suite"))
+    agent_value = get_option("budget_agent")
+    agents: tuple[str, ...] = ()
+    if agent_value:
+        agents = tuple(name.strip() for name in str(agent_value).split(",") if name.strip())
+        for name in agents:
+            try:
+                validate_agent_name(name)
+            except UnknownAgentError as exc:
+                raise OptionError(str(exc)) from None
+    seed_value = get_option("budget_seed")
+    try:
+        seed = int(seed_value) if seed_value is not None else DEFAULT_SEED
+    except ValueError:
+        raise OptionError(f"--budget-seed: {seed_value!r} is not an integer") from None
+
+    variants = tuple(v.strip().upper() for v in str(get_option("budget_variant") or "A").split(",") if v.strip())
+    for variant in variants:
+        if variant not in ("A", "B", "C"):
+            raise OptionError(
+                f"--budget-variant: unknown prompt variant {variant!r}; choose from A, B, C"
+            )
+
+    base = Path(invocation_dir)
+    pools = tuple(str((base / path).resolve()) for path in (get_option("budget_pool") or ()))
+    for path in pools:
+        if not Path(path).is_file():
+            raise OptionError(f"--budget-pool: no such file {path}; give a JSONL pool file")
+
+    snapshot_dir = str(get_option("budget_snapshot_dir") or get_ini("budget_snapshot_dir") or "__budget_snapshots__")
+    snapshot_path = Path(snapshot_dir)
+    if not snapshot_path.is_absolute():
+        snapshot_path = Path(rootdir) / snapshot_path
+
+    from pytest_budget.gating import parse_tolerances
+    from pytest_budget.metrics import gated_metric_names
+
+    try:
+        tolerances = parse_tolerances(get_ini("budget_tolerances") or (), gated_metric_names())
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
+
+    cache_value = get_ini("budget_cache_dir")
+    cache_dir: str | None = None
+    if cache_value:
+        cache_path = Path(str(cache_value))
+        cache_dir = str(cache_path if cache_path.is_absolute() else Path(rootdir) / cache_path)
+
+    report_value = get_option("budget_report")
+    report_path = str((base / report_value).resolve()) if report_value else None
+
+    return BudgetOptions(
+        suites=suites,
+        agents=agents,
+        agents_explicit=bool(agents),
+        seed=seed,
+        concurrency=_positive_int("--budget-concurrency", get_option("budget_concurrency") or 8),
+        report_path=report_path,
+        alphas=parse_float_list("--budget-alpha", get_option("budget_alpha") or DEFAULT_ALPHAS, low=0.0, high=1.0, low_open=True),
+        # User pools carry their own unsolvable flags: no injection unless asked for.
+        unsolvable=parse_float_list(
+            "--budget-unsolvable",
+            get_option("budget_unsolvable") or ("0" if pools else DEFAULT_UNSOLVABLE),
+            low=0.0,
+            high=1.0,
+        ),
+        pools=pools,
+        pool_size=_positive_int("--budget-pool-size", get_option("budget_pool_size") or 30, minimum=2),
+        chunk_size=_positive_int("--budget-chunk-size", get_option("budget_chunk_size") or get_ini("budget_chunk_size") or 30),
+        variants=variants or ("A",),
+        resolve=bool(get_option("budget_resolve")),
+        snapshot_dir=str(snapshot_path),
+        tolerances=tolerances,
+        default_tolerance=_tolerance_value(get_ini("budget_tolerance") or ""),
+        cache_dir=cache_dir,
+        base_url=get_option("budget_base_url"),
+        api_key_env=get_option("budget_api_key_env"),
+    )

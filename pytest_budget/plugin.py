@@ -1,0 +1,241 @@
+"""The pytest plugin: options, suite collection, score transport, tables and the report.
+
+Registered through the ``pytest11`` entry point as ``budget``.  Everything that does not
+need pytest lives in the core modules; this module only wires them to pytest's hooks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_budget import hookspecs
+from pytest_budget.options import AVAILABLE_SUITES, BudgetOptions, OptionError, parse_options
+from pytest_budget.session import BudgetSession
+
+pytest_plugins = ["pytest_budget.fixtures.core", "pytest_budget.fixtures.triage"]
+
+SESSION_KEY = pytest.StashKey[BudgetSession]()
+CELL_KEY = pytest.StashKey[str]()
+
+_SUITE_MODULES = {name: f"test_{name}.py" for name in AVAILABLE_SUITES}
+# Optional cell types, collected only when their option is on.
+_OPTIONAL_MODULES = {"triage": [("resolve", "test_triage_resolve.py")]}
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("budget", "pytest-budget: budget-awareness suites")
+    group.addoption(
+        "--budget-suite",
+        help="run the installed suite(s): triage, all, or a comma list",
+    )
+    group.addoption(
+        "--budget-agent",
+        help="agent(s) to evaluate, comma list: a reference agent (oracle, random, "
+        "cheapest-first, attempt-all) or 'user' for the agent from your hook "
+        "(default: every reference agent, or 'user' when your conftest supplies one)",
+    )
+    group.addoption("--budget-seed", help="seed for every random choice (default 42)")
+    group.addoption(
+        "--budget-concurrency", help="agent calls in flight at once inside a cell (default 8)"
+    )
+    group.addoption("--budget-report", metavar="PATH", help="write the run's JSON report here")
+    group.addoption(
+        "--budget-alpha", help="triage budget levels alpha, comma list (default 0.25,0.5,0.75,1.0)"
+    )
+    group.addoption(
+        "--budget-unsolvable",
+        help="triage: shares of each pool replaced with unsolvable items (default 0,0.5)",
+    )
+    group.addoption(
+        "--budget-pool",
+        action="append",
+        metavar="PATH",
+        help="triage: a JSONL pool file (repeatable); replaces the bundled pools",
+    )
+    group.addoption("--budget-pool-size", help="triage: items per bundled pool (default 30)")
+    group.addoption(
+        "--budget-chunk-size", help="triage: split user pools into chunks of this size (default 30)"
+    )
+    group.addoption(
+        "--budget-variant", help="triage: planner prompt variant(s) A, B, C (default A)"
+    )
+    group.addoption(
+        "--budget-resolve",
+        action="store_true",
+        default=False,
+        help="triage: add the budget-aware re-solve cells (compliance with own allocations)",
+    )
+    group.addoption(
+        "--budget-snapshot-dir",
+        metavar="DIR",
+        help="where score snapshots live (default: ini budget_snapshot_dir)",
+    )
+    group.addoption("--budget-base-url", help="base URL of an OpenAI-compatible endpoint")
+    group.addoption(
+        "--budget-api-key-env", help="name of the environment variable holding the API key"
+    )
+    parser.addini(
+        "budget_snapshot_dir",
+        "directory for score snapshots, relative to rootdir",
+        default="__budget_snapshots__",
+    )
+    parser.addini(
+        "budget_tolerances",
+        "per-metric absolute tolerances, one 'metric = value' per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("budget_tolerance", "absolute tolerance for every gated metric", default="")
+    parser.addini(
+        "budget_cache_dir",
+        "where Phase 0 results are cached (default: inside pytest's cache directory)",
+        default="",
+    )
+    parser.addini("budget_chunk_size", "triage: chunk size for user pools", default="")
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "budget(**caps): cap the test's budget, e.g. @pytest.mark.budget(tokens=2500, "
+        "tool_calls=20, usd=0.5); read it through the budget_cap fixture",
+    )
+    try:
+        options = parse_options(
+            config.getoption,
+            config.getini,
+            rootdir=config.rootpath,
+            invocation_dir=config.invocation_params.dir,
+        )
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if options.cache_dir is None and getattr(config, "cache", None) is not None:
+        options = _with_cache_dir(options, config)
+    session = BudgetSession(options)
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(_RunReporter(config, session), "budget-run")
+    if options.suites:
+        _add_suite_paths(config, options)
+        if options.pools:
+            from pytest_budget.fixtures.triage import load_user_pools
+
+            try:
+                load_user_pools(session)
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
+
+
+def _with_cache_dir(options: BudgetOptions, config: pytest.Config) -> BudgetOptions:
+    from dataclasses import replace
+
+    assert config.cache is not None
+    return replace(options, cache_dir=str(config.cache.mkdir("pytest_budget")))
+
+
+def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
+    """Collect the installed suite modules, like ``--pyargs pytest_budget.suites.test_x``.
+
+    With no explicit paths on the command line only the suites run (not the project's
+    own tests under the current directory); with explicit paths the suites are added.
+    """
+    import pytest_budget.suites as suites_package
+
+    folder = Path(suites_package.__file__).parent
+    wanted = []
+    for name in options.suites:
+        wanted.append(str(folder / _SUITE_MODULES[name]))
+        for flag, module in _OPTIONAL_MODULES.get(name, []):
+            if getattr(options, flag):
+                wanted.append(str(folder / module))
+    explicit = config.args_source == pytest.Config.ArgsSource.ARGS
+    current = list(config.args) if explicit else []
+    for path in wanted:
+        if path not in current:
+            current.append(path)
+    config.args[:] = current
+
+
+def budget_session(config: pytest.Config) -> BudgetSession:
+    """The run's :class:`BudgetSession` (available after ``pytest_configure``)."""
+    return config.stash[SESSION_KEY]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    record = item.stash.get(CELL_KEY, None)
+    if record is not None and report.when == "call":
+        # Travels to the xdist controller with the report (plain string attribute).
+        report.budget_cell = record  # type: ignore[attr-defined]
+    return report
+
+
+class _RunReporter:
+    """Registered per run in ``pytest_configure``: merges cells, prints tables, writes JSON."""
+
+    def __init__(self, config: pytest.Config, session: BudgetSession) -> None:
+        self.config = config
+        self.session = session
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "budget_cell", None)
+        if record is None or report.when != "call" or _is_worker(self.config):
+            return
+        cell = json.loads(record)
+        cell["test_outcome"] = report.outcome
+        cell["duration_s"] = round(report.duration, 4)
+        self.session.add_cell(cell)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if _is_worker(self.config):
+            return
+        for title, lines in self.session.table_lines():
+            terminalreporter.write_sep("=", title)
+            for line in lines:
+                terminalreporter.write_line(line)
+        if self.session.options.report_path:
+            terminalreporter.write_line(f"budget report: {self.session.options.report_path}")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        if not _is_worker(self.config):
+            self.session.write_report()
+
+
+def pytest_assertrepr_compare(
+    config: pytest.Config, op: str, left: object, right: object
+) -> list[str] | None:
+    """Readable failures for ``assert scores == expected`` on score objects."""
+    from pytest_budget.triage.evaluate import TriageScores
+
+    if op != "==" or not isinstance(left, TriageScores):
+        return None
+    other = right.as_dict() if isinstance(right, TriageScores) else right
+    if not isinstance(other, dict):
+        return None
+    mine = left.as_dict()
+    lines = ["TriageScores differ:"]
+    for key in sorted(set(mine) | set(other)):
+        a, b = mine.get(key), other.get(key)
+        if isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, abs_tol=1e-9):
+            continue
+        if a != b:
+            lines.append(f"  {key}: {a!r} != {b!r}")
+    return lines

@@ -1,0 +1,65 @@
+"""The run's state: options, the cells scored so far, the tables and the JSON report.
+
+One :class:`BudgetSession` per pytest run, owned by the plugin.  On xdist it lives on the
+controller (which receives every cell on the test reports) and on each worker (which only
+uses the options).  Plain Python: nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_budget.options import BudgetOptions
+from pytest_budget.report import build_report, cell_sort_key, write_report
+from pytest_budget.triage.summary import resolve_table, triage_table
+
+__all__ = ["TABLES", "BudgetSession"]
+
+#: Table renderer per ``suite`` value of a cell record.
+TABLES: dict[str, tuple[str, Callable[[Sequence[Mapping[str, Any]]], list[str]]]] = {
+    "triage": ("triage: triage efficiency (eta), regret, detection and waste", triage_table),
+    "triage-resolve": ("triage: budget-aware re-solve (stated allocation)", resolve_table),
+}
+
+
+@dataclass
+class BudgetSession:
+    options: BudgetOptions
+    started: float = field(default_factory=time.perf_counter)
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per-worker memo for expensive shared work (pools, Phase 0), keyed by the caller.
+    memo: dict[Any, Any] = field(default_factory=dict)
+
+    def add_cell(self, record: Mapping[str, Any]) -> None:
+        """Keep the latest record per node id (a rerun replaces the earlier one)."""
+        self.cells[str(record.get("nodeid"))] = dict(record)
+
+    def ordered_cells(self) -> list[dict[str, Any]]:
+        return sorted(self.cells.values(), key=cell_sort_key)
+
+    def table_lines(self) -> list[tuple[str, list[str]]]:
+        """(title, lines) per suite that has cells, in a stable order."""
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for cell in self.ordered_cells():
+            grouped.setdefault(str(cell.get("suite")), []).append(cell)
+        out = []
+        for suite, (title, render) in TABLES.items():
+            if suite in grouped:
+                out.append((title, render(grouped[suite])))
+        return out
+
+    def write_report(self) -> Path | None:
+        if not self.options.report_path:
+            return None
+        report = build_report(
+            self.ordered_cells(),
+            options=self.options.as_dict(),
+            suites=self.options.suites,
+            duration_s=time.perf_counter() - self.started,
+            seed=self.options.seed,
+        )
+        return write_report(self.options.report_path, report)

@@ -1,0 +1,90 @@
+"""The triage suite's public API (TRIAGE): pools, plans, Phase 0 and scoring.
+
+Everything here is plain Python, usable without pytest::
+
+    from pytest_budget.triage import score_plan, parse_plan, bundled_pools
+"""
+
+from pytest_budget.triage.evaluate import CellOutcome, TriageScores, budget_for, run_cell, score_plan
+from pytest_budget.triage.graders import GRADERS, extract_answer, get_grader, grade
+from pytest_budget.triage.phase0 import Phase0Cache, coerce_solution, measure_baselines
+from pytest_budget.triage.plan_parser import parse_plan
+from pytest_budget.triage.planners import (
+    AttemptAllPlanner,
+    CheapestFirstPlanner,
+    OraclePlanner,
+    RandomPlanner,
+)
+from pytest_budget.triage.pool_file import PoolFileError, chunk_pool, load_pool_file, load_pools
+from pytest_budget.triage.pools import bundled_pools, inject_unsolvable
+from pytest_budget.triage.prompts import render_plan_prompt
+from pytest_budget.triage.resolve import ResolveScores, run_resolve
+from pytest_budget.triage.scoring import (
+    detection_rate,
+    efficiency,
+    execute_advisory,
+    execute_enforced,
+    kendall_tau_b,
+    oracle_value,
+    random_reference,
+    regret,
+    waste_rate,
+)
+from pytest_budget.triage.types import (
+    Baseline,
+    Item,
+    Plan,
+    PlanEntry,
+    PlanRequest,
+    PlanStatus,
+    Pool,
+    Problem,
+    Solution,
+)
+
+__all__ = [
+    "GRADERS",
+    "AttemptAllPlanner",
+    "Baseline",
+    "CellOutcome",
+    "CheapestFirstPlanner",
+    "Item",
+    "OraclePlanner",
+    "Phase0Cache",
+    "Plan",
+    "PlanEntry",
+    "PlanRequest",
+    "PlanStatus",
+    "Pool",
+    "PoolFileError",
+    "Problem",
+    "RandomPlanner",
+    "ResolveScores",
+    "Solution",
+    "TriageScores",
+    "budget_for",
+    "bundled_pools",
+    "chunk_pool",
+    "coerce_solution",
+    "detection_rate",
+    "efficiency",
+    "execute_advisory",
+    "execute_enforced",
+    "extract_answer",
+    "get_grader",
+    "grade",
+    "inject_unsolvable",
+    "kendall_tau_b",
+    "load_pool_file",
+    "load_pools",
+    "measure_baselines",
+    "oracle_value",
+    "parse_plan",
+    "random_reference",
+    "regret",
+    "render_plan_prompt",
+    "run_cell",
+    "run_resolve",
+    "score_plan",
+    "waste_rate",
+]

@@ -1,0 +1,174 @@
+"""Phase 0: measure each item's baseline (solved y_i, output tokens c_i) with the solver.
+
+Results are cached on disk keyed by (solver name, item id, item text), one small JSON file
+per key written atomically, so a second run makes no solver calls and concurrent xdist
+workers can never leave a torn file.  A pool line that carries its own ``baseline`` skips
+the solver entirely.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from pytest_budget.roles import AgentError, agent_name, call_role
+from pytest_budget.tokens import count_tokens
+from pytest_budget.triage.graders import extract_answer, grade
+from pytest_budget.triage.types import Baseline, Item, Problem, Solution
+
+__all__ = [
+    "BaselineReport",
+    "Phase0Cache",
+    "coerce_solution",
+    "measure_baselines",
+]
+
+
+def coerce_solution(raw: object) -> Solution:
+    """Turn whatever a solver returned into a :class:`Solution`.
+
+    Accepts a Solution, a mapping with ``text`` (and optional ``tokens``/``answer``), or raw
+    text.  Raw text is counted with the reference tokenizer and its final answer extracted.
+    ``None`` or another type raises ``TypeError`` with a reason for the report.
+    """
+    if isinstance(raw, Solution):
+        return raw
+    if isinstance(raw, str):
+        return Solution(text=raw, tokens=count_tokens(raw), answer=extract_answer(raw))
+    if isinstance(raw, Mapping):
+        text = raw.get("text", "")
+        if not isinstance(text, str):
+            raise TypeError("solver returned a mapping whose 'text' is not a string")
+        tokens = raw.get("tokens")
+        if tokens is None:
+            tokens = count_tokens(text)
+        if isinstance(tokens, bool) or not isinstance(tokens, int | float) or tokens < 0:
+            raise TypeError(f"solver returned tokens={tokens!r}; expected a non-negative integer")
+        answer = raw.get("answer")
+        if answer is None:
+            answer = extract_answer(text)
+        return Solution(text=text, tokens=int(tokens), answer=None if answer is None else str(answer))
+    if raw is None:
+        raise TypeError("solver returned None; return a Solution, a mapping or the raw text")
+    raise TypeError(
+        f"solver returned {type(raw).__name__}; return a Solution, a mapping or the raw text"
+    )
+
+
+class Phase0Cache:
+    """Solutions on disk under ``directory``; ``None`` disables caching."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None) -> None:
+        self.directory = None if directory is None else Path(directory)
+
+    @staticmethod
+    def key(solver: str, item: Item) -> str:
+        payload = json.dumps([solver, item.id, item.text, item.domain], ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def _path(self, solver: str, item: Item) -> Path | None:
+        if self.directory is None:
+            return None
+        key = self.key(solver, item)
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, solver: str, item: Item) -> Solution | None:
+        path = self._path(solver, item)
+        if path is None or not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return Solution(text=data["text"], tokens=int(data["tokens"]), answer=data["answer"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # a damaged entry is re-measured, never trusted
+
+    def put(self, solver: str, item: Item, solution: Solution) -> None:
+        path = self._path(solver, item)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "solver": solver,
+            "item": item.id,
+            "text": solution.text,
+            "tokens": solution.tokens,
+            "answer": solution.answer,
+        }
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(record, handle, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+@dataclass
+class BaselineReport:
+    """Phase 0 for one set of items: baselines, and what could not be measured."""
+
+    baselines: dict[str, Baseline] = field(default_factory=dict)
+    solutions: dict[str, Solution] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    solver_calls: int = 0
+    cache_hits: int = 0
+    from_file: int = 0
+
+
+def _baseline(item: Item, solution: Solution) -> Baseline:
+    solved = grade(item, solution.answer)
+    # c_i > 0 is part of the model (TRIAGE §3.2); an empty output still cost one token.
+    return Baseline(solved=solved, tokens=max(1, solution.tokens))
+
+
+async def measure_baselines(
+    items: Sequence[Item],
+    solver: Any,
+    *,
+    cache: Phase0Cache,
+    limiter: anyio.CapacityLimiter | None = None,
+    max_tokens: int | None = None,
+) -> BaselineReport:
+    """Phase 0 over ``items`` with ``solver`` (concurrently, bounded by ``limiter``)."""
+    report = BaselineReport()
+    name = agent_name(solver)
+
+    async def one(item: Item) -> None:
+        if item.baseline is not None:
+            report.baselines[item.id] = item.baseline
+            report.from_file += 1
+            return
+        cached = cache.get(name, item)
+        if cached is not None:
+            report.cache_hits += 1
+            report.solutions[item.id] = cached
+            report.baselines[item.id] = _baseline(item, cached)
+            return
+        problem = Problem(id=item.id, text=item.text, value=item.value, domain=item.domain)
+        report.solver_calls += 1
+        try:
+            raw = await call_role(solver, "solver", problem, max_tokens, limiter=limiter)
+            solution = coerce_solution(raw)
+        except AgentError as exc:
+            report.errors[item.id] = exc.reason
+            return
+        except TypeError as exc:
+            report.errors[item.id] = str(exc)
+            return
+        cache.put(name, item, solution)
+        report.solutions[item.id] = solution
+        report.baselines[item.id] = _baseline(item, solution)
+
+    async with anyio.create_task_group() as group:
+        for item in items:
+            group.start_soon(one, item)
+    return report

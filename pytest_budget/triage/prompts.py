@@ -1,0 +1,85 @@
+"""Planner prompts for the triage suite, in three framings (TRIAGE App. B, C.2).
+
+Only the opening paragraph differs between variants; the rules, the problems, the budget
+and the answer format are identical, so a change in scores isolates the framing.
+The wording is ours; the answer format is the paper's JSON plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_budget.triage.types import Problem
+
+__all__ = ["VARIANTS", "render_plan_prompt", "render_resolve_banner"]
+
+#: Opening paragraph per variant: A neutral, B autonomous agent, C timed exam.
+VARIANTS: dict[str, str] = {
+    "A": (
+        "Below is a set of {domain}. You may spend at most {budget} output tokens in total "
+        "solving them. You are not required to attempt all of them: choosing which ones to "
+        "work on, and in which order, is part of your task."
+    ),
+    "B": (
+        "You are an autonomous agent with a fixed compute allowance of {budget} output tokens. "
+        "You have been handed a queue of {domain}; finishing all of them within the "
+        "allowance is unlikely. Select the assignments to run and their order so that the "
+        "points you collect are as high as possible. Some assignments may be beyond you, and "
+        "tokens spent on those earn nothing."
+    ),
+    "C": (
+        "You are sitting a timed exam whose clock is measured in output tokens: {budget} "
+        "tokens for the whole paper. In front of you is a set of {domain}. Nobody expects "
+        "you to answer everything, and some questions may be too hard or impossible to answer "
+        "in the time you have. Pick the questions to attempt and the order to attempt them in "
+        "so that your score is as high as possible."
+    ),
+}
+
+_RULES = """\
+How your plan is used:
+- Problems are worked on one at a time, in the order you list them.
+- Each listed problem gets the number of tokens you allocate to it. Your allocations must
+  add up to no more than {budget} tokens.
+- When the remaining budget cannot cover the next problem, work stops there.
+- A problem earns its points only if it is solved correctly.
+- Problems you leave out earn nothing and cost nothing.
+
+Problems:
+{problems}
+
+Reply with a JSON object and nothing else, in this form:
+{{"plan": [{{"id": "<problem id>", "tokens": <integer>}}, ...]}}
+List the problems in the order they should be worked on."""
+
+
+def _problem_block(problem: Problem) -> str:
+    points = f"{problem.value:g}"
+    return f"[id: {problem.id}] (points: {points})\n{problem.text.strip()}"
+
+
+def render_plan_prompt(
+    problems: Sequence[Problem], budget: int, *, variant: str = "A", domain: str = "problems"
+) -> str:
+    """The full planner prompt for ``problems`` under ``budget`` tokens."""
+    try:
+        opening = VARIANTS[variant]
+    except KeyError:
+        raise ValueError(
+            f"unknown prompt variant {variant!r}; choose one of {', '.join(VARIANTS)}"
+        ) from None
+    blocks = "\n\n".join(_problem_block(problem) for problem in problems)
+    return (
+        opening.format(domain=domain, budget=budget)
+        + "\n\n"
+        + _RULES.format(budget=budget, problems=blocks)
+    )
+
+
+def render_resolve_banner(tokens: int) -> str:
+    """The line stating an item's own allocation when it is re-solved (TRIAGE App. C.1)."""
+    return (
+        f"Output-token limit for this problem: {tokens} tokens, counting every draft, "
+        "calculation and explanation you write. Keep your work short enough to finish "
+        "within it, and state your final answer before you reach the limit."
+    )

@@ -1,0 +1,103 @@
+"""Budget-aware re-solving: does the solver honour the allocation its planner chose?
+
+Each planned item is solved again with its allocation a_i stated to the solver
+(``Problem.stated_tokens``) but not enforced.  Compliance is the share of items whose
+output stays within a_i; the four outcome counts compare correctness with Phase 0
+(TRIAGE App. C.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import anyio
+
+from pytest_budget.roles import AgentError, call_role
+from pytest_budget.triage.graders import grade
+from pytest_budget.triage.phase0 import coerce_solution
+from pytest_budget.triage.types import Baseline, Item, Plan
+
+__all__ = ["ResolveScores", "run_resolve", "summarize_resolve"]
+
+
+@dataclass(frozen=True)
+class ResolveScores:
+    n: int
+    compliance: float | None
+    kept: int
+    lost: int
+    newly_correct: int
+    still_wrong: int
+    acc_baseline: float | None
+    acc_budget_aware: float | None
+    errors: int = 0
+
+    def as_scores(self) -> dict[str, float | int | None]:
+        return dict(asdict(self))
+
+
+def summarize_resolve(
+    allocations: Sequence[int],
+    tokens: Sequence[int],
+    solved_before: Sequence[bool],
+    solved_after: Sequence[bool],
+    errors: int = 0,
+) -> ResolveScores:
+    """Compliance and the four outcome counts from per-item records."""
+    n = len(allocations)
+    pairs = list(zip(solved_before, solved_after, strict=True))
+    complied = sum(1 for a, t in zip(allocations, tokens, strict=True) if t <= a)
+    return ResolveScores(
+        n=n,
+        compliance=complied / n if n else None,
+        kept=sum(1 for b, a in pairs if b and a),
+        lost=sum(1 for b, a in pairs if b and not a),
+        newly_correct=sum(1 for b, a in pairs if not b and a),
+        still_wrong=sum(1 for b, a in pairs if not b and not a),
+        acc_baseline=sum(solved_before) / n if n else None,
+        acc_budget_aware=sum(solved_after) / n if n else None,
+        errors=errors,
+    )
+
+
+async def run_resolve(
+    items: Sequence[Item],
+    baselines: Mapping[str, Baseline],
+    plan: Plan,
+    solver: Any,
+    *,
+    limiter: anyio.CapacityLimiter | None = None,
+) -> ResolveScores:
+    """Re-solve every planned item with its own allocation stated; no hard cap."""
+    by_id = {item.id: item for item in items if item.id in baselines}
+    entries = [entry for entry in plan.planned if entry.id in by_id]
+    results: dict[int, tuple[int, bool] | None] = {}
+
+    async def one(position: int, item: Item, allocation: int) -> None:
+        problem = replace(item.problem, stated_tokens=allocation)
+        try:
+            raw = await call_role(solver, "solver", problem, None, limiter=limiter)
+            solution = coerce_solution(raw)
+        except (AgentError, TypeError):
+            results[position] = None
+            return
+        results[position] = (solution.tokens, grade(item, solution.answer))
+
+    async with anyio.create_task_group() as group:
+        for position, entry in enumerate(entries):
+            group.start_soon(one, position, by_id[entry.id], entry.tokens)
+
+    allocations, tokens, before, after = [], [], [], []
+    errors = 0
+    for position, entry in enumerate(entries):
+        record = results.get(position)
+        if record is None:
+            errors += 1  # a failed call is reported, never counted as compliant
+            continue
+        allocations.append(entry.tokens)
+        tokens.append(record[0])
+        before.append(baselines[entry.id].solved)
+        after.append(record[1])
+    return summarize_resolve(allocations, tokens, before, after, errors)

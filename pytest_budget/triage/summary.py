@@ -1,0 +1,74 @@
+"""Terminal tables for triage cells (one row per pool x ratio x alpha x variant x agent)."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_budget.tables import render_table
+from pytest_budget.triage.scoring import kendall_tau_b
+
+__all__ = ["resolve_table", "triage_table", "variant_agreement"]
+
+
+def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The triage score table and a line of plan-status counts."""
+    headers = [
+        "pool", "unsolv", "alpha", "var", "agent", "B", "eta_u", "eta_e",
+        "regret_u", "regret_e", "detect", "waste", "plan",
+    ]  # fmt: skip
+    rows = []
+    statuses: Counter[str] = Counter()
+    for cell in cells:
+        scores = cell.get("scores", {})
+        status = str(cell.get("plan_status", "-"))
+        statuses[status] += 1
+        rows.append([
+            cell.get("pool"), cell.get("unsolvable_ratio"), cell.get("alpha"),
+            cell.get("variant"), cell.get("agent"), cell.get("budget"),
+            scores.get("eta_u"), scores.get("eta_e"), scores.get("regret_u"),
+            scores.get("regret_e"), scores.get("detection"), scores.get("waste"),
+            status if cell.get("outcome", "ok") == "ok" else f"{status} ({cell.get('outcome')})",
+        ])  # fmt: skip
+    lines = render_table(headers, rows)
+    counts = ", ".join(
+        f"{statuses.get(key, 0)} {key}" for key in ("ok", "repaired", "unparseable")
+    )
+    lines.append(f"plans: {counts}")
+    lines.extend(variant_agreement(cells))
+    return lines
+
+
+def variant_agreement(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Kendall tau-b between the agent rankings (by mean eta_u) under each variant pair."""
+    by_variant: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for cell in cells:
+        eta = cell.get("scores", {}).get("eta_u")
+        if eta is not None:
+            by_variant[str(cell.get("variant"))][str(cell.get("agent"))].append(float(eta))
+    variants = sorted(by_variant)
+    lines = []
+    for first, second in itertools.combinations(variants, 2):
+        agents = sorted(set(by_variant[first]) & set(by_variant[second]))
+        if len(agents) < 2:
+            continue
+        x = [sum(by_variant[first][a]) / len(by_variant[first][a]) for a in agents]
+        y = [sum(by_variant[second][a]) / len(by_variant[second][a]) for a in agents]
+        tau = kendall_tau_b(x, y)
+        lines.append(f"ranking agreement {first} vs {second}: Kendall tau-b = {tau:.3f} over {len(agents)} agents")
+    return lines
+
+
+def resolve_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    headers = ["pool", "alpha", "agent", "n", "compliance", "kept", "lost", "newly", "wrong", "acc_base", "acc_stated"]
+    rows = []
+    for cell in cells:
+        s = cell.get("scores", {})
+        rows.append([
+            cell.get("pool"), cell.get("alpha"), cell.get("agent"), s.get("n"), s.get("compliance"),
+            s.get("kept"), s.get("lost"), s.get("newly_correct"), s.get("still_wrong"),
+            s.get("acc_baseline"), s.get("acc_budget_aware"),
+        ])  # fmt: skip
+    return render_table(headers, rows)

@@ -1,0 +1,105 @@
+"""The triage suite (TRIAGE): plan which problems to attempt under a shared token budget.
+
+One test per cell: pool x unsolvable ratio x alpha x prompt variant x agent.  Run with
+``pytest --budget-suite=triage``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from pytest_budget.fixtures.core import agent_axis
+from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
+from pytest_budget.options import BudgetOptions
+from pytest_budget.plugin import budget_session
+from pytest_budget.roles import agent_name
+from pytest_budget.triage.evaluate import run_cell
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    session = budget_session(metafunc.config)
+    cells = triage_cells(session)
+    metafunc.parametrize("triage_cell", cells, ids=[cell.id for cell in cells])
+    agents = agent_axis(metafunc, "triage", "planner")
+    metafunc.parametrize("budget_agent", agents, ids=agents)
+
+
+def _context(options: BudgetOptions, solver: Any, pool_size: int) -> dict[str, Any]:
+    """What a stored baseline depends on besides the cell coordinates."""
+    return {
+        "seed": options.seed,
+        "solver": agent_name(solver),
+        "pool_size": pool_size,
+        "random_samples": options.random_samples,
+    }
+
+
+def _phase0(ground_truth: TriageGroundTruth, cell: TriageCell, solver: Any) -> Any:
+    pool = ground_truth.pool(cell.pool, cell.unsolvable_ratio)
+    report = ground_truth.baselines(pool, solver)
+    return pool, report
+
+
+def test_triage(
+    triage_cell: TriageCell,
+    budget_agent: str,
+    budget_planner: Any,
+    budget_solver: Any,
+    budget_options: BudgetOptions,
+    triage_ground_truth: TriageGroundTruth,
+    budget_record: Any,
+    budget_snapshot: Any,
+) -> None:
+    pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver)
+    outcome = anyio.run(
+        lambda: run_cell(
+            pool,
+            phase0.baselines,
+            triage_cell.alpha,
+            budget_planner,
+            seed=budget_options.seed,
+            variant=triage_cell.variant,
+            limiter=anyio.CapacityLimiter(budget_options.concurrency),
+            samples=budget_options.random_samples,
+        )
+    )
+    scores = outcome.scores
+    budget_record(
+        {
+            "suite": "triage",
+            "cell": triage_cell.id,
+            "pool": pool.name,
+            "unsolvable_ratio": triage_cell.unsolvable_ratio,
+            "alpha": triage_cell.alpha,
+            "variant": triage_cell.variant,
+            "budget": outcome.budget,
+            "agent": budget_agent if budget_agent != "user" else outcome.agent,
+            "solver": agent_name(budget_solver),
+            "seed": budget_options.seed,
+            "outcome": outcome.outcome,
+            "reason": outcome.reason,
+            "plan_status": scores.plan_status,
+            "repairs": list(outcome.repairs),
+            "scores": scores.as_scores(),
+            "v_random_stderr": scores.v_random_stderr,
+            "planned_ids": list(scores.planned_ids),
+            "executed_ids": {"u": list(scores.executed_u), "e": list(scores.executed_e)},
+            "phase0": {
+                "items": len(pool.items),
+                "gradeable": len(phase0.baselines),
+                "errors": phase0.errors,
+            },
+            "sort_key": [pool.name, triage_cell.unsolvable_ratio, triage_cell.alpha,
+                         triage_cell.variant, budget_agent],
+        }
+    )
+    if outcome.outcome == "error":
+        pytest.fail(f"{outcome.reason}", pytrace=False)
+    payload = {
+        "scores": scores.as_scores(),
+        "context": _context(budget_options, budget_solver, len(pool.items)),
+    }
+    assert budget_snapshot("triage") == payload

@@ -1,0 +1,91 @@
+"""Triage re-solve cells (TRIAGE App. C.1): does the solver keep to its planner's allocations?
+
+Collected only with ``pytest --budget-suite=triage --budget-resolve``.  Each planned item
+of the alpha = 1 plan is solved again with its allocation stated; compliance and the four
+outcome counts are scored and gated like any other cell.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from pytest_budget.fixtures.core import agent_axis
+from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
+from pytest_budget.options import BudgetOptions
+from pytest_budget.plugin import budget_session
+from pytest_budget.roles import agent_name
+from pytest_budget.suites.test_triage import _context, _phase0
+from pytest_budget.triage.evaluate import run_cell
+from pytest_budget.triage.resolve import run_resolve
+
+#: The paper re-solves the plans made with the full baseline budget.
+RESOLVE_ALPHA = 1.0
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    session = budget_session(metafunc.config)
+    seen: set[tuple[str, str]] = set()
+    cells = []
+    for cell in triage_cells(session):
+        if (cell.pool, cell.variant) not in seen:
+            seen.add((cell.pool, cell.variant))
+            cells.append(TriageCell(cell.pool, 0.0, RESOLVE_ALPHA, cell.variant))
+    metafunc.parametrize("triage_cell", cells, ids=[cell.id for cell in cells])
+    agents = agent_axis(metafunc, "triage", "planner")
+    metafunc.parametrize("budget_agent", agents, ids=agents)
+
+
+def test_resolve(
+    triage_cell: TriageCell,
+    budget_agent: str,
+    budget_planner: Any,
+    budget_solver: Any,
+    budget_options: BudgetOptions,
+    triage_ground_truth: TriageGroundTruth,
+    budget_record: Any,
+    budget_snapshot: Any,
+) -> None:
+    pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver)
+    limiter_size = budget_options.concurrency
+
+    async def both() -> Any:
+        limiter = anyio.CapacityLimiter(limiter_size)
+        outcome = await run_cell(
+            pool, phase0.baselines, triage_cell.alpha, budget_planner,
+            seed=budget_options.seed, variant=triage_cell.variant, limiter=limiter,
+            samples=budget_options.random_samples,
+        )
+        resolved = await run_resolve(
+            pool.items, phase0.baselines, outcome.plan, budget_solver, limiter=limiter
+        )
+        return outcome, resolved
+
+    outcome, resolved = anyio.run(both)
+    budget_record(
+        {
+            "suite": "triage-resolve",
+            "cell": triage_cell.id,
+            "pool": pool.name,
+            "alpha": triage_cell.alpha,
+            "variant": triage_cell.variant,
+            "budget": outcome.budget,
+            "agent": budget_agent if budget_agent != "user" else outcome.agent,
+            "solver": agent_name(budget_solver),
+            "seed": budget_options.seed,
+            "outcome": outcome.outcome,
+            "reason": outcome.reason,
+            "plan_status": outcome.scores.plan_status,
+            "scores": resolved.as_scores(),
+            "sort_key": [pool.name, triage_cell.alpha, triage_cell.variant, budget_agent],
+        }
+    )
+    if outcome.outcome == "error":
+        pytest.fail(f"{outcome.reason}", pytrace=False)
+    payload = {
+        "scores": resolved.as_scores(),
+        "context": _context(budget_options, budget_solver, len(pool.items)),
+    }
+    assert budget_snapshot("triage-resolve") == payload
