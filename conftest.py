@@ -1,10 +1,13 @@
-"""Configuration of pytest-budget's own test suite (not of the installed plugin)."""
+"""Configuration of pytest-budget's own test suite (not of the installed plugin).
+
+pytester is enabled in pyproject.toml (``-p pytester``), not here: with an editable install
+this file sits above the suite modules, and ``pytest_plugins`` outside a rootdir conftest
+is an error for runs started elsewhere.
+"""
 
 from __future__ import annotations
 
 import pytest
-
-pytest_plugins = ["pytester"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

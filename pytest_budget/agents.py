@@ -11,13 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pytest_budget.triage.domains import ReferenceSolver
-from pytest_budget.triage.planners import (
-    AttemptAllPlanner,
-    CheapestFirstPlanner,
-    OraclePlanner,
-    RandomPlanner,
-)
 
 __all__ = [
     "REFERENCE_AGENTS",
@@ -35,17 +28,50 @@ USER_AGENT = "user"
 ProviderFactory = Callable[[str, str, Mapping[str, Any]], object]
 _PROVIDERS: dict[str, ProviderFactory] = {}
 
+
+
+# Factories import lazily so that importing the package stays cheap.
+def _oracle(seed: int) -> object:
+    from pytest_budget.triage.planners import OraclePlanner
+
+    return OraclePlanner()
+
+
+def _random(seed: int) -> object:
+    from pytest_budget.triage.planners import RandomPlanner
+
+    return RandomPlanner(seed=seed)
+
+
+def _cheapest_first(seed: int) -> object:
+    from pytest_budget.triage.planners import CheapestFirstPlanner
+
+    return CheapestFirstPlanner()
+
+
+def _attempt_all(seed: int) -> object:
+    from pytest_budget.triage.planners import AttemptAllPlanner
+
+    return AttemptAllPlanner()
+
+
+def _reference_solver(seed: int) -> object:
+    from pytest_budget.triage.domains import ReferenceSolver
+
+    return ReferenceSolver()
+
+
 # name -> role -> factory(seed)
 REFERENCE_AGENTS: dict[str, dict[str, Callable[[int], object]]] = {
-    "oracle": {"planner": lambda seed: OraclePlanner()},
-    "random": {"planner": lambda seed: RandomPlanner(seed=seed)},
-    "cheapest-first": {"planner": lambda seed: CheapestFirstPlanner()},
-    "attempt-all": {"planner": lambda seed: AttemptAllPlanner()},
+    "oracle": {"planner": _oracle},
+    "random": {"planner": _random},
+    "cheapest-first": {"planner": _cheapest_first},
+    "attempt-all": {"planner": _attempt_all},
 }
 
 # The agent every role falls back to when the named agent does not fill it.
 _DEFAULT_ROLE_AGENTS: dict[str, Callable[[int], object]] = {
-    "solver": lambda seed: ReferenceSolver(),
+    "solver": _reference_solver,
 }
 
 # Which reference agents run by default, per suite.

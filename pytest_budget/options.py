@@ -30,6 +30,8 @@ AVAILABLE_SUITES: tuple[str, ...] = ("triage",)
 DEFAULT_SEED = 42
 DEFAULT_ALPHAS = "0.25,0.5,0.75,1.0"
 DEFAULT_UNSOLVABLE = "0,0.5"
+#: ``tolerance`` compares with stored baselines; ``off`` records scores without gating.
+GATE_MODES = ("tolerance", "off")
 
 
 class OptionError(ValueError):
@@ -60,6 +62,7 @@ class BudgetOptions:
     base_url: str | None = None
     api_key_env: str | None = None
     random_samples: int = 1000
+    gate: str = "tolerance"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready view for the report (no secrets live here: keys come from env vars)."""
@@ -197,7 +200,12 @@ def parse_options(
     report_value = get_option("budget_report")
     report_path = str((base / report_value).resolve()) if report_value else None
 
+    gate = str(get_option("budget_gate") or "tolerance").strip()
+    if gate not in GATE_MODES:
+        raise OptionError(f"--budget-gate: unknown mode {gate!r}; choose from {', '.join(GATE_MODES)}")
+
     return BudgetOptions(
+        gate=gate,
         suites=suites,
         agents=agents,
         agents_explicit=bool(agents),

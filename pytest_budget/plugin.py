@@ -80,6 +80,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="where score snapshots live (default: ini budget_snapshot_dir)",
     )
+    group.addoption(
+        "--budget-gate",
+        help="tolerance: fail on regressions against stored baselines (default); "
+        "off: score and report without comparing",
+    )
     group.addoption("--budget-base-url", help="base URL of an OpenAI-compatible endpoint")
     group.addoption(
         "--budget-api-key-env", help="name of the environment variable holding the API key"

@@ -1,0 +1,392 @@
+"""Read a planner's answer into a :class:`Plan`, repairing what can be repaired.
+
+TRIAGE (App. B) parses plans as JSON and passes recoverable outputs through a deterministic
+repair pass.  :func:`parse_plan` does the same for whatever a planner returned: a
+:class:`Plan`, a ``{"plan": [...]}`` mapping, a bare list of entries, or raw model text
+(reasoning tags, code fences and prose around the JSON are tolerated).
+
+Every change is recorded in ``Plan.repairs`` as a short sentence, and the status says how
+the plan was obtained: ``OK`` (clean input, nothing changed), ``REPAIRED`` (something was
+changed, including discarding text around the JSON) or ``UNPARSEABLE`` (nothing plan-like
+could be recovered; ``entries`` is empty and ``repairs`` gives the reason).  The parser never
+raises on malformed input.  It knows nothing of the budget, so allocations summing past B
+are left for the scorer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pytest_budget.triage.types import Plan, PlanEntry, PlanStatus
+
+__all__ = ["parse_plan"]
+
+_ID_KEYS = ("id", "problem_id")
+_TOKEN_KEYS = ("tokens", "allocation", "budget", "max_tokens")
+_PLAN_KEY = "plan"
+
+#: Failed decode attempts tolerated while scanning text, so hostile input stays cheap.
+_MAX_FAILED_DECODES = 10_000
+#: How deep to look inside decoded JSON for a nested plan.
+_MAX_DEPTH = 6
+
+_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.IGNORECASE)
+_JSON_START = re.compile(r"[{\[]")
+_FENCE = re.compile(r"```[\w+-]*")
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+_SINGLE_QUOTED = re.compile(r"'([^'\"\\\n]*)'")
+_NUMBER = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?:tokens?)?", re.I)
+
+_MISSING = object()
+
+
+@dataclass
+class _Located:
+    """Raw entries found in the input, plus notes on how they were found."""
+
+    items: Sequence[object]
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_plan(raw: object, pool_ids: Sequence[str]) -> Plan:
+    """Parse and repair ``raw`` into a plan over ``pool_ids``.
+
+    Entries keep their order.  Ids are matched as strings (an integer id 3 matches pool id
+    "3"); ids not in the pool are dropped, and of a repeated id only the first entry stays.
+    Token counts become non-negative integers ("1,200" -> 1200, 12.7 -> 12, -5 -> 0, and
+    anything non-numeric -> 0).  Entries with 0 tokens are kept but are not planned.
+    """
+    pool = {str(item_id) for item_id in pool_ids}
+    prior: tuple[str, ...] = ()
+    prior_repaired = False
+    located: _Located | str
+    if isinstance(raw, Plan):
+        if raw.status is PlanStatus.UNPARSEABLE:
+            return _unparseable(*(raw.repairs or ("plan was marked unparseable",)))
+        prior, prior_repaired = raw.repairs, raw.status is PlanStatus.REPAIRED
+        located = _Located(items=raw.entries)
+    elif isinstance(raw, str | bytes | bytearray):
+        text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8", errors="replace")
+        located = _from_text(text)
+    elif isinstance(raw, Mapping | list | tuple):
+        located = _select([(raw, 0, 0)], whole=True) or "no 'plan' list in the object"
+    else:
+        located = f"expected a plan object, list or text, got {type(raw).__name__}"
+    if isinstance(located, str):
+        return _unparseable(located)
+
+    normalized = _normalize(located.items, pool)
+    if isinstance(normalized, str):
+        return _unparseable(*located.notes, normalized)
+    entries, entry_notes = normalized
+    repairs = (*prior, *located.notes, *entry_notes)
+    repaired = prior_repaired or bool(repairs)
+    return Plan(
+        entries=tuple(entries),
+        status=PlanStatus.REPAIRED if repaired else PlanStatus.OK,
+        repairs=repairs,
+    )
+
+
+def _unparseable(*reasons: str) -> Plan:
+    return Plan(entries=(), status=PlanStatus.UNPARSEABLE, repairs=tuple(reasons))
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _from_text(text: str) -> _Located | str:
+    body = text.strip()
+    if not body:
+        return "empty text"
+    visible = _strip_reasoning(body)
+    attempts: list[tuple[str, list[str]]] = []
+    if visible == body:
+        attempts.append((body, []))
+    else:
+        attempts.append((visible, ["removed <think> reasoning"]))
+        # Some models put the whole answer inside the reasoning block.
+        attempts.append((body, ["plan taken from inside the <think> reasoning"]))
+    for candidate, notes in attempts:
+        if not candidate:
+            continue
+        found = _search(candidate)
+        if found is None:
+            found = _search_loosened(candidate)
+        if found is not None:
+            found.notes[:0] = notes
+            return found
+    return "no JSON object with a 'plan' list found"
+
+
+def _strip_reasoning(text: str) -> str:
+    visible = _THINK_BLOCK.sub(" ", text)
+    closes = list(_THINK_CLOSE.finditer(visible))
+    if closes:
+        # The opening tag is often swallowed by the chat template; keep what follows.
+        visible = visible[closes[-1].end() :]
+    opened = _THINK_OPEN.search(visible)
+    if opened:
+        # Reasoning that never closed (cut off): nothing after it is an answer.
+        visible = visible[: opened.start()]
+    return visible.strip()
+
+
+def _search_loosened(text: str) -> _Located | None:
+    """Retry after cheap fixes for near-JSON: trailing commas, then single quotes."""
+    no_commas = _TRAILING_COMMA.sub(r"\1", text)
+    if no_commas != text:
+        found = _search(no_commas)
+        if found is not None:
+            found.notes.insert(0, "removed trailing commas")
+            return found
+    quoted = _SINGLE_QUOTED.sub(r'"\1"', no_commas)
+    if quoted != no_commas:
+        found = _search(quoted)
+        if found is not None:
+            found.notes.insert(0, "read single-quoted strings as JSON strings")
+            return found
+    return None
+
+
+def _search(text: str) -> _Located | None:
+    values = _decode_all(text)
+    whole = len(values) == 1 and values[0][1] == 0 and values[0][2] == len(text)
+    found = _select(values, whole=whole)
+    if found is None or whole:
+        return found
+    return _with_surroundings(found, text, values)
+
+
+def _decode_all(text: str) -> list[tuple[object, int, int]]:
+    """Every top-level JSON value in ``text`` as (value, start, end), left to right."""
+    decoder = json.JSONDecoder()
+    values: list[tuple[object, int, int]] = []
+    failures = 0
+    position = 0
+    while failures < _MAX_FAILED_DECODES:
+        match = _JSON_START.search(text, position)
+        if match is None:
+            break
+        start = match.start()
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            failures += 1
+            position = start + 1
+            continue
+        values.append((value, start, end))
+        # Values nested inside this one are reached through it, not by rescanning.
+        position = end
+    return values
+
+
+def _with_surroundings(
+    found: _Located, text: str, values: list[tuple[object, int, int]]
+) -> _Located:
+    parts: list[str] = []
+    cursor = 0
+    for _, start, end in values:
+        parts.append(text[cursor:start])
+        cursor = end
+    parts.append(text[cursor:])
+    outside = "".join(parts)
+    notes: list[str] = []
+    if _FENCE.search(outside):
+        notes.append("removed markdown code fence")
+    if _FENCE.sub("", outside).strip():
+        notes.append("ignored text around the JSON plan")
+    found.notes[:0] = notes
+    return found
+
+
+# --------------------------------------------------------------------------- choosing the plan
+
+
+def _select(values: Sequence[tuple[object, int, int]], *, whole: bool) -> _Located | None:
+    """Pick the plan among decoded values: a 'plan' list, else an entry list, else entries."""
+    plans: list[tuple[tuple[str, ...], Sequence[object]]] = []
+    entry_lists: list[tuple[tuple[str, ...], Sequence[object]]] = []
+    for value, _, _ in values:
+        for path, node in _walk(value, (), 0):
+            if isinstance(node, Mapping):
+                for key, child in node.items():
+                    if str(key).strip().lower() == _PLAN_KEY and isinstance(child, list | tuple):
+                        plans.append((path, child))
+                        break
+            elif any(_is_entry(item) for item in node):
+                entry_lists.append((path, node))
+
+    if plans:
+        # Drafts come first and the final answer last, so the last plan wins.
+        path, chosen = plans[-1]
+        notes = []
+        if len(plans) > 1:
+            notes.append(f"found {len(plans)} plans; used the last")
+        if path:
+            notes.append(f"used the plan nested under {_show_path(path)}")
+        return _Located(items=chosen, notes=notes)
+
+    top = values[0][0] if values else None
+    if whole and isinstance(top, list | tuple):
+        return _Located(items=top)  # a bare entry list (possibly empty) is a plan as it is
+
+    if entry_lists:
+        path, items = entry_lists[-1]
+        notes = []
+        if path:
+            notes.append(f"used the list under {_show_path(path)} as the plan")
+        elif len(entry_lists) > 1:
+            notes.append(f"found {len(entry_lists)} entry lists; used the last")
+        return _Located(items=items, notes=notes)
+
+    # Truncated output: the enclosing object never closed, but whole entries inside did.
+    loose = [value for value, _, _ in values if _is_entry(value)]
+    if loose:
+        return _Located(
+            items=loose, notes=[f"no complete plan list; recovered {len(loose)} whole entries"]
+        )
+    return None
+
+
+def _walk(
+    node: object, path: tuple[str, ...], depth: int
+) -> Iterator[tuple[tuple[str, ...], Mapping[object, object] | Sequence[object]]]:
+    """Mappings and lists inside ``node`` (outermost first), with the keys leading to them."""
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(node, Mapping):
+        yield path, node
+        for key, child in node.items():
+            yield from _walk(child, (*path, str(key)), depth + 1)
+    elif isinstance(node, list | tuple):
+        yield path, node
+        if not any(_is_entry(item) for item in node):
+            for item in node:
+                yield from _walk(item, path, depth + 1)
+
+
+def _show_path(path: tuple[str, ...]) -> str:
+    return ".".join(repr(part) for part in path)
+
+
+# --------------------------------------------------------------------------- entries
+
+
+def _fields(item: object) -> dict[str, object] | None:
+    """An entry's fields with normalised key names, or None if it is not an object."""
+    if isinstance(item, PlanEntry):
+        return {"id": item.id, "tokens": item.tokens}
+    if isinstance(item, Mapping):
+        fields: dict[str, object] = {}
+        for key, value in item.items():
+            fields.setdefault(str(key).strip().lower(), value)
+        return fields
+    return None
+
+
+def _first(fields: Mapping[str, object], keys: Sequence[str]) -> object:
+    for key in keys:
+        if key in fields:
+            return fields[key]
+    return _MISSING
+
+
+def _is_entry(item: object) -> bool:
+    fields = _fields(item)
+    return fields is not None and _first(fields, _ID_KEYS) is not _MISSING
+
+
+def _normalize(items: Sequence[object], pool: set[str]) -> tuple[list[PlanEntry], list[str]] | str:
+    entries: list[PlanEntry] = []
+    notes: list[str] = []
+    seen: set[str] = set()
+    any_entry = False
+    for position, item in enumerate(items, start=1):
+        where = f"entry {position}"
+        fields = _fields(item)
+        if fields is None:
+            notes.append(f"{where}: not an object, dropped")
+            continue
+        raw_id = _first(fields, _ID_KEYS)
+        if raw_id is _MISSING:
+            notes.append(f"{where}: no id, dropped")
+            continue
+        any_entry = True
+        item_id, id_note = _coerce_id(raw_id, pool)
+        if item_id is None:
+            notes.append(f"{where}: id {_show(raw_id)} is not usable, dropped")
+            continue
+        if id_note:
+            notes.append(f"{where}: {id_note}")
+        if item_id not in pool:
+            notes.append(f"{where}: dropped id {_show(item_id)} (not in the pool)")
+            continue
+        if item_id in seen:
+            notes.append(f"{where}: dropped repeated id {_show(item_id)}")
+            continue
+        seen.add(item_id)
+        tokens, token_note = _coerce_tokens(_first(fields, _TOKEN_KEYS))
+        if token_note:
+            notes.append(f"{where} ({_show(item_id)}): {token_note}")
+        entries.append(PlanEntry(id=item_id, tokens=tokens))
+    if items and not any_entry:
+        return "the plan list holds no entries with an id"
+    return entries, notes
+
+
+def _coerce_id(raw: object, pool: set[str]) -> tuple[str | None, str | None]:
+    if isinstance(raw, str):
+        if raw not in pool and raw.strip() in pool:
+            return raw.strip(), f"stripped spaces from id {_show(raw)}"
+        return raw, None
+    if isinstance(raw, bool):
+        return None, None
+    if isinstance(raw, int):
+        return str(raw), f"id {raw} read as {_show(str(raw))}"
+    if isinstance(raw, float) and raw.is_integer():
+        text = str(int(raw))
+        return text, f"id {raw} read as {_show(text)}"
+    return None, None
+
+
+def _coerce_tokens(raw: object) -> tuple[int, str | None]:
+    """A non-negative integer token count, and a note whenever the value had to change."""
+    if raw is _MISSING:
+        return 0, "no token count, read as 0"
+    number: float | int | None = None
+    if isinstance(raw, bool):
+        number = None
+    elif isinstance(raw, int):
+        if raw >= 0:
+            return raw, None
+        number = raw
+    elif isinstance(raw, float):
+        number = raw if math.isfinite(raw) else None
+    elif isinstance(raw, str):
+        number = _parse_number(raw)
+    if number is None:
+        return 0, f"token count {_show(raw)} is not a number, read as 0"
+    tokens = max(0, math.floor(number))
+    return tokens, f"token count {_show(raw)} read as {tokens}"
+
+
+def _parse_number(text: str) -> float | None:
+    # Thousands separators and a trailing unit are common in model output.
+    cleaned = text.strip().replace(",", "").replace("_", "")
+    match = _NUMBER.fullmatch(cleaned)
+    if match is None:
+        return None
+    value = float(match.group(1))
+    return value if math.isfinite(value) else None
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,150 @@
+"""End-to-end runs of the installed triage suite through pytester.
+
+Each test runs ``pytest --budget-suite=triage`` in a fresh directory (no conftest unless the
+test writes one), the way a user would, and reads the terminal and the JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# A small, fast grid for behaviour tests; the full default grid is exercised separately.
+SMALL = ["--budget-pool-size=6", "--budget-alpha=0.5", "--budget-unsolvable=0", "-p", "no:randomly"]
+
+
+def run(pytester: pytest.Pytester, *args: str, subprocess: bool = True) -> pytest.RunResult:
+    runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
+    return runner("--budget-suite=triage", "-p", "no:cacheprovider", *args)
+
+
+def report_of(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((pytester.path / name).read_text(encoding="utf-8"))
+    return data
+
+
+def table_block(lines: list[str]) -> list[str]:
+    """The triage table lines from a run's output (header to plan counts)."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("pool "))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("plans:"))
+    return lines[start : end + 1]
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "0"], ["-n", "2"]], ids=["plain", "n0", "n2"])
+def test_default_run_gates_against_shipped_baselines(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The out-of-the-box run: every reference cell passes against the packaged baselines."""
+    result = run(pytester, "--budget-report=report.json", *xdist)
+    result.assert_outcomes(passed=64)
+    result.stdout.fnmatch_lines(["*triage: triage efficiency*", "pool *unsolv*alpha*eta_u*"])
+    report = report_of(pytester)
+    assert report["summary"]["cells"] == 64
+    assert {cell["agent"] for cell in report["cells"]} == {
+        "oracle", "random", "cheapest-first", "attempt-all"
+    }  # fmt: skip
+    oracle = [cell for cell in report["cells"] if cell["agent"] == "oracle"]
+    assert all(cell["scores"]["eta_u"] == 1.0 and cell["scores"]["eta_e"] == 1.0 for cell in oracle)
+    # No snapshot is written next to the installed suite or into the project by a plain run.
+    assert not (pytester.path / "__budget_snapshots__").exists()
+
+
+def test_xdist_and_plain_runs_print_the_same_table(pytester: pytest.Pytester) -> None:
+    plain = run(pytester, *SMALL, "--budget-gate=off", "--budget-report=a.json")
+    spread = run(pytester, *SMALL, "--budget-gate=off", "--budget-report=b.json", "-n", "2")
+    assert table_block(plain.outlines) == table_block(spread.outlines)
+    cells_a = [{k: v for k, v in c.items() if k != "duration_s"} for c in report_of(pytester, "a.json")["cells"]]
+    cells_b = [{k: v for k, v in c.items() if k != "duration_s"} for c in report_of(pytester, "b.json")["cells"]]
+    assert cells_a == cells_b
+
+
+def test_seed_changes_the_pools(pytester: pytest.Pytester) -> None:
+    run(pytester, *SMALL, "--budget-gate=off", "--budget-report=a.json", "--budget-seed=1")
+    run(pytester, *SMALL, "--budget-gate=off", "--budget-report=b.json", "--budget-seed=2")
+    budgets_a = [c["budget"] for c in report_of(pytester, "a.json")["cells"]]
+    budgets_b = [c["budget"] for c in report_of(pytester, "b.json")["cells"]]
+    assert budgets_a != budgets_b
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--budget-suite=triage,nope"], "*--budget-suite: unknown suite 'nope'; valid: triage, all*"),
+        (["--budget-agent=gpt"], "*--budget-agent=gpt: unknown agent; reference agents: *"),
+        (["--budget-alpha=0.5,2"], "*--budget-alpha: 2 is outside (0, 1]*"),
+        (["--budget-variant=D"], "*--budget-variant: unknown prompt variant 'D'; choose from A, B, C*"),
+        (["--budget-pool=missing.jsonl"], "*--budget-pool: no such file*missing.jsonl*"),
+        (["--budget-gate=maybe"], "*--budget-gate: unknown mode 'maybe'*"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    result = pytester.runpytest_subprocess("--budget-suite=triage", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+def test_bad_ini_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nbudget_tolerances =\n    eta = 0.1\n")
+    result = pytester.runpytest_subprocess("--budget-suite=triage")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: budget_tolerances: unknown metric 'eta'; gated metrics: *"])
+
+
+def test_bad_pool_file_names_file_and_line(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("pool.jsonl").write_text(
+        '{"id": "a", "text": "1 + 1"}\n{"id": "a", "text": "2 + 2"}\n', encoding="utf-8"
+    )
+    result = pytester.runpytest_subprocess("--budget-suite=triage", "--budget-pool=pool.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: *pool.jsonl:2: duplicate id 'a'*"])
+
+
+def test_fixtures_are_listed_with_docstrings(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--fixtures")
+    for name in (
+        "budget_planner", "budget_solver", "budget_estimator", "budget_actor",
+        "budget_tool_agent", "budget_cap", "budget_meter", "budget_snapshot",
+        "budget_record", "budget_options", "budget_seed", "triage_ground_truth", "triage_pools",
+    ):  # fmt: skip
+        result.stdout.fnmatch_lines([f"{name}*"])
+
+
+def test_suite_runs_from_any_directory_without_collecting_project_tests(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_mine="def test_mine():\n    assert False\n")
+    result = run(pytester, *SMALL, "--budget-gate=off")
+    result.assert_outcomes(passed=8)
+    explicit = run(pytester, *SMALL, "--budget-gate=off", "test_mine.py")
+    explicit.assert_outcomes(passed=8, failed=1)
+
+
+def test_junit_properties_carry_scores(pytester: pytest.Pytester) -> None:
+    run(pytester, *SMALL, "--budget-gate=off", "--junitxml=junit.xml", "-n", "2")
+    xml = (pytester.path / "junit.xml").read_text(encoding="utf-8")
+    assert xml.count('name="budget.eta_u"') == 8
+    assert re.search(r'name="budget.agent" value="cheapest-first"', xml)
+
+
+def test_report_matches_published_schema(pytester: pytest.Pytester) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    run(pytester, "--budget-pool-size=6", "--budget-alpha=0.5", "--budget-unsolvable=0,0.5",
+        "--budget-gate=off", "--budget-report=report.json")  # fmt: skip
+    schema_path = Path(__file__).resolve().parents[1] / "docs" / "reference" / "report.schema.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    report = report_of(pytester)
+    jsonschema.validate(report, schema)
+    cell = next(c for c in report["cells"] if c["unsolvable_ratio"] == 0.5)
+    assert set(cell["scores"]) == {
+        "v_u", "v_e", "v_oracle", "v_random", "eta_u", "eta_e",
+        "regret_u", "regret_e", "detection", "waste",
+    }  # fmt: skip
+    assert cell["scores"]["detection"] is not None
+    for key in ("suite", "pool", "alpha", "budget", "agent", "seed", "plan_status"):
+        assert key in cell

@@ -1,0 +1,122 @@
+"""Score gating through the syrupy extension: record, pass, regress, improve, corrupt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+PLANNER = """
+def pytest_budget_planner(config):
+    def plan(request):
+        ids = [p.id for p in request.items][:4]
+        return {"plan": [{"id": i, "tokens": request.budget // 4} for i in ids]}
+    return plan
+"""
+ARGS = ("--budget-suite=triage", "-p", "no:cacheprovider", "--budget-pool-size=6",
+        "--budget-alpha=0.5", "--budget-unsolvable=0")  # fmt: skip
+ARITH = Path("__budget_snapshots__/triage/arith-u0-a0.5-A-user.json")
+
+
+def record(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
+    pytester.makeconftest(PLANNER)
+    return pytester.runpytest_subprocess(*ARGS, "--snapshot-update", *extra)
+
+
+def edit_scores(pytester: pytest.Pytester, **changes: float) -> dict[str, float]:
+    path = pytester.path / ARITH
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["scores"].update(changes)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    scores: dict[str, float] = data["scores"]
+    return scores
+
+
+def test_missing_snapshot_fails_with_a_hint(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(PLANNER)
+    result = pytester.runpytest_subprocess(*ARGS)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([
+        "*no stored baseline for this cell at *arith-u0-a0.5-A-user.json; record one with: "
+        "pytest --budget-suite=triage --snapshot-update*"
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["plain", "n2"])
+def test_record_then_pass(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    record(pytester, *xdist).assert_outcomes(passed=2)
+    files = sorted((pytester.path / "__budget_snapshots__" / "triage").glob("*.json"))
+    assert [f.name for f in files] == ["arith-u0-a0.5-A-user.json", "sokoban-u0-a0.5-A-user.json"]
+    for file in files:
+        data = json.loads(file.read_text(encoding="utf-8"))  # complete, valid JSON
+        assert set(data) == {"context", "scores"}
+        assert data["context"]["seed"] == 42
+    pytester.runpytest_subprocess(*ARGS, *xdist).assert_outcomes(passed=2)
+
+
+def test_regression_past_tolerance_fails_and_names_the_metric(pytester: pytest.Pytester) -> None:
+    record(pytester).assert_outcomes(passed=2)
+    before = json.loads((pytester.path / ARITH).read_text(encoding="utf-8"))["scores"]["eta_u"]
+    edit_scores(pytester, eta_u=before + 0.3)
+    result = pytester.runpytest_subprocess(*ARGS)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        f"*eta_u regressed: stored {before + 0.3:.6g}, new {before:.6g}, tolerance 0.05 "
+        "(higher is better)*"
+    ])  # fmt: skip
+
+
+def test_small_regression_within_tolerance_and_improvements_pass(pytester: pytest.Pytester) -> None:
+    record(pytester).assert_outcomes(passed=2)
+    scores = json.loads((pytester.path / ARITH).read_text(encoding="utf-8"))["scores"]
+    edit_scores(pytester, eta_u=scores["eta_u"] + 0.04, eta_e=scores["eta_e"] - 0.5)
+    pytester.runpytest_subprocess(*ARGS).assert_outcomes(passed=2)
+
+
+def test_ini_tolerance_per_metric(pytester: pytest.Pytester) -> None:
+    record(pytester).assert_outcomes(passed=2)
+    scores = json.loads((pytester.path / ARITH).read_text(encoding="utf-8"))["scores"]
+    edit_scores(pytester, eta_u=scores["eta_u"] + 0.3)
+    pytester.makeini("[pytest]\nbudget_tolerances =\n    eta_u = 0.5\n")
+    pytester.runpytest_subprocess(*ARGS).assert_outcomes(passed=2)
+
+
+def test_update_records_improvements_too(pytester: pytest.Pytester) -> None:
+    record(pytester).assert_outcomes(passed=2)
+    scores = json.loads((pytester.path / ARITH).read_text(encoding="utf-8"))["scores"]
+    edit_scores(pytester, eta_u=scores["eta_u"] - 0.4)
+    record(pytester).assert_outcomes(passed=2)
+    again = json.loads((pytester.path / ARITH).read_text(encoding="utf-8"))["scores"]
+    assert again["eta_u"] == scores["eta_u"]
+
+
+def test_corrupt_snapshot_gives_one_line_fix(pytester: pytest.Pytester) -> None:
+    record(pytester).assert_outcomes(passed=2)
+    (pytester.path / ARITH).write_text('{"scores": {"eta_u": 0.5,', encoding="utf-8")
+    result = pytester.runpytest_subprocess(*ARGS)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*snapshot *arith-u0-a0.5-A-user.json is not valid JSON (line 1: *); delete it and "
+        "re-record with: pytest --budget-suite=triage --snapshot-update*"
+    ])  # fmt: skip
+
+
+def test_snapshot_without_scores_object(pytester: pytest.Pytester) -> None:
+    record(pytester).assert_outcomes(passed=2)
+    (pytester.path / ARITH).write_text('["not", "a", "snapshot"]', encoding="utf-8")
+    result = pytester.runpytest_subprocess(*ARGS)
+    result.stdout.fnmatch_lines(["*has no 'scores' object; delete it and re-record with*"])
+
+
+def test_baseline_from_another_seed_is_explained(pytester: pytest.Pytester) -> None:
+    record(pytester).assert_outcomes(passed=2)
+    result = pytester.runpytest_subprocess(*ARGS, "--budget-seed=7")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*was recorded with seed=42 (now 7); re-record with*"])
+
+
+def test_snapshot_dir_is_configurable(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nbudget_snapshot_dir = ci/baselines\n")
+    record(pytester).assert_outcomes(passed=2)
+    assert (pytester.path / "ci/baselines/triage/arith-u0-a0.5-A-user.json").is_file()

@@ -1,0 +1,106 @@
+"""Calling agents: objects or callables, sync or async, errors become AgentError."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import anyio
+import pytest
+
+from pytest_budget.roles import AgentError, agent_name, call_role
+
+
+class SyncPlanner:
+    name = "sync-planner"
+
+    def plan(self, request: str) -> str:
+        return f"sync:{request}"
+
+
+class AsyncPlanner:
+    async def plan(self, request: str) -> str:
+        await anyio.sleep(0)
+        return f"async:{request}"
+
+
+async def async_function(request: str) -> str:
+    return f"fn:{request}"
+
+
+def test_object_function_and_async_forms() -> None:
+    async def main() -> list[str]:
+        return [
+            await call_role(SyncPlanner(), "planner", "r"),
+            await call_role(AsyncPlanner(), "planner", "r"),
+            await call_role(lambda r: f"lambda:{r}", "planner", "r"),
+            await call_role(async_function, "planner", "r"),
+        ]
+
+    assert anyio.run(main) == ["sync:r", "async:r", "lambda:r", "fn:r"]
+
+
+def test_sync_agents_run_off_the_event_loop_thread() -> None:
+    seen: list[int] = []
+
+    def planner(request: str) -> str:
+        seen.append(threading.get_ident())
+        return request
+
+    async def main() -> None:
+        await call_role(planner, "planner", "x")
+
+    anyio.run(main)
+    assert seen and seen[0] != threading.get_ident()
+
+
+def test_limiter_bounds_concurrency() -> None:
+    active = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def planner(request: int) -> int:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.02)
+        with lock:
+            active -= 1
+        return request
+
+    async def main() -> None:
+        limiter = anyio.CapacityLimiter(3)
+        async with anyio.create_task_group() as group:
+            for i in range(12):
+                group.start_soon(lambda i=i: call_role(planner, "planner", i, limiter=limiter))
+
+    anyio.run(main)
+    assert peak == 3
+
+
+def test_agent_exception_becomes_one_line_agent_error() -> None:
+    def broken(request: object) -> None:
+        raise RuntimeError("model went away\nsecond line")
+
+    async def main() -> None:
+        await call_role(broken, "planner", None)
+
+    with pytest.raises(AgentError) as info:
+        anyio.run(main)
+    assert info.value.reason == "raised RuntimeError: model went away"
+    assert info.value.agent == "broken"
+
+
+def test_not_callable_agent_is_explained() -> None:
+    async def main() -> None:
+        await call_role(object(), "planner", None)
+
+    with pytest.raises(AgentError, match=r"has no \.plan\(\) method and is not callable"):
+        anyio.run(main)
+
+
+def test_agent_names() -> None:
+    assert agent_name(SyncPlanner()) == "sync-planner"
+    assert agent_name(AsyncPlanner()) == "AsyncPlanner"
+    assert agent_name(async_function) == "async_function"
