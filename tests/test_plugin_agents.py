@@ -32,13 +32,16 @@ class FirstThree:
 
 
 def test_fixture_override_replaces_the_reference_agents(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(PLANNER + """
+    pytester.makeconftest(
+        PLANNER
+        + """
 import pytest
 
 @pytest.fixture
 def budget_planner():
     return FirstThree()
-""")
+"""
+    )
     result = run(pytester, *SMALL, "--budget-gate=off")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*2 passed*"])
@@ -48,10 +51,13 @@ def budget_planner():
 
 
 def test_hook_agent_and_explicit_reference_agents_side_by_side(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(PLANNER + """
+    pytester.makeconftest(
+        PLANNER
+        + """
 def pytest_budget_planner(config):
     return FirstThree()
-""")
+"""
+    )
     run(pytester, *SMALL, "--budget-gate=off").assert_outcomes(passed=2)
     assert {c["agent"] for c in cells(pytester)} == {"first-three"}
     both = run(pytester, *SMALL, "--budget-gate=off", "--budget-agent=user,oracle")
@@ -147,7 +153,11 @@ def pytest_budget_solver(config):
 
 def test_pool_line_baseline_skips_the_solver(pytester: pytest.Pytester) -> None:
     lines = [
-        {"id": f"q{i}", "text": f"Question {i}", "baseline": {"solved": i % 2 == 0, "tokens": 100 + i}}
+        {
+            "id": f"q{i}",
+            "text": f"Question {i}",
+            "baseline": {"solved": i % 2 == 0, "tokens": 100 + i},
+        }
         for i in range(6)
     ]
     pytester.path.joinpath("mine.jsonl").write_text(

@@ -57,8 +57,14 @@ def test_xdist_and_plain_runs_print_the_same_table(pytester: pytest.Pytester) ->
     plain = run(pytester, *SMALL, "--budget-gate=off", "--budget-report=a.json")
     spread = run(pytester, *SMALL, "--budget-gate=off", "--budget-report=b.json", "-n", "2")
     assert table_block(plain.outlines) == table_block(spread.outlines)
-    cells_a = [{k: v for k, v in c.items() if k != "duration_s"} for c in report_of(pytester, "a.json")["cells"]]
-    cells_b = [{k: v for k, v in c.items() if k != "duration_s"} for c in report_of(pytester, "b.json")["cells"]]
+    cells_a = [
+        {k: v for k, v in c.items() if k != "duration_s"}
+        for c in report_of(pytester, "a.json")["cells"]
+    ]
+    cells_b = [
+        {k: v for k, v in c.items() if k != "duration_s"}
+        for c in report_of(pytester, "b.json")["cells"]
+    ]
     assert cells_a == cells_b
 
 
@@ -73,10 +79,16 @@ def test_seed_changes_the_pools(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--budget-suite=triage,nope"], "*--budget-suite: unknown suite 'nope'; valid: triage, all*"),
+        (
+            ["--budget-suite=triage,nope"],
+            "*--budget-suite: unknown suite 'nope'; valid: triage, all*",
+        ),
         (["--budget-agent=gpt"], "*--budget-agent=gpt: unknown agent; reference agents: *"),
         (["--budget-alpha=0.5,2"], "*--budget-alpha: 2 is outside (0, 1]*"),
-        (["--budget-variant=D"], "*--budget-variant: unknown prompt variant 'D'; choose from A, B, C*"),
+        (
+            ["--budget-variant=D"],
+            "*--budget-variant: unknown prompt variant 'D'; choose from A, B, C*",
+        ),
         (["--budget-pool=missing.jsonl"], "*--budget-pool: no such file*missing.jsonl*"),
         (["--budget-gate=maybe"], "*--budget-gate: unknown mode 'maybe'*"),
     ],
@@ -93,7 +105,9 @@ def test_bad_ini_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nbudget_tolerances =\n    eta = 0.1\n")
     result = pytester.runpytest_subprocess("--budget-suite=triage")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: budget_tolerances: unknown metric 'eta'; gated metrics: *"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: budget_tolerances: unknown metric 'eta'; gated metrics: *"]
+    )
 
 
 def test_bad_pool_file_names_file_and_line(pytester: pytest.Pytester) -> None:

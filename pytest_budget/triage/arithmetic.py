@@ -172,14 +172,14 @@ def _parse_atom(tokens: list[str], i: int) -> tuple[Expr, int]:
     raise ValueError(f"unexpected {token!r} in expression")
 
 
-_CANDIDATE = re.compile("[\\d(][\\d\\s+\\-*/\u00d7\u00f7()]*[\\d)]")
+_CANDIDATE = re.compile("-?[\\d(][\\d\\s+\\-*/\u00d7\u00f7()]*[\\d)]")
 
 
 def find_expression(text: str) -> str | None:
     """The expression a problem asks about, or ``None`` if the text is not arithmetic.
 
     An ``Expression:`` line wins; otherwise the longest run of arithmetic characters
-    with at least two operations that parses.
+    with at least two operations that parses, if it makes up a good part of the text.
     """
     for line in text.splitlines():
         stripped = line.strip()
@@ -199,6 +199,10 @@ def find_expression(text: str) -> str | None:
             continue
         if _count_ops(node) >= 2 and (best is None or len(candidate) > len(best)):
             best = candidate
+    # Without the marker the expression must be the point of the text, not a date like
+    # 12/05/2023 inside a long question.
+    if best is None or len(best.replace(" ", "")) * 4 < len("".join(text.split())):
+        return None
     return best
 
 

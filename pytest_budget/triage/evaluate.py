@@ -196,7 +196,7 @@ async def run_cell(
         plan = parse_plan(raw, [item.id for item in gradeable])
     except AgentError as exc:
         plan = Plan(status=PlanStatus.UNPARSEABLE, repairs=(exc.reason,))
-        outcome, reason = "error", f"planner {exc.reason}"
+        outcome, reason = "error", str(exc)
     if outcome == "ok" and plan.status is PlanStatus.UNPARSEABLE:
         outcome = "invalid"
         reason = "; ".join(plan.repairs) or "plan could not be parsed"

@@ -29,15 +29,20 @@ _ID_KEYS = ("id", "problem_id")
 _TOKEN_KEYS = ("tokens", "allocation", "budget", "max_tokens")
 _PLAN_KEY = "plan"
 
-#: Failed decode attempts tolerated while scanning text, so hostile input stays cheap.
-_MAX_FAILED_DECODES = 10_000
+#: Work allowed for failed decode attempts while scanning one text (roughly characters
+#: examined), so pathological input such as "[[[[..." stays cheap.
+_SCAN_BUDGET = 30_000_000
+#: Charge for a decode that failed by nesting too deeply (it gives no error position).
+_DEEP_FAILURE_COST = 50_000
 #: How deep to look inside decoded JSON for a nested plan.
 _MAX_DEPTH = 6
 
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.IGNORECASE)
-_JSON_START = re.compile(r"[{\[]")
+# Only starts a plan can have: an object with a string key (or empty), or an array of
+# containers.  This skips LaTeX braces and citation brackets in prose without a decode.
+_JSON_START = re.compile(r"\{\s*[\"}]|\[\s*[\[{\]]")
 _FENCE = re.compile(r"```[\w+-]*")
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _SINGLE_QUOTED = re.compile(r"'([^'\"\\\n]*)'")
@@ -52,6 +57,8 @@ class _Located:
 
     items: Sequence[object]
     notes: list[str] = field(default_factory=list)
+    #: True when pieced together from loose entries (the enclosing JSON never closed).
+    salvaged: bool = False
 
 
 def parse_plan(raw: object, pool_ids: Sequence[str]) -> Plan:
@@ -116,9 +123,13 @@ def _from_text(text: str) -> _Located | str:
     for candidate, notes in attempts:
         if not candidate:
             continue
-        found = _search(candidate)
-        if found is None:
-            found = _search_loosened(candidate)
+        # A complete plan, even one needing near-JSON fixes, beats salvaging loose entries.
+        found = (
+            _search(candidate, salvage=False)
+            or _search_loosened(candidate, salvage=False)
+            or _search(candidate, salvage=True)
+            or _search_loosened(candidate, salvage=True)
+        )
         if found is not None:
             found.notes[:0] = notes
             return found
@@ -138,28 +149,29 @@ def _strip_reasoning(text: str) -> str:
     return visible.strip()
 
 
-def _search_loosened(text: str) -> _Located | None:
+def _search_loosened(text: str, *, salvage: bool) -> _Located | None:
     """Retry after cheap fixes for near-JSON: trailing commas, then single quotes."""
     no_commas = _TRAILING_COMMA.sub(r"\1", text)
     if no_commas != text:
-        found = _search(no_commas)
+        found = _search(no_commas, salvage=salvage)
         if found is not None:
             found.notes.insert(0, "removed trailing commas")
             return found
     quoted = _SINGLE_QUOTED.sub(r'"\1"', no_commas)
     if quoted != no_commas:
-        found = _search(quoted)
+        found = _search(quoted, salvage=salvage)
         if found is not None:
+            found.notes[:0] = ["removed trailing commas"] if no_commas != text else []
             found.notes.insert(0, "read single-quoted strings as JSON strings")
             return found
     return None
 
 
-def _search(text: str) -> _Located | None:
+def _search(text: str, *, salvage: bool) -> _Located | None:
     values = _decode_all(text)
     whole = len(values) == 1 and values[0][1] == 0 and values[0][2] == len(text)
-    found = _select(values, whole=whole)
-    if found is None or whole:
+    found = _select(values, whole=whole, salvage=salvage)
+    if found is None or whole or found.salvaged:
         return found
     return _with_surroundings(found, text, values)
 
@@ -168,17 +180,22 @@ def _decode_all(text: str) -> list[tuple[object, int, int]]:
     """Every top-level JSON value in ``text`` as (value, start, end), left to right."""
     decoder = json.JSONDecoder()
     values: list[tuple[object, int, int]] = []
-    failures = 0
+    spent = 0
     position = 0
-    while failures < _MAX_FAILED_DECODES:
+    while spent < _SCAN_BUDGET:
         match = _JSON_START.search(text, position)
         if match is None:
             break
         start = match.start()
         try:
             value, end = decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            failures += 1
+        except json.JSONDecodeError as error:
+            # Building the error counts lines up to its position, so charge for that too.
+            spent += error.pos + 1
+            position = start + 1
+            continue
+        except RecursionError:
+            spent += _DEEP_FAILURE_COST
             position = start + 1
             continue
         values.append((value, start, end))
@@ -209,7 +226,9 @@ def _with_surroundings(
 # --------------------------------------------------------------------------- choosing the plan
 
 
-def _select(values: Sequence[tuple[object, int, int]], *, whole: bool) -> _Located | None:
+def _select(
+    values: Sequence[tuple[object, int, int]], *, whole: bool, salvage: bool = True
+) -> _Located | None:
     """Pick the plan among decoded values: a 'plan' list, else an entry list, else entries."""
     plans: list[tuple[tuple[str, ...], Sequence[object]]] = []
     entry_lists: list[tuple[tuple[str, ...], Sequence[object]]] = []
@@ -247,11 +266,11 @@ def _select(values: Sequence[tuple[object, int, int]], *, whole: bool) -> _Locat
         return _Located(items=items, notes=notes)
 
     # Truncated output: the enclosing object never closed, but whole entries inside did.
-    loose = [value for value, _, _ in values if _is_entry(value)]
+    loose = [value for value, _, _ in values if _is_entry(value)] if salvage else []
     if loose:
-        return _Located(
-            items=loose, notes=[f"no complete plan list; recovered {len(loose)} whole entries"]
-        )
+        count = f"{len(loose)} whole {'entry' if len(loose) == 1 else 'entries'}"
+        note = f"no complete plan list; recovered {count}"
+        return _Located(items=loose, notes=[note], salvaged=True)
     return None
 
 
