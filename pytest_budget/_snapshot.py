@@ -34,7 +34,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BASELINE_DIR",
-    "SNAPSHOT_SCHEMA_VERSION", "BudgetSnapshotExtension", "cell_file_name", "extension_for"]
+    "SNAPSHOT_SCHEMA_VERSION",
+    "BudgetSnapshotExtension",
+    "cell_file_name",
+    "extension_for",
+]
 
 SNAPSHOT_SCHEMA_VERSION = 1
 #: Baselines of the reference agents, shipped with the package (read-only fallback).
@@ -117,7 +121,9 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     ) -> SerializedData:
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
-    def matches(self, *, serialized_data: SerializableData, snapshot_data: SerializableData) -> bool:
+    def matches(
+        self, *, serialized_data: SerializableData, snapshot_data: SerializableData
+    ) -> bool:
         return not list(self._problems(str(serialized_data), str(snapshot_data)))
 
     def diff_lines(
@@ -151,12 +157,14 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
         stored_context = stored.get("context", {})
         new_context = new.get("context", {})
         changed = sorted(
-            key for key in set(stored_context) | set(new_context)
+            key
+            for key in set(stored_context) | set(new_context)
             if stored_context.get(key) != new_context.get(key)
         )
         if changed:
             details = ", ".join(
-                f"{key}={stored_context.get(key)!r} (now {new_context.get(key)!r})" for key in changed
+                f"{key}={stored_context.get(key)!r} (now {new_context.get(key)!r})"
+                for key in changed
             )
             yield f"baseline {path} was recorded with {details}; re-record with: {hint}"
             return

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-
 __all__ = [
     "REFERENCE_AGENTS",
     "USER_AGENT",
@@ -27,7 +26,6 @@ USER_AGENT = "user"
 
 ProviderFactory = Callable[[str, str, Mapping[str, Any]], object]
 _PROVIDERS: dict[str, ProviderFactory] = {}
-
 
 
 # Factories import lazily so that importing the package stays cheap.

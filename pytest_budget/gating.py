@@ -97,9 +97,7 @@ def compare(
             continue
         after = _number(new.get(spec.name))
         if after is None or spec.fails(before, after):
-            regressions.append(
-                Regression(spec.name, before, after, spec.tolerance, spec.direction)
-            )
+            regressions.append(Regression(spec.name, before, after, spec.tolerance, spec.direction))
     return regressions
 
 

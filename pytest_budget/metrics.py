@@ -47,4 +47,3 @@ def metric_specs(
             spec = spec.with_tolerance(default)
         specs.append(spec)
     return tuple(specs)
-

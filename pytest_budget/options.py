@@ -67,7 +67,9 @@ class BudgetOptions:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready view for the report (no secrets live here: keys come from env vars)."""
         data = asdict(self)
-        return {key: list(value) if isinstance(value, tuple) else value for key, value in data.items()}
+        return {
+            key: list(value) if isinstance(value, tuple) else value for key, value in data.items()
+        }
 
 
 def parse_suites(value: str | None) -> tuple[str, ...]:
@@ -104,7 +106,9 @@ def parse_float_list(
         try:
             number = float(text)
         except ValueError:
-            raise OptionError(f"{option}: {text!r} is not a number (expected e.g. {option}=0.5,1.0)") from None
+            raise OptionError(
+                f"{option}: {text!r} is not a number (expected e.g. {option}=0.5,1.0)"
+            ) from None
         below = number <= low if low_open else number < low
         if not math.isfinite(number) or below or number > high:
             bracket = "(" if low_open else "["
@@ -165,7 +169,9 @@ def parse_options(
     except ValueError:
         raise OptionError(f"--budget-seed: {seed_value!r} is not an integer") from None
 
-    variants = tuple(v.strip().upper() for v in str(get_option("budget_variant") or "A").split(",") if v.strip())
+    variants = tuple(
+        v.strip().upper() for v in str(get_option("budget_variant") or "A").split(",") if v.strip()
+    )
     for variant in variants:
         if variant not in ("A", "B", "C"):
             raise OptionError(
@@ -178,7 +184,11 @@ def parse_options(
         if not Path(path).is_file():
             raise OptionError(f"--budget-pool: no such file {path}; give a JSONL pool file")
 
-    snapshot_dir = str(get_option("budget_snapshot_dir") or get_ini("budget_snapshot_dir") or "__budget_snapshots__")
+    snapshot_dir = str(
+        get_option("budget_snapshot_dir")
+        or get_ini("budget_snapshot_dir")
+        or "__budget_snapshots__"
+    )
     snapshot_path = Path(snapshot_dir)
     if not snapshot_path.is_absolute():
         snapshot_path = Path(rootdir) / snapshot_path
@@ -202,7 +212,9 @@ def parse_options(
 
     gate = str(get_option("budget_gate") or "tolerance").strip()
     if gate not in GATE_MODES:
-        raise OptionError(f"--budget-gate: unknown mode {gate!r}; choose from {', '.join(GATE_MODES)}")
+        raise OptionError(
+            f"--budget-gate: unknown mode {gate!r}; choose from {', '.join(GATE_MODES)}"
+        )
 
     return BudgetOptions(
         gate=gate,
@@ -212,7 +224,13 @@ def parse_options(
         seed=seed,
         concurrency=_positive_int("--budget-concurrency", get_option("budget_concurrency") or 8),
         report_path=report_path,
-        alphas=parse_float_list("--budget-alpha", get_option("budget_alpha") or DEFAULT_ALPHAS, low=0.0, high=1.0, low_open=True),
+        alphas=parse_float_list(
+            "--budget-alpha",
+            get_option("budget_alpha") or DEFAULT_ALPHAS,
+            low=0.0,
+            high=1.0,
+            low_open=True,
+        ),
         # User pools carry their own unsolvable flags: no injection unless asked for.
         unsolvable=parse_float_list(
             "--budget-unsolvable",
@@ -221,8 +239,13 @@ def parse_options(
             high=1.0,
         ),
         pools=pools,
-        pool_size=_positive_int("--budget-pool-size", get_option("budget_pool_size") or 30, minimum=2),
-        chunk_size=_positive_int("--budget-chunk-size", get_option("budget_chunk_size") or get_ini("budget_chunk_size") or 30),
+        pool_size=_positive_int(
+            "--budget-pool-size", get_option("budget_pool_size") or 30, minimum=2
+        ),
+        chunk_size=_positive_int(
+            "--budget-chunk-size",
+            get_option("budget_chunk_size") or get_ini("budget_chunk_size") or 30,
+        ),
         variants=variants or ("A",),
         resolve=bool(get_option("budget_resolve")),
         snapshot_dir=str(snapshot_path),

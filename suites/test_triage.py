@@ -10,9 +10,9 @@ from typing import Any
 
 import anyio
 import pytest
-
 from pytest_budget.fixtures.core import agent_axis
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
+
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.roles import agent_name
@@ -92,8 +92,13 @@ def test_triage(
                 "gradeable": len(phase0.baselines),
                 "errors": phase0.errors,
             },
-            "sort_key": [pool.name, triage_cell.unsolvable_ratio, triage_cell.alpha,
-                         triage_cell.variant, budget_agent],
+            "sort_key": [
+                pool.name,
+                triage_cell.unsolvable_ratio,
+                triage_cell.alpha,
+                triage_cell.variant,
+                budget_agent,
+            ],
         }
     )
     if outcome.outcome == "error":

@@ -11,13 +11,13 @@ from typing import Any
 
 import anyio
 import pytest
-
 from pytest_budget.fixtures.core import agent_axis
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
+from pytest_budget.suites.test_triage import _context, _phase0
+
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.roles import agent_name
-from pytest_budget.suites.test_triage import _context, _phase0
 from pytest_budget.triage.evaluate import run_cell
 from pytest_budget.triage.resolve import run_resolve
 
@@ -54,8 +54,13 @@ def test_resolve(
     async def both() -> Any:
         limiter = anyio.CapacityLimiter(limiter_size)
         outcome = await run_cell(
-            pool, phase0.baselines, triage_cell.alpha, budget_planner,
-            seed=budget_options.seed, variant=triage_cell.variant, limiter=limiter,
+            pool,
+            phase0.baselines,
+            triage_cell.alpha,
+            budget_planner,
+            seed=budget_options.seed,
+            variant=triage_cell.variant,
+            limiter=limiter,
             samples=budget_options.random_samples,
         )
         resolved = await run_resolve(

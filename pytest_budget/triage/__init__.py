@@ -5,7 +5,13 @@ Everything here is plain Python, usable without pytest::
     from pytest_budget.triage import score_plan, parse_plan, bundled_pools
 """
 
-from pytest_budget.triage.evaluate import CellOutcome, TriageScores, budget_for, run_cell, score_plan
+from pytest_budget.triage.evaluate import (
+    CellOutcome,
+    TriageScores,
+    budget_for,
+    run_cell,
+    score_plan,
+)
 from pytest_budget.triage.graders import GRADERS, extract_answer, get_grader, grade
 from pytest_budget.triage.phase0 import Phase0Cache, coerce_solution, measure_baselines
 from pytest_budget.triage.plan_parser import parse_plan

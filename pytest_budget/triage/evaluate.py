@@ -41,7 +41,7 @@ _DOMAIN_WORDING = {
 def budget_for(costs: Sequence[int], alpha: float) -> int:
     """B = floor(alpha * sum c_i) (TRIAGE §3.2)."""
     # The tiny epsilon keeps e.g. 0.3 * 10 from flooring to 2 through float error.
-    return int(math.floor(alpha * sum(costs) + 1e-9))
+    return math.floor(alpha * sum(costs) + 1e-9)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,9 @@ def coerce_solution(raw: object) -> Solution:
         answer = raw.get("answer")
         if answer is None:
             answer = extract_answer(text)
-        return Solution(text=text, tokens=int(tokens), answer=None if answer is None else str(answer))
+        return Solution(
+            text=text, tokens=int(tokens), answer=None if answer is None else str(answer)
+        )
     if raw is None:
         raise TypeError("solver returned None; return a Solution, a mapping or the raw text")
     raise TypeError(

@@ -108,7 +108,7 @@ class CheapestFirstPlanner:
             estimate = estimate_any(problem)
             if estimate.p_solve < self.min_p_solve:
                 continue
-            tokens = max(1, int(round(estimate.tokens * self.margin)))
+            tokens = max(1, round(estimate.tokens * self.margin))
             worth = problem.value * estimate.p_solve
             scored.append((tokens / worth, tokens, problem.id))
         scored.sort()

@@ -19,7 +19,9 @@ from pytest_budget.triage.types import Item, Pool
 __all__ = ["bundled_pools", "inject_unsolvable", "injection_count", "unsolvable_supply"]
 
 
-def bundled_pools(seed: int, size: int = 30, domains: Sequence[str] | None = None) -> tuple[Pool, ...]:
+def bundled_pools(
+    seed: int, size: int = 30, domains: Sequence[str] | None = None
+) -> tuple[Pool, ...]:
     """One generated pool of ``size`` items per domain (default: every built-in domain)."""
     names = list(domains) if domains is not None else sorted(DOMAINS)
     pools = []
@@ -32,12 +34,14 @@ def bundled_pools(seed: int, size: int = 30, domains: Sequence[str] | None = Non
 
 def unsolvable_supply(domain: str, count: int, seed: int) -> tuple[Item, ...]:
     """``count`` provably unsolvable items of ``domain`` (generated from the seed)."""
-    return tuple(get_domain(domain).generate_unsolvable(count, derive_seed(seed, "unsolvable", domain)))
+    return tuple(
+        get_domain(domain).generate_unsolvable(count, derive_seed(seed, "unsolvable", domain))
+    )
 
 
 def injection_count(size: int, ratio: float) -> int:
     """How many items a ratio replaces (round half up, so 0.25 of 30 is 8)."""
-    return min(size, int(math.floor(ratio * size + 0.5)))
+    return min(size, math.floor(ratio * size + 0.5))
 
 
 def inject_unsolvable(pool: Pool, ratio: float, supply: Sequence[Item], *, seed: int) -> Pool:
@@ -53,7 +57,7 @@ def inject_unsolvable(pool: Pool, ratio: float, supply: Sequence[Item], *, seed:
         return pool
     if count > len(supply):
         raise ValueError(
-            f"pool {pool.name!r} needs {count} unsolvable items but only {len(supply)} are available"
+            f"pool {pool.name!r} needs {count} unsolvable items, only {len(supply)} available"
         )
     rng = np.random.default_rng(derive_seed(seed, "inject", pool.name, ratio))
     slots = sorted(int(i) for i in rng.choice(len(pool), size=count, replace=False))

@@ -33,9 +33,7 @@ def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             status if cell.get("outcome", "ok") == "ok" else f"{status} ({cell.get('outcome')})",
         ])  # fmt: skip
     lines = render_table(headers, rows)
-    counts = ", ".join(
-        f"{statuses.get(key, 0)} {key}" for key in ("ok", "repaired", "unparseable")
-    )
+    counts = ", ".join(f"{statuses.get(key, 0)} {key}" for key in ("ok", "repaired", "unparseable"))
     lines.append(f"plans: {counts}")
     lines.extend(variant_agreement(cells))
     return lines
@@ -57,12 +55,27 @@ def variant_agreement(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         x = [sum(by_variant[first][a]) / len(by_variant[first][a]) for a in agents]
         y = [sum(by_variant[second][a]) / len(by_variant[second][a]) for a in agents]
         tau = kendall_tau_b(x, y)
-        lines.append(f"ranking agreement {first} vs {second}: Kendall tau-b = {tau:.3f} over {len(agents)} agents")
+        lines.append(
+            f"ranking agreement {first} vs {second}: "
+            f"Kendall tau-b = {tau:.3f} over {len(agents)} agents"
+        )
     return lines
 
 
 def resolve_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
-    headers = ["pool", "alpha", "agent", "n", "compliance", "kept", "lost", "newly", "wrong", "acc_base", "acc_stated"]
+    headers = [
+        "pool",
+        "alpha",
+        "agent",
+        "n",
+        "compliance",
+        "kept",
+        "lost",
+        "newly",
+        "wrong",
+        "acc_base",
+        "acc_stated",
+    ]
     rows = []
     for cell in cells:
         s = cell.get("scores", {})

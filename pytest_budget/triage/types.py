@@ -98,7 +98,7 @@ class Solution:
     answer: str | None = None
 
 
-class PlanStatus(str, enum.Enum):
+class PlanStatus(enum.StrEnum):
     """How a plan was obtained from the planner's output."""
 
     OK = "ok"
