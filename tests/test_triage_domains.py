@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -168,9 +169,9 @@ def test_generation_is_identical_in_a_fresh_interpreter() -> None:
         "    payload = json.dumps([[i.id, i.text, i.answer] for i in items])\n"
         "    print(hashlib.sha256(payload.encode()).hexdigest())\n"
     )
-    env_seed = {"PYTHONHASHSEED": "12345"}  # a different salt must not matter
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}  # a different salt must not matter
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env_seed
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
     expected = [
         _fingerprint(arithmetic.generate(15, 11)),

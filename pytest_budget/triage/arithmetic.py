@@ -25,6 +25,9 @@ __all__ = [
     "MAX_STEPS",
     "ArithmeticSolver",
     "Expr",
+    "Num",
+    "Op",
+    "Var",
     "estimate",
     "find_expression",
     "format_value",
@@ -51,16 +54,22 @@ _MARKER = "Expression:"
 
 @dataclass(frozen=True)
 class Num:
+    """An integer literal."""
+
     value: int
 
 
 @dataclass(frozen=True)
 class Var:
+    """A named quantity (only unsolvable items have one)."""
+
     name: str
 
 
 @dataclass(frozen=True)
 class Op:
+    """A binary operation ``left op right`` with ``op`` one of ``+ - * /``."""
+
     op: str
     left: Expr
     right: Expr
@@ -115,6 +124,7 @@ def format_value(value: Fraction) -> str:
 # "\u00d7" and "\u00f7" are the multiplication and division signs some people type.
 _LEX = re.compile("\\s*(?:(\\d+)|([A-Za-z]\\w*)|([-+*/\u00d7\u00f7()]))")
 _OPS = {"\u00d7": "*", "\u00f7": "/"}
+_MAX_TOKENS = 400  # longer input is not a problem for this solver (and would nest too deep)
 
 
 def parse_expression(text: str) -> Expr:
@@ -128,6 +138,8 @@ def parse_expression(text: str) -> Expr:
             raise ValueError(f"unexpected character {text[pos]!r} in expression")
         tokens.append(next(group for group in match.groups() if group is not None))
         pos = match.end()
+    if len(tokens) > _MAX_TOKENS:
+        raise ValueError(f"expression has more than {_MAX_TOKENS} symbols")
     tokens = [_OPS.get(token, token) for token in tokens]
     node, rest = _parse_sum(tokens, 0)
     if rest != len(tokens):
@@ -187,7 +199,7 @@ def find_expression(text: str) -> str | None:
             candidate = stripped[len(_MARKER) :].strip().rstrip(".?=").strip()
             try:
                 parse_expression(candidate)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None
             return candidate
     best: str | None = None
@@ -195,7 +207,7 @@ def find_expression(text: str) -> str | None:
         candidate = match.group(0).strip()
         try:
             node = parse_expression(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if _count_ops(node) >= 2 and (best is None or len(candidate) > len(best)):
             best = candidate

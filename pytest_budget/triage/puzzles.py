@@ -30,6 +30,7 @@ __all__ = [
     "generate",
     "generate_unsolvable",
     "grid_from_text",
+    "level_from_text",
     "looks_like_puzzle",
     "problem_text",
 ]
