@@ -18,8 +18,16 @@ def wall_time(extra: list[str]) -> float:
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "pytest", "--budget-suite=triage", "-p", "no:cacheprovider", "-q",
-             *extra],  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "--budget-suite=triage",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                *extra,
+            ],  # fmt: skip
             cwd=folder,
             check=True,
             capture_output=True,
