@@ -83,6 +83,9 @@ def test_triage(
             "reason": outcome.reason,
             "plan_status": scores.plan_status,
             "repairs": list(outcome.repairs),
+            # Allocations adding up to more than B are scored as written (regime E stops
+            # at the first allocation that no longer fits) and counted here.
+            "over_budget": sum(entry.tokens for entry in outcome.plan.planned) > outcome.budget,
             "scores": scores.as_scores(),
             "v_random_stderr": scores.v_random_stderr,
             "planned_ids": list(scores.planned_ids),

@@ -196,3 +196,21 @@ def test_uncapped(budget_cap):
     assert budget_cap is None
 """)
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_allocations_over_budget_are_scored_and_counted(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+def pytest_budget_planner(config):
+    def plan(request):
+        return {"plan": [{"id": p.id, "tokens": request.budget} for p in request.items[:2]]}
+    return plan
+""")
+    result = run(pytester, *SMALL, "--budget-gate=off")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["plans: 2 ok, 0 repaired, 0 unparseable; 2 with allocations over B"]
+    )
+    for cell in cells(pytester):
+        assert cell["over_budget"] is True
+        # Regime E: the first item takes the whole budget, the second no longer fits.
+        assert len(cell["executed_ids"]["e"]) == 1

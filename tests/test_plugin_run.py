@@ -162,3 +162,60 @@ def test_report_matches_published_schema(pytester: pytest.Pytester) -> None:
     assert cell["scores"]["detection"] is not None
     for key in ("suite", "pool", "alpha", "budget", "agent", "seed", "plan_status"):
         assert key in cell
+
+
+def test_resolve_cells_and_variants(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--budget-pool-size=6", "--budget-alpha=1.0", "--budget-unsolvable=0",
+                 "--budget-gate=off", "--budget-resolve", "--budget-variant=A,C",
+                 "--budget-agent=oracle,attempt-all", "--budget-report=report.json")  # fmt: skip
+    # 2 pools x 2 variants x 2 agents, for the plan cells and for the re-solve cells.
+    result.assert_outcomes(passed=16)
+    result.stdout.fnmatch_lines(
+        ["*ranking agreement A vs C: Kendall tau-b = *", "*budget-aware re-solve*"]
+    )
+    resolve = [c for c in report_of(pytester)["cells"] if c["suite"] == "triage-resolve"]
+    assert len(resolve) == 8
+    for cell in resolve:
+        scores = cell["scores"]
+        assert (
+            scores["kept"] + scores["lost"] + scores["newly_correct"] + scores["still_wrong"]
+            == scores["n"]
+        )
+        if (
+            cell["agent"] == "oracle"
+        ):  # oracle allocates exactly c_i: the deterministic solver complies
+            assert scores["compliance"] == 1.0
+
+
+def test_user_pool_is_chunked_and_named_by_stem(pytester: pytest.Pytester) -> None:
+    lines = [
+        json.dumps({"id": f"q{i}", "text": f"Compute {i} * 3 + {i}.", "answer": str(4 * i)})
+        for i in range(7)
+    ]
+    pytester.path.joinpath("sums.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = ["--budget-pool=sums.jsonl", "--budget-chunk-size=3", "--budget-alpha=0.5"]
+    result = run(
+        pytester, *args, "--budget-agent=oracle", "--budget-gate=off", "--budget-report=r.json"
+    )
+    result.assert_outcomes(passed=3)
+    cells = report_of(pytester, "r.json")["cells"]
+    assert [c["pool"] for c in cells] == ["sums#0", "sums#1", "sums#2"]
+    # The reference solver does these sums, so three-item chunks have value to pick; the
+    # one-item chunk's budget is half its only cost, so nothing fits and regret is undefined.
+    assert [c["scores"]["v_oracle"] for c in cells] == [1.0, 1.0, 0.0]
+    assert cells[2]["scores"]["regret_u"] is None
+
+
+def test_score_objects_compare_readably(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+from pytest_budget.triage import Item, Baseline, Plan, PlanEntry, score_plan
+
+def test_scores():
+    items = (Item(id="a", text="a"), Item(id="b", text="b"))
+    truth = {"a": Baseline(True, 5), "b": Baseline(True, 5)}
+    scores = score_plan(Plan(entries=(PlanEntry("a", 5),)), items, truth, 5, seed=0)
+    assert scores == {**scores.as_dict(), "eta_u": 0.5}
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*TriageScores differ:*", "*eta_u: 1.0 != 0.5*"])

@@ -21,10 +21,12 @@ def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     ]  # fmt: skip
     rows = []
     statuses: Counter[str] = Counter()
+    over_budget = 0
     for cell in cells:
         scores = cell.get("scores", {})
         status = str(cell.get("plan_status", "-"))
         statuses[status] += 1
+        over_budget += bool(cell.get("over_budget"))
         rows.append([
             cell.get("pool"), cell.get("unsolvable_ratio"), cell.get("alpha"),
             cell.get("variant"), cell.get("agent"), cell.get("budget"),
@@ -34,7 +36,7 @@ def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         ])  # fmt: skip
     lines = render_table(headers, rows)
     counts = ", ".join(f"{statuses.get(key, 0)} {key}" for key in ("ok", "repaired", "unparseable"))
-    lines.append(f"plans: {counts}")
+    lines.append(f"plans: {counts}; {over_budget} with allocations over B")
     lines.extend(variant_agreement(cells))
     return lines
 
