@@ -27,7 +27,7 @@ def wall_time(extra: list[str]) -> float:
                 "no:cacheprovider",
                 "-q",
                 *extra,
-            ],  # fmt: skip
+            ],
             cwd=folder,
             check=True,
             capture_output=True,

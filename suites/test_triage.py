@@ -37,9 +37,36 @@ def _context(options: BudgetOptions, solver: Any, pool_size: int) -> dict[str, A
     }
 
 
-def _phase0(ground_truth: TriageGroundTruth, cell: TriageCell, solver: Any) -> Any:
+def _phase0(
+    ground_truth: TriageGroundTruth, cell: TriageCell, solver: Any, record: Any, suite: str
+) -> Any:
+    """The cell's pool and its Phase 0; a solver that failed on every item fails the cell
+    (after recording it, so the report still shows the cell and why)."""
     pool = ground_truth.pool(cell.pool, cell.unsolvable_ratio)
     report = ground_truth.baselines(pool, solver)
+    if report.errors and not report.baselines:
+        first = next(iter(report.errors.values()))
+        reason = (
+            f"Phase 0: solver {agent_name(solver)!r} failed on all {len(pool.items)} items "
+            f"of pool {pool.name!r} (first: {first})"
+        )
+        record(
+            {
+                "suite": suite,
+                "cell": cell.id,
+                "pool": pool.name,
+                "alpha": cell.alpha,
+                "agent": "-",
+                "solver": agent_name(solver),
+                "seed": ground_truth.options.seed,
+                "outcome": "error",
+                "reason": reason,
+                "scores": {},
+                "phase0": {"items": len(pool.items), "gradeable": 0, "errors": report.errors},
+                "sort_key": [pool.name, cell.unsolvable_ratio, cell.alpha, cell.variant, ""],
+            }
+        )
+        pytest.fail(reason, pytrace=False)
     return pool, report
 
 
@@ -53,7 +80,7 @@ def test_triage(
     budget_record: Any,
     budget_snapshot: Any,
 ) -> None:
-    pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver)
+    pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver, budget_record, "triage")
     outcome = anyio.run(
         lambda: run_cell(
             pool,

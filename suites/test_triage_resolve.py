@@ -48,7 +48,9 @@ def test_resolve(
     budget_record: Any,
     budget_snapshot: Any,
 ) -> None:
-    pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver)
+    pool, phase0 = _phase0(
+        triage_ground_truth, triage_cell, budget_solver, budget_record, "triage-resolve"
+    )
     limiter_size = budget_options.concurrency
 
     async def both() -> Any:

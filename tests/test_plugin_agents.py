@@ -214,3 +214,31 @@ def pytest_budget_planner(config):
         assert cell["over_budget"] is True
         # Regime E: the first item takes the whole budget, the second no longer fits.
         assert len(cell["executed_ids"]["e"]) == 1
+
+
+def test_solver_failures_exclude_items_or_fail_the_cell(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+from pytest_budget.triage.domains import ReferenceSolver
+
+def pytest_budget_solver(config):
+    inner = ReferenceSolver()
+    def solve(problem, max_tokens=None):
+        if problem.id.startswith("sokoban"):
+            return None                      # every sokoban item: no usable answer
+        if problem.id == "arith-001":
+            raise RuntimeError("flaky")      # one arith item: excluded, reported
+        return inner.solve(problem, max_tokens)
+    return solve
+""")
+    result = run(pytester, *SMALL, "--budget-gate=off", "--budget-agent=oracle")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*Phase 0: solver 'solve' failed on all 6 items of pool 'sokoban' (first: solver "
+        "returned None; return a Solution, a mapping or the raw text)*"
+    ])  # fmt: skip
+    arith, sokoban = cells(pytester)
+    assert sokoban["outcome"] == "error" and sokoban["test_outcome"] == "failed"
+    assert sokoban["reason"].startswith("Phase 0: solver 'solve' failed on all 6 items")
+    assert arith["phase0"]["gradeable"] == 5
+    assert arith["phase0"]["errors"] == {"arith-001": "raised RuntimeError: flaky"}
+    assert "arith-001" not in arith["planned_ids"]

@@ -206,3 +206,11 @@ def test_oracle_planner_scores_one_in_both_regimes(
     assert outcome.scores.eta_e == 1.0
     assert outcome.scores.v_u == outcome.scores.v_oracle
     assert math.isfinite(outcome.scores.v_random)
+
+
+def test_oracle_never_plans_an_unsolvable_item_even_if_its_baseline_says_solved() -> None:
+    items = (*ITEMS[:3], Item(id="d", text="problem d", unsolvable=True))
+    pool = Pool(name="hand", items=items)
+    outcome = anyio.run(lambda: run_cell(pool, TRUTH, 0.5, OraclePlanner(), seed=1))
+    assert "d" not in outcome.scores.planned_ids
+    assert outcome.scores.eta_u == 1.0 and outcome.scores.detection == 1.0

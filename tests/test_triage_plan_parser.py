@@ -47,7 +47,8 @@ def test_alias_keys_and_extra_fields_are_accepted_as_is() -> None:
 
 
 def test_explicit_empty_plan_is_ok() -> None:
-    for raw in ('{"plan": []}', {"plan": []}, [], "[]"):
+    empties: list[object] = ['{"plan": []}', {"plan": []}, [], "[]"]
+    for raw in empties:
         assert parse_plan(raw, POOL) == Plan(entries=(), status=PlanStatus.OK), raw
 
 

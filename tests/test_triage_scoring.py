@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -62,7 +62,7 @@ def brute_random_mean(costs: list[int], earn: list[float], budget: int) -> float
     return math.fsum(outcomes) / len(outcomes)
 
 
-def brute_tau_b(x: list[float], y: list[float]) -> float:
+def brute_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
     concordant = discordant = tied_x = tied_y = 0
     n = len(x)
     for i in range(n):
@@ -80,7 +80,7 @@ def brute_tau_b(x: list[float], y: list[float]) -> float:
     return (concordant - discordant) / math.sqrt((pairs - tied_x) * (pairs - tied_y))
 
 
-def earned(solved: list[bool], values: list[float] | None) -> list[float]:
+def earned(solved: Sequence[object], values: Sequence[float] | None) -> list[float]:
     vals = values if values is not None else [1.0] * len(solved)
     return [v if y else 0.0 for v, y in zip(vals, solved, strict=True)]
 

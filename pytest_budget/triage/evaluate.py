@@ -188,7 +188,16 @@ async def run_cell(
         items=problems, budget=budget, prompt=prompt, variant=variant, pool=pool.name
     )
     if isinstance(planner, OraclePlanner):
-        planner = planner.with_truth({item.id: baselines[item.id] for item in gradeable})
+        # The oracle sees the same ground truth the scorer uses: unsolvable items never pay.
+        planner = planner.with_truth(
+            {
+                item.id: Baseline(
+                    solved=baselines[item.id].solved and not item.unsolvable,
+                    tokens=baselines[item.id].tokens,
+                )
+                for item in gradeable
+            }
+        )
     name = agent_name(planner)
     outcome, reason = "ok", None
     try:

@@ -457,7 +457,7 @@ def _exact_random_mean(c: _IntArray, earn: _FloatArray, limit: int) -> float:
     for i in range(n):
         if earn[i] == 0.0:
             continue
-        before = ((masks >> i) & 1 == 0) & (subset_cost <= limit - int(c[i]))
+        before = (((masks >> i) & 1) == 0) & (subset_cost <= limit - int(c[i]))
         by_size = np.bincount(subset_size[before], minlength=n)
         favourable = sum(int(count) * weight[k] for k, count in enumerate(by_size.tolist()))
         terms.append(float(earn[i]) * (favourable / orderings))
