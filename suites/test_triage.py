@@ -10,13 +10,15 @@ from typing import Any
 
 import anyio
 import pytest
+
 from pytest_budget.fixtures.core import agent_axis
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
-
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.roles import agent_name
-from pytest_budget.triage.evaluate import run_cell
+from pytest_budget.triage.evaluate import CellOutcome, run_cell
+from pytest_budget.triage.phase0 import BaselineReport
+from pytest_budget.triage.types import Pool
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -70,6 +72,49 @@ def _phase0(
     return pool, report
 
 
+async def _plan(
+    pool: Pool,
+    phase0: BaselineReport,
+    cell: TriageCell,
+    planner: Any,
+    options: BudgetOptions,
+    limiter: anyio.CapacityLimiter,
+) -> CellOutcome:
+    return await run_cell(
+        pool,
+        phase0.baselines,
+        cell.alpha,
+        planner,
+        seed=options.seed,
+        variant=cell.variant,
+        limiter=limiter,
+        samples=options.random_samples,
+    )
+
+
+def _record(
+    suite: str, cell: TriageCell, pool: Pool, outcome: CellOutcome, agent: str, solver: Any,
+    options: BudgetOptions,
+) -> dict[str, Any]:  # fmt: skip
+    """The fields every triage cell record shares (the JSON report's cell object)."""
+    return {
+        "suite": suite,
+        "cell": cell.id,
+        "pool": pool.name,
+        "unsolvable_ratio": cell.unsolvable_ratio,
+        "alpha": cell.alpha,
+        "variant": cell.variant,
+        "budget": outcome.budget,
+        "agent": agent if agent != "user" else outcome.agent,
+        "solver": agent_name(solver),
+        "seed": options.seed,
+        "outcome": outcome.outcome,
+        "reason": outcome.reason,
+        "plan_status": outcome.scores.plan_status,
+        "sort_key": [pool.name, cell.unsolvable_ratio, cell.alpha, cell.variant, agent],
+    }
+
+
 def test_triage(
     triage_cell: TriageCell,
     budget_agent: str,
@@ -82,33 +127,21 @@ def test_triage(
 ) -> None:
     pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver, budget_record, "triage")
     outcome = anyio.run(
-        lambda: run_cell(
+        lambda: _plan(
             pool,
-            phase0.baselines,
-            triage_cell.alpha,
+            phase0,
+            triage_cell,
             budget_planner,
-            seed=budget_options.seed,
-            variant=triage_cell.variant,
-            limiter=anyio.CapacityLimiter(budget_options.concurrency),
-            samples=budget_options.random_samples,
+            budget_options,
+            anyio.CapacityLimiter(budget_options.concurrency),
         )
     )
     scores = outcome.scores
     budget_record(
         {
-            "suite": "triage",
-            "cell": triage_cell.id,
-            "pool": pool.name,
-            "unsolvable_ratio": triage_cell.unsolvable_ratio,
-            "alpha": triage_cell.alpha,
-            "variant": triage_cell.variant,
-            "budget": outcome.budget,
-            "agent": budget_agent if budget_agent != "user" else outcome.agent,
-            "solver": agent_name(budget_solver),
-            "seed": budget_options.seed,
-            "outcome": outcome.outcome,
-            "reason": outcome.reason,
-            "plan_status": scores.plan_status,
+            **_record(
+                "triage", triage_cell, pool, outcome, budget_agent, budget_solver, budget_options
+            ),
             "repairs": list(outcome.repairs),
             # Allocations adding up to more than B are scored as written (regime E stops
             # at the first allocation that no longer fits) and counted here.
@@ -122,13 +155,6 @@ def test_triage(
                 "gradeable": len(phase0.baselines),
                 "errors": phase0.errors,
             },
-            "sort_key": [
-                pool.name,
-                triage_cell.unsolvable_ratio,
-                triage_cell.alpha,
-                triage_cell.variant,
-                budget_agent,
-            ],
         }
     )
     if outcome.outcome == "error":

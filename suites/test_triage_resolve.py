@@ -11,14 +11,12 @@ from typing import Any
 
 import anyio
 import pytest
+
 from pytest_budget.fixtures.core import agent_axis
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
-from pytest_budget.suites.test_triage import _context, _phase0
-
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
-from pytest_budget.roles import agent_name
-from pytest_budget.triage.evaluate import run_cell
+from pytest_budget.suites.test_triage import _context, _phase0, _plan, _record
 from pytest_budget.triage.resolve import run_resolve
 
 #: The paper re-solves the plans made with the full baseline budget.
@@ -55,16 +53,7 @@ def test_resolve(
 
     async def both() -> Any:
         limiter = anyio.CapacityLimiter(limiter_size)
-        outcome = await run_cell(
-            pool,
-            phase0.baselines,
-            triage_cell.alpha,
-            budget_planner,
-            seed=budget_options.seed,
-            variant=triage_cell.variant,
-            limiter=limiter,
-            samples=budget_options.random_samples,
-        )
+        outcome = await _plan(pool, phase0, triage_cell, budget_planner, budget_options, limiter)
         resolved = await run_resolve(
             pool.items, phase0.baselines, outcome.plan, budget_solver, limiter=limiter
         )
@@ -73,20 +62,16 @@ def test_resolve(
     outcome, resolved = anyio.run(both)
     budget_record(
         {
-            "suite": "triage-resolve",
-            "cell": triage_cell.id,
-            "pool": pool.name,
-            "alpha": triage_cell.alpha,
-            "variant": triage_cell.variant,
-            "budget": outcome.budget,
-            "agent": budget_agent if budget_agent != "user" else outcome.agent,
-            "solver": agent_name(budget_solver),
-            "seed": budget_options.seed,
-            "outcome": outcome.outcome,
-            "reason": outcome.reason,
-            "plan_status": outcome.scores.plan_status,
+            **_record(
+                "triage-resolve",
+                triage_cell,
+                pool,
+                outcome,
+                budget_agent,
+                budget_solver,
+                budget_options,
+            ),
             "scores": resolved.as_scores(),
-            "sort_key": [pool.name, triage_cell.alpha, triage_cell.variant, budget_agent],
         }
     )
     if outcome.outcome == "error":
