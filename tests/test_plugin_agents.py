@@ -242,3 +242,32 @@ def pytest_budget_solver(config):
     assert arith["phase0"]["gradeable"] == 5
     assert arith["phase0"]["errors"] == {"arith-001": "raised RuntimeError: flaky"}
     assert "arith-001" not in arith["planned_ids"]
+
+
+def test_concurrency_bounds_agent_calls_in_flight(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+import threading, time
+from pytest_budget.triage.domains import ReferenceSolver
+
+class SlowSolver:
+    name = "slow"
+    def __init__(self):
+        self.inner, self.lock, self.active, self.peak = ReferenceSolver(), threading.Lock(), 0, 0
+    def solve(self, problem, max_tokens=None):
+        with self.lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        time.sleep(0.05)
+        with self.lock:
+            self.active -= 1
+        with open("peak.txt", "w") as handle:
+            handle.write(str(self.peak))
+        return self.inner.solve(problem, max_tokens)
+
+SOLVER = SlowSolver()
+
+def pytest_budget_solver(config):
+    return SOLVER
+""")
+    run(pytester, *SMALL, "--budget-gate=off", "--budget-agent=oracle", "--budget-concurrency=3")
+    assert (pytester.path / "peak.txt").read_text() == "3"
