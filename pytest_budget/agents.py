@@ -125,6 +125,8 @@ def resolve_agent(
     validate_agent_name(name)
     prefix, sep, model = name.partition(":")
     if sep and prefix in _PROVIDERS:
-        return _PROVIDERS[prefix](model, role, dict(settings or {}))
+        agent = _PROVIDERS[prefix](model, role, dict(settings or {}))
+        if agent is not None:
+            return agent
     factory = REFERENCE_AGENTS.get(name, {}).get(role) or _DEFAULT_ROLE_AGENTS.get(role)
     return None if factory is None else factory(seed)

@@ -1,8 +1,10 @@
 """Hooks a project implements (in a conftest or a plugin) to supply its own agents.
 
 Each hook returns the agent that fills one role, or ``None`` to leave the role to the
-next source.  Precedence, highest first: a fixture override of ``budget_<role>`` in a
-conftest; then these hooks (the first non-``None`` answer wins); then ``--budget-agent``.
+next source (the first non-``None`` answer wins).  Precedence, highest first: a fixture
+override of ``budget_<role>`` in a conftest; then ``--budget-agent`` names, where ``user``
+stands for the agent from these hooks; then the hooks when ``--budget-agent`` is not
+given; then the suite's reference agents.
 An agent is any object with the role's method, or a plain callable; sync or async.
 """
 

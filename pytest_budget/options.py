@@ -157,7 +157,8 @@ def parse_options(
     agent_value = get_option("budget_agent")
     agents: tuple[str, ...] = ()
     if agent_value:
-        agents = tuple(name.strip() for name in str(agent_value).split(",") if name.strip())
+        names = (name.strip() for name in str(agent_value).split(","))
+        agents = tuple(dict.fromkeys(name for name in names if name))
         for name in agents:
             try:
                 validate_agent_name(name)

@@ -129,8 +129,6 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if options.cache_dir is None and getattr(config, "cache", None) is not None:
-        options = _with_cache_dir(options, config)
     session = BudgetSession(options)
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(_RunReporter(config, session), "budget-run")
@@ -146,10 +144,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _with_cache_dir(options: BudgetOptions, config: pytest.Config) -> BudgetOptions:
+    """Default the Phase 0 cache to pytest's cache directory (when the cache plugin is on)."""
     from dataclasses import replace
 
-    assert config.cache is not None
-    return replace(options, cache_dir=str(config.cache.mkdir("pytest_budget")))
+    cache = getattr(config, "cache", None)
+    if options.cache_dir is not None or cache is None:
+        return options
+    return replace(options, cache_dir=str(cache.mkdir("pytest_budget")))
 
 
 def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
@@ -198,6 +199,10 @@ class _RunReporter:
     def __init__(self, config: pytest.Config, session: BudgetSession) -> None:
         self.config = config
         self.session = session
+
+    def pytest_sessionstart(self) -> None:
+        # config.cache exists only after every plugin's pytest_configure has run.
+        self.session.options = _with_cache_dir(self.session.options, self.config)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "budget_cell", None)

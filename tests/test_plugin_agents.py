@@ -271,3 +271,41 @@ def pytest_budget_solver(config):
 """)
     run(pytester, *SMALL, "--budget-gate=off", "--budget-agent=oracle", "--budget-concurrency=3")
     assert (pytester.path / "peak.txt").read_text() == "3"
+
+
+def test_phase0_cache_defaults_to_pytest_cache_dir(pytester: pytest.Pytester) -> None:
+    args = ("--budget-suite=triage", *SMALL, "--budget-gate=off", "--budget-agent=oracle")
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=2)
+    cached = list(
+        (pytester.path / ".pytest_cache" / "d" / "pytest_budget" / "phase0").rglob("*.json")
+    )
+    assert len(cached) == 12  # 6 arith + 6 sokoban items, one file each
+
+
+def test_same_ids_in_two_pool_files_do_not_share_baselines(pytester: pytest.Pytester) -> None:
+    for name, base in (("a", 3), ("b", 40)):
+        lines = [
+            json.dumps({"id": f"q{i}", "text": f"Compute {base + i} * {base} + 7.", "answer": "0"})
+            for i in range(4)
+        ]
+        pytester.path.joinpath(f"{name}.jsonl").write_text(
+            "\n".join(lines) + "\n", encoding="utf-8"
+        )
+    both = ["--budget-pool=a.jsonl", "--budget-pool=b.jsonl", "--budget-alpha=1.0"]
+    run(pytester, *both, "--budget-agent=oracle", "--budget-gate=off").assert_outcomes(passed=2)
+    together = {c["pool"]: c["budget"] for c in cells(pytester)}
+    run(pytester, "--budget-pool=b.jsonl", "--budget-alpha=1.0", "--budget-agent=oracle",
+        "--budget-gate=off").assert_outcomes(passed=1)  # fmt: skip
+    (alone,) = cells(pytester)
+    assert together["b"] == alone["budget"] != together["a"]
+
+
+def test_injected_items_reuse_the_ids_they_replace(pytester: pytest.Pytester) -> None:
+    args = ("--budget-pool-size=6", "--budget-alpha=0.5", "--budget-unsolvable=0,0.5")
+    run(pytester, *args, "--budget-agent=attempt-all", "--budget-gate=off").assert_outcomes(
+        passed=4
+    )
+    by_cell = {(c["pool"], c["unsolvable_ratio"]): c for c in cells(pytester)}
+    for pool in ("arith", "sokoban"):
+        assert by_cell[(pool, 0.5)]["planned_ids"] == by_cell[(pool, 0.0)]["planned_ids"]
+        assert by_cell[(pool, 0.5)]["scores"]["detection"] == 0.0  # attempt-all plans everything

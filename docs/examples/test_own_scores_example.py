@@ -7,15 +7,20 @@ baseline, then without::
     pytest test_own_scores_example.py
 """
 
+import functools
+
+import anyio
 import pytest
 
 from pytest_budget import BudgetExceeded
 from pytest_budget.triage import (
     Baseline,
+    CheapestFirstPlanner,
     Item,
     PlanStatus,
     budget_for,
     parse_plan,
+    run_cell,
     score_plan,
 )
 
@@ -34,7 +39,8 @@ TRUTH = {
 }
 RAW_REPLY = """I'll skip the proof and the riddle.
 ```json
-{"plan": [{"id": "easy", "tokens": "80"}, {"id": "long", "tokens": 450}, {"id": "nope", "tokens": 9}]}
+{"plan": [{"id": "easy", "tokens": "80"}, {"id": "long", "tokens": 450},
+          {"id": "nope", "tokens": 9}]}
 ```"""
 
 
@@ -80,3 +86,14 @@ def test_agent_stays_within_its_cap(budget_cap, budget_meter):
     assert budget_meter.remaining["tokens"] == 100
     with pytest.raises(BudgetExceeded, match="tokens 1200 > cap 1000"):
         budget_meter.charge(tokens=300)
+
+
+def test_planner_on_a_bundled_pool(triage_ground_truth, budget_solver, budget_seed):
+    pool = triage_ground_truth.pool("arith", 0.5)  # bundled pool, half replaced by unsolvables
+    phase0 = triage_ground_truth.baselines(pool, budget_solver)  # reference solver, cached
+    planner = CheapestFirstPlanner()  # put your planner here
+    cell = functools.partial(run_cell, pool, phase0.baselines, 0.5, planner, seed=budget_seed)
+    outcome = anyio.run(cell)
+    assert outcome.outcome == "ok"
+    assert outcome.scores.eta_u > 0.5
+    assert outcome.scores.detection > 0.5

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -47,8 +48,8 @@ def injection_count(size: int, ratio: float) -> int:
 def inject_unsolvable(pool: Pool, ratio: float, supply: Sequence[Item], *, seed: int) -> Pool:
     """Replace ``ratio`` of the pool's items with items from ``supply`` (size unchanged).
 
-    Which positions are replaced is drawn from the seed; replaced items keep their slot so
-    the pool order gives no hint.  The pool is renamed ``<name>+u<ratio>``.
+    Which positions are replaced is drawn from the seed; a replacement takes over the slot
+    and the id of the item it replaces, so neither the order nor the ids give it away.
     """
     if not 0.0 <= ratio <= 1.0:
         raise ValueError(f"unsolvable ratio must be within [0, 1], got {ratio}")
@@ -63,5 +64,5 @@ def inject_unsolvable(pool: Pool, ratio: float, supply: Sequence[Item], *, seed:
     slots = sorted(int(i) for i in rng.choice(len(pool), size=count, replace=False))
     items = list(pool.items)
     for slot, replacement in zip(slots, supply, strict=False):
-        items[slot] = replacement
+        items[slot] = replace(replacement, id=items[slot].id)
     return Pool(name=pool.name, items=tuple(items), domain=pool.domain)

@@ -98,6 +98,6 @@ async def run_resolve(
             continue
         allocations.append(entry.tokens)
         tokens.append(record[0])
-        before.append(baselines[entry.id].solved)
+        before.append(baselines[entry.id].solved and not by_id[entry.id].unsolvable)
         after.append(record[1])
     return summarize_resolve(allocations, tokens, before, after, errors)
