@@ -16,6 +16,8 @@ CORE_MODULES = [
     "pytest_budget.session",
     "pytest_budget.report",
     "pytest_budget.agents",
+    "pytest_budget.sokoban",
+    "pytest_budget.planning",
 ]
 
 
