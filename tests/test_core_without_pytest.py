@@ -18,6 +18,7 @@ CORE_MODULES = [
     "pytest_budget.agents",
     "pytest_budget.sokoban",
     "pytest_budget.planning",
+    "pytest_budget.awareness",
 ]
 
 
