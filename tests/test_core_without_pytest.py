@@ -19,6 +19,7 @@ CORE_MODULES = [
     "pytest_budget.sokoban",
     "pytest_budget.planning",
     "pytest_budget.awareness",
+    "pytest_budget.models",
 ]
 
 

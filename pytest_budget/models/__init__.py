@@ -1,0 +1,32 @@
+"""Model layer: async HTTP chat clients (OpenAI-compatible, Anthropic) and token usage.
+
+Groundwork for LLM-backed agents; nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+from pytest_budget.models.client import (
+    ANTHROPIC_VERSION,
+    AnthropicChatClient,
+    ChatClient,
+    ChatResult,
+    ModelCallError,
+    OpenAIChatClient,
+    ToolCall,
+    ToolSpec,
+)
+from pytest_budget.models.usage import TokenUsage, from_anthropic, from_openai
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "AnthropicChatClient",
+    "ChatClient",
+    "ChatResult",
+    "ModelCallError",
+    "OpenAIChatClient",
+    "TokenUsage",
+    "ToolCall",
+    "ToolSpec",
+    "from_anthropic",
+    "from_openai",
+]

@@ -1,0 +1,479 @@
+"""Async chat clients over plain HTTP (httpx): OpenAI Chat Completions and Anthropic Messages.
+
+No vendor SDK: each client builds the provider's JSON request, posts it with
+``httpx.AsyncClient`` and parses the answer into one :class:`ChatResult`.  There are no
+retries here; a failed call raises :class:`ModelCallError` once.
+
+Messages are provider-style dicts (``{"role": "user", "content": "..."}``).  The OpenAI client
+sends them as they are; the Anthropic client moves ``system`` messages into the top-level
+``system`` field and sends the rest as they are.  Tools are given once, provider-neutral, as
+:class:`ToolSpec` and mapped to each provider's format.
+
+API keys are passed in (callers read them from an environment variable).  A key is sent only in
+the request header; it never appears in a ``repr``, an exception message or a log line, and
+any echo of it in an error body is masked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, ClassVar
+
+import httpx
+
+from pytest_budget.models.usage import TokenUsage, from_anthropic, from_openai
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "AnthropicChatClient",
+    "ChatClient",
+    "ChatResult",
+    "ModelCallError",
+    "OpenAIChatClient",
+    "ToolCall",
+    "ToolSpec",
+]
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""Value of the ``anthropic-version`` header."""
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds for connect, read, write and pool waits (httpx applies it to each)."""
+
+_REASON_LIMIT = 200
+_MASK = "***"
+
+
+class ModelCallError(Exception):
+    """A model call failed: HTTP error status, transport failure or unusable response.
+
+    ``status`` is the HTTP status (None when no response arrived), ``reason`` a short,
+    key-free explanation (an error body is truncated), ``retry_after`` the raw
+    ``Retry-After`` header if the server sent one.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        reason: str,
+        *,
+        status: int | None = None,
+        retry_after: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.reason = reason
+        self.status = status
+        self.retry_after = retry_after
+        where = f"{provider}:{model}"
+        if status is not None:
+            where = f"{where}: HTTP {status}"
+        super().__init__(f"{where}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call: a name, a description and a JSON Schema for its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+    def to_anthropic(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": dict(self.parameters),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the model asked for.
+
+    ``arguments`` is the parsed argument object, or None when the model produced something that
+    is not a JSON object (``raw_arguments`` keeps the text, so a parser can call it invalid).
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    """A model's answer: text, tool calls, reported usage and the provider's finish reason."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: TokenUsage
+    raw_finish_reason: str | None
+
+
+class _Secret:
+    """Holds an API key; its repr and str never show it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return repr(_MASK)
+
+    __str__ = __repr__
+
+
+def _mask(text: str, secret: _Secret | None) -> str:
+    if secret is not None and secret.reveal():
+        text = text.replace(secret.reveal(), _MASK)
+    return text
+
+
+def _truncate(text: str, limit: int = _REASON_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _error_reason(response: httpx.Response) -> str:
+    """The provider's error message if the body is the usual JSON, else the body's text."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+        if isinstance(body.get("message"), str):
+            return str(body["message"])
+    text = response.text.strip()
+    return text or response.reason_phrase or "no body"
+
+
+def _parse_arguments(raw: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class ChatClient:
+    """Base of the HTTP chat clients: one async :meth:`complete` call per model turn.
+
+    Use as ``async with Client(...) as client:`` or call :meth:`aclose`; an
+    ``httpx.AsyncClient`` passed in as ``http_client`` is used as is and left open.
+    """
+
+    provider: ClassVar[str] = "chat"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("model must be a non-empty string")
+        if not base_url:
+            raise ValueError("base_url must be a non-empty string")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.timeout = float(timeout)
+        self._key = _Secret(api_key) if api_key else None
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx.AsyncClient()
+
+    def __repr__(self) -> str:
+        key = _MASK if self._key is not None else None
+        return (
+            f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
+            f"api_key={key!r})"
+        )
+
+    async def __aenter__(self) -> ChatClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    # -- provider hooks -------------------------------------------------------------------
+    @property
+    def endpoint(self) -> str:
+        raise NotImplementedError
+
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def build_request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body :meth:`complete` would post (no headers, so nothing secret)."""
+        raise NotImplementedError
+
+    def parse_response(self, body: Mapping[str, Any]) -> ChatResult:
+        """Turn a provider's JSON answer into a :class:`ChatResult` (ValueError if unusable)."""
+        raise NotImplementedError
+
+    # -- the call --------------------------------------------------------------------------
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> ChatResult:
+        """Make one call; raises :class:`ModelCallError` on any failure (no retries)."""
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        payload = self.build_request(
+            messages, max_tokens=max_tokens, temperature=temperature, tools=tools
+        )
+        try:
+            response = await self._http.post(
+                self.endpoint,
+                json=payload,
+                headers=self._headers(),
+                timeout=httpx.Timeout(self.timeout),
+            )
+        except httpx.TimeoutException:
+            raise self._error(f"timed out after {self.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            detail = _truncate(_mask(str(exc), self._key)) or "no detail"
+            raise self._error(f"{type(exc).__name__}: {detail}") from None
+        if not response.is_success:
+            reason = _truncate(_mask(_error_reason(response), self._key))
+            raise self._error(
+                reason, status=response.status_code, retry_after=response.headers.get("retry-after")
+            )
+        try:
+            body = response.json()
+        except ValueError:
+            snippet = _truncate(_mask(response.text, self._key), 80)
+            raise self._error(
+                f"response is not JSON: {snippet!r}", status=response.status_code
+            ) from None
+        if not isinstance(body, Mapping):
+            raise self._error("response is not a JSON object", status=response.status_code)
+        try:
+            return self.parse_response(body)
+        except ValueError as exc:
+            reason = _truncate(_mask(f"malformed response: {exc}", self._key))
+            raise self._error(reason, status=response.status_code) from None
+
+    def _error(
+        self, reason: str, *, status: int | None = None, retry_after: str | None = None
+    ) -> ModelCallError:
+        return ModelCallError(
+            self.provider, self.model, reason, status=status, retry_after=retry_after
+        )
+
+
+class OpenAIChatClient(ChatClient):
+    """Chat Completions (``POST {base_url}/chat/completions``) on any OpenAI-compatible server.
+
+    ``base_url`` includes the version prefix, e.g. ``http://127.0.0.1:8000/v1``.  The cap is
+    sent as ``max_tokens`` (many local servers ignore ``max_completion_tokens``).
+    """
+
+    provider: ClassVar[str] = "openai"
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json"}
+        if self._key is not None:
+            headers["authorization"] = f"Bearer {self._key.reveal()}"
+        return headers
+
+    def build_request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        if tools:
+            body["tools"] = [tool.to_openai() for tool in tools]
+        return body
+
+    def parse_response(self, body: Mapping[str, Any]) -> ChatResult:
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            raise ValueError("no choices")
+        choice = choices[0]
+        message = choice.get("message")
+        if not isinstance(message, Mapping):
+            raise ValueError("choice has no message")
+        content = message.get("content")
+        text = content if isinstance(content, str) else ""
+        calls: list[ToolCall] = []
+        for index, item in enumerate(message.get("tool_calls") or ()):
+            function = item.get("function") if isinstance(item, Mapping) else None
+            if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+                raise ValueError(f"tool call {index} has no function name")
+            raw = function.get("arguments")
+            raw_text = raw if isinstance(raw, str) else json.dumps(raw)
+            call_id = item.get("id")
+            calls.append(
+                ToolCall(
+                    id=call_id if isinstance(call_id, str) else f"call_{index}",
+                    name=function["name"],
+                    arguments=_parse_arguments(raw_text),
+                    raw_arguments=raw_text,
+                )
+            )
+        finish = choice.get("finish_reason")
+        return ChatResult(
+            text=text,
+            tool_calls=tuple(calls),
+            usage=from_openai(body.get("usage")),
+            raw_finish_reason=finish if isinstance(finish, str) else None,
+        )
+
+
+class AnthropicChatClient(ChatClient):
+    """Anthropic Messages API (``POST {base_url}/v1/messages``).
+
+    ``system`` messages are joined (blank line between) into the top-level ``system`` field;
+    the key goes in ``x-api-key``, with ``anthropic-version`` set to :data:`ANTHROPIC_VERSION`.
+    """
+
+    provider: ClassVar[str] = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str = "https://api.anthropic.com",
+        api_key: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        super().__init__(model, base_url, api_key, timeout=timeout, http_client=http_client)
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
+        if self._key is not None:
+            headers["x-api-key"] = self._key.reveal()
+        return headers
+
+    def build_request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> dict[str, Any]:
+        system: list[str] = []
+        rest: list[dict[str, Any]] = []
+        for message in messages:
+            if message.get("role") == "system":
+                content = message.get("content")
+                if not isinstance(content, str):
+                    raise ValueError("system message content must be a string")
+                system.append(content)
+            else:
+                rest.append(dict(message))
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": rest,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        if system:
+            body["system"] = "\n\n".join(system)
+        if tools:
+            body["tools"] = [tool.to_anthropic() for tool in tools]
+        return body
+
+    def parse_response(self, body: Mapping[str, Any]) -> ChatResult:
+        content = body.get("content")
+        if not isinstance(content, list):
+            raise ValueError("no content list")
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for index, block in enumerate(content):
+            if not isinstance(block, Mapping):
+                raise ValueError(f"content block {index} is not an object")
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif kind == "tool_use":
+                name = block.get("name")
+                if not isinstance(name, str):
+                    raise ValueError(f"tool_use block {index} has no name")
+                args = block.get("input")
+                call_id = block.get("id")
+                calls.append(
+                    ToolCall(
+                        id=call_id if isinstance(call_id, str) else f"toolu_{index}",
+                        name=name,
+                        arguments=dict(args) if isinstance(args, Mapping) else None,
+                        raw_arguments=json.dumps(args),
+                    )
+                )
+        stop = body.get("stop_reason")
+        return ChatResult(
+            text="".join(texts),
+            tool_calls=tuple(calls),
+            usage=from_anthropic(body.get("usage")),
+            raw_finish_reason=stop if isinstance(stop, str) else None,
+        )
