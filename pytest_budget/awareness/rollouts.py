@@ -1,0 +1,303 @@
+"""Rollouts (logged trajectories) and the JSONL file format they are stored in.
+
+A rollout is what an actor did with no budget constraint: ordered turns, each with what
+the actor was shown, what it did and its usage vector (one number per budget dimension),
+plus the outcome.  The awareness suite replays rollouts as probes (``probes.py``).
+
+File format: JSON Lines, one rollout per line (``docs/reference/rollout.schema.json``)::
+
+    {"schema_version": 1, "id": "sokoban-8x8-0007", "env": "sokoban",
+     "budget": {"tokens": 2500}, "success": true,
+     "turns": [{"usage": {"tokens": 212}, "observation": "...", "action": "...",
+                "info": {...}}, ...],
+     "meta": {...}}
+
+Only ``id``, ``env``, ``budget``, ``success`` and ``turns[].usage`` are required;
+``schema_version`` defaults to 1.  ``env`` is a free label (a user's own environment is
+welcome).  Every malformed line raises :class:`RolloutFileError` with one line naming the
+file, the line and what is wrong.  Plain Python: no pytest here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ROLLOUT_SCHEMA_VERSION",
+    "ActorObservation",
+    "ActorReply",
+    "Rollout",
+    "RolloutFileError",
+    "Turn",
+    "actor_reply",
+    "read_rollouts",
+    "rollout_from_dict",
+    "rollout_to_dict",
+    "write_rollouts",
+]
+
+ROLLOUT_SCHEMA_VERSION = 1
+
+
+class RolloutFileError(ValueError):
+    """A rollout file or record that cannot be read; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One actor turn: what it saw, what it did, and the usage it cost (per dimension)."""
+
+    usage: Mapping[str, float]
+    observation: str | None = None
+    action: str | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """A finished trajectory with its budget caps and outcome.
+
+    ``budget`` names the dimensions (``{"tokens": 2500}``, or Warehouse's three).  Ground
+    truth *feasible* = ``success`` and the total usage within the cap in every dimension.
+    """
+
+    id: str
+    env: str
+    budget: Mapping[str, float]
+    success: bool
+    turns: tuple[Turn, ...]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def T(self) -> int:  # the papers' name for the number of turns
+        return len(self.turns)
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return tuple(self.budget)
+
+    def cumulative(self) -> list[dict[str, float]]:
+        """C_1 .. C_T: usage summed over turns 1..k, per budget dimension."""
+        running = dict.fromkeys(self.budget, 0.0)
+        out = []
+        for turn in self.turns:
+            for dim in running:
+                running[dim] += float(turn.usage.get(dim, 0.0))
+            out.append(dict(running))
+        return out
+
+    def total(self) -> dict[str, float]:
+        """C_T per dimension (zeros for a rollout without turns)."""
+        cumulative = self.cumulative()
+        return cumulative[-1] if cumulative else dict.fromkeys(self.budget, 0.0)
+
+    @property
+    def feasible(self) -> bool:
+        total = self.total()
+        return self.success and all(total[dim] <= cap for dim, cap in self.budget.items())
+
+
+@dataclass(frozen=True)
+class ActorObservation:
+    """What an actor is handed each turn: ``text`` is the prompt a model would read.
+
+    ``state`` is the environment's own structured view (a Sokoban ``Level``, a Warehouse
+    state dict) for programmatic actors; ``turn`` counts from 1.
+    """
+
+    env: str
+    rollout_id: str
+    turn: int
+    text: str
+    state: Any = None
+
+
+@dataclass(frozen=True)
+class ActorReply:
+    """An actor's answer normalised: its text and, when it reported them, its tokens."""
+
+    text: str
+    tokens: float | None = None
+
+
+def actor_reply(reply: Any) -> ActorReply:
+    """Accept raw text, an :class:`ActorReply`, or a mapping with ``text`` and ``usage``.
+
+    ``usage`` may give ``tokens`` or ``input_tokens``/``output_tokens`` (summed).  Anything
+    else becomes its ``str`` so the environment's parser can reject it as a bad action.
+    """
+    if isinstance(reply, ActorReply):
+        return reply
+    if isinstance(reply, str):
+        return ActorReply(reply)
+    if isinstance(reply, Mapping):
+        text = reply.get("text", reply.get("content", ""))
+        usage = reply.get("usage")
+        tokens: float | None = None
+        if isinstance(usage, Mapping):
+            if isinstance(usage.get("tokens"), int | float):
+                tokens = float(usage["tokens"])
+            else:
+                parts = [usage.get(k) for k in ("input_tokens", "output_tokens")]
+                if all(isinstance(p, int | float) for p in parts):
+                    tokens = float(sum(parts))  # type: ignore[arg-type]
+        return ActorReply(text if isinstance(text, str) else str(text), tokens)
+    return ActorReply(str(reply))
+
+
+# ------------------------------------------------------------------------ dict form
+
+
+def rollout_to_dict(rollout: Rollout) -> dict[str, Any]:
+    turns = []
+    for turn in rollout.turns:
+        entry: dict[str, Any] = {"usage": dict(turn.usage)}
+        if turn.observation is not None:
+            entry["observation"] = turn.observation
+        if turn.action is not None:
+            entry["action"] = turn.action
+        if turn.info:
+            entry["info"] = dict(turn.info)
+        turns.append(entry)
+    out: dict[str, Any] = {
+        "schema_version": ROLLOUT_SCHEMA_VERSION,
+        "id": rollout.id,
+        "env": rollout.env,
+        "budget": dict(rollout.budget),
+        "success": rollout.success,
+        "turns": turns,
+    }
+    if rollout.meta:
+        out["meta"] = dict(rollout.meta)
+    return out
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RolloutFileError(f"{what} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise RolloutFileError(f"{what} must be finite, got {value!r}")
+    if number < 0:
+        raise RolloutFileError(f"{what} must not be negative, got {value!r}")
+    return number
+
+
+def rollout_from_dict(data: Any) -> Rollout:
+    """Validate one rollout record; raises :class:`RolloutFileError` (no location)."""
+    if not isinstance(data, dict):
+        raise RolloutFileError(f"a rollout must be a JSON object, got {type(data).__name__}")
+    version = data.get("schema_version", ROLLOUT_SCHEMA_VERSION)
+    if version != ROLLOUT_SCHEMA_VERSION:
+        raise RolloutFileError(
+            f"schema_version {version!r} is not supported (this version reads "
+            f"{ROLLOUT_SCHEMA_VERSION}); re-export the rollouts or upgrade pytest-budget"
+        )
+    for key in ("id", "env", "budget", "success", "turns"):
+        if key not in data:
+            raise RolloutFileError(f"missing field {key!r}")
+    rollout_id, env = data["id"], data["env"]
+    if not isinstance(rollout_id, str) or not rollout_id:
+        raise RolloutFileError(f"'id' must be a non-empty string, got {rollout_id!r}")
+    if not isinstance(env, str) or not env:
+        raise RolloutFileError(f"'env' must be a non-empty string, got {env!r}")
+    budget_raw = data["budget"]
+    if not isinstance(budget_raw, dict) or not budget_raw:
+        raise RolloutFileError("'budget' must be an object like {\"tokens\": 2500}")
+    budget = {str(dim): _number(cap, f"budget[{dim!r}]") for dim, cap in budget_raw.items()}
+    if any(cap == 0 for cap in budget.values()):
+        raise RolloutFileError("every budget cap must be positive")
+    success = data["success"]
+    if not isinstance(success, bool):
+        raise RolloutFileError(f"'success' must be true or false, got {success!r}")
+    turns_raw = data["turns"]
+    if not isinstance(turns_raw, list):
+        raise RolloutFileError("'turns' must be a list")
+    if not turns_raw:
+        raise RolloutFileError("'turns' is empty: a rollout needs at least one turn")
+    turns = []
+    for index, raw in enumerate(turns_raw, start=1):
+        where = f"turns[{index - 1}]"
+        if not isinstance(raw, dict):
+            raise RolloutFileError(f"{where} must be an object")
+        usage_raw = raw.get("usage")
+        if not isinstance(usage_raw, dict):
+            raise RolloutFileError(f"{where} has no 'usage' object")
+        usage = {str(d): _number(v, f"{where}.usage[{d!r}]") for d, v in usage_raw.items()}
+        missing = [dim for dim in budget if dim not in usage]
+        if missing:
+            raise RolloutFileError(f"{where}.usage lacks budget dimension {missing[0]!r}")
+        observation, action = raw.get("observation"), raw.get("action")
+        for name, value in (("observation", observation), ("action", action)):
+            if value is not None and not isinstance(value, str):
+                raise RolloutFileError(f"{where}.{name} must be a string")
+        info = raw.get("info", {})
+        if not isinstance(info, dict):
+            raise RolloutFileError(f"{where}.info must be an object")
+        turns.append(Turn(usage, observation, action, info))
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise RolloutFileError("'meta' must be an object")
+    return Rollout(rollout_id, env, budget, success, tuple(turns), meta)
+
+
+# ------------------------------------------------------------------------ files
+
+
+def read_rollouts(path: str | os.PathLike[str]) -> list[Rollout]:
+    """Every rollout in a JSONL file (blank lines skipped); ids must be unique."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RolloutFileError(f"{path}: no such rollout file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RolloutFileError(f"{path}: cannot read rollout file ({exc})") from None
+    rollouts: list[Rollout] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RolloutFileError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        try:
+            rollout = rollout_from_dict(data)
+        except RolloutFileError as exc:
+            raise RolloutFileError(f"{path}:{number}: {exc}") from None
+        if rollout.id in seen:
+            raise RolloutFileError(
+                f"{path}:{number}: duplicate rollout id {rollout.id!r} (first on line "
+                f"{seen[rollout.id]})"
+            )
+        seen[rollout.id] = number
+        rollouts.append(rollout)
+    if not rollouts:
+        raise RolloutFileError(f"{path}: no rollouts in file")
+    return rollouts
+
+
+def write_rollouts(path: str | os.PathLike[str], rollouts: Iterable[Rollout]) -> Path:
+    """Write rollouts as JSONL atomically (a reader never sees a half-written file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for rollout in rollouts:
+                handle.write(json.dumps(rollout_to_dict(rollout), separators=(",", ":")))
+                handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
