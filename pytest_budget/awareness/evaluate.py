@@ -1,0 +1,206 @@
+"""One awareness cell: replay rollouts as probes, ask the estimator, parse, score.
+
+Every probe is asked concurrently (bounded by the limiter).  An answer that cannot be read
+is ``invalid`` with its reason and scored as a wrong answer; an estimator that raises makes
+that probe an ``error``: it is left out of the scores and counted, and the cell goes on.
+Plain Python: no pytest.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+
+from pytest_budget.awareness.answers import (
+    Estimate,
+    Impossible,
+    Interval,
+    IntervalMap,
+    Invalid,
+    ReversedPolicy,
+    parse_estimate,
+)
+from pytest_budget.awareness.metrics import (
+    MultiProbeRecord,
+    ProbeRecord,
+    per_dimension_scores,
+    project_dimension,
+    score_probes,
+)
+from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
+from pytest_budget.awareness.rollouts import Rollout
+from pytest_budget.roles import AgentError, agent_name, call_role
+
+__all__ = [
+    "PARSE_POLICIES",
+    "AwarenessOutcome",
+    "ProbeResult",
+    "parse_answer",
+    "run_awareness_cell",
+    "score_results",
+    "summarize_rollouts",
+]
+
+#: ``--budget-parse`` names -> what a reversed interval (lo > hi) becomes.
+PARSE_POLICIES: dict[str, ReversedPolicy] = {"bagen": "swap", "strict": "invalid"}
+ParsePolicy = Literal["bagen", "strict"]
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One asked probe: the parsed estimate, or the error that prevented an answer."""
+
+    probe: Probe
+    truth: ProbeTruth
+    estimate: Estimate | None
+    error: str | None = None
+
+
+@dataclass
+class AwarenessOutcome:
+    """A scored cell: the scores plus the counts a reader needs to trust them."""
+
+    estimator: str
+    scores: dict[str, float | int | None]
+    n_probes: int
+    n_errors: int
+    invalid_reasons: dict[str, int] = field(default_factory=dict)
+    first_error: str | None = None
+    outcome: str = "ok"
+    reason: str = ""
+
+
+def parse_answer(reply: Any, dimensions: Sequence[str], policy: ParsePolicy) -> Estimate:
+    """An estimator's reply as an :class:`Estimate`; never raises on agent output."""
+    if isinstance(reply, Interval | IntervalMap | Impossible | Invalid):
+        if len(dimensions) > 1 and isinstance(reply, Interval):
+            return Invalid(repr(reply), "single interval for a multi-dimension probe")
+        return reply
+    if not isinstance(reply, str):
+        return Invalid(repr(reply)[:200], f"answer is {type(reply).__name__}, expected text")
+    return parse_estimate(
+        reply,
+        reversed_policy=PARSE_POLICIES[policy],
+        dimensions=tuple(dimensions) if len(dimensions) > 1 else None,
+    )
+
+
+def _records(results: Sequence[ProbeResult]) -> list[MultiProbeRecord]:
+    out = []
+    for result in results:
+        assert result.estimate is not None
+        probe, truth = result.probe, result.truth
+        out.append(
+            MultiProbeRecord(
+                probe.rollout_id,
+                probe.k,
+                truth.T,
+                probe.used,
+                truth.total,
+                probe.budget,
+                truth.success,
+                truth.feasible,
+                result.estimate,
+            )
+        )
+    return out
+
+
+def score_results(
+    results: Sequence[ProbeResult], dimensions: Sequence[str]
+) -> dict[str, float | int | None]:
+    """Scores over the answered probes (errors excluded).
+
+    One dimension: :func:`~pytest_budget.awareness.metrics.score_probes`.  Several (Warehouse):
+    the feasibility metrics do not depend on the dimension, so they come from the first
+    dimension's projection (so do the early-stop shares, measured in that dimension);
+    interval score, hit rate, MRE and reward are scored per dimension (``<metric>_<dim>``)
+    and their mean replaces the single-dimension value.
+    """
+    answered = [r for r in results if r.estimate is not None]
+    multi = _records(answered)
+    if len(dimensions) > 1:
+        scores = score_probes(project_dimension(multi, dimensions[0]))
+        scores.update(per_dimension_scores(multi, dimensions))
+        return scores
+    # A one-dimension answer is a plain Interval (project_dimension expects a map).
+    plain = [
+        ProbeRecord(
+            r.rollout_id, r.k, r.T, r.used[dimensions[0]], r.total[dimensions[0]],
+            r.budget[dimensions[0]], r.success, r.feasible, r.estimate,
+        )
+        for r in multi
+    ]  # fmt: skip
+    return score_probes(plain)
+
+
+async def run_awareness_cell(
+    rollouts: Sequence[Rollout],
+    estimator: object,
+    *,
+    policy: ParsePolicy = "bagen",
+    limiter: anyio.CapacityLimiter | None = None,
+    probes: Sequence[tuple[Probe, ProbeTruth]] | None = None,
+) -> AwarenessOutcome:
+    """Ask ``estimator`` every probe of ``rollouts`` (or the given ``probes``) and score."""
+    if probes is None:
+        probes = [pair for rollout in rollouts for pair in make_probes(rollout)]
+    name = agent_name(estimator)
+    if not probes:
+        return AwarenessOutcome(
+            name, {}, 0, 0, outcome="error", reason="no probes: every rollout has a single turn"
+        )
+    dims = {tuple(probe.budget) for probe, _ in probes}
+    if len(dims) != 1:
+        raise ValueError(f"probes of one cell must share budget dimensions, got {sorted(dims)}")
+    (dimensions,) = dims
+    bind = getattr(estimator, "with_ground_truth", None)
+    if callable(bind):
+        estimator = bind({(p.rollout_id, p.k): t for p, t in probes})
+    results: list[ProbeResult | None] = [None] * len(probes)
+
+    async def ask(index: int, probe: Probe, truth: ProbeTruth) -> None:
+        try:
+            reply = await call_role(estimator, "estimator", probe, limiter=limiter)
+        except AgentError as exc:
+            results[index] = ProbeResult(probe, truth, None, exc.reason)
+            return
+        results[index] = ProbeResult(probe, truth, parse_answer(reply, dimensions, policy))
+
+    async with anyio.create_task_group() as group:
+        for index, (probe, truth) in enumerate(probes):
+            group.start_soon(ask, index, probe, truth)
+    done = [r for r in results if r is not None]
+    errors = [r.error for r in done if r.error is not None]
+    reasons = Counter(r.estimate.reason for r in done if isinstance(r.estimate, Invalid))
+    outcome = AwarenessOutcome(
+        name,
+        {},
+        len(done),
+        len(errors),
+        invalid_reasons=dict(reasons.most_common()),
+        first_error=errors[0] if errors else None,
+    )
+    if len(errors) == len(done):
+        outcome.outcome = "error"
+        outcome.reason = f"estimator {name!r} failed on all {len(done)} probes: {errors[0]}"
+        return outcome
+    outcome.scores = score_results(done, dimensions)
+    outcome.scores["n_errors"] = len(errors)
+    return outcome
+
+
+def summarize_rollouts(rollouts: Sequence[Rollout]) -> Mapping[str, float | int]:
+    """Counts that describe a rollout set (for the report, not for gating)."""
+    n = len(rollouts)
+    feasible = sum(r.feasible for r in rollouts)
+    return {
+        "rollouts": n,
+        "succeeded": sum(r.success for r in rollouts),
+        "feasible": feasible,
+        "mean_turns": round(sum(r.T for r in rollouts) / n, 3) if n else 0,
+    }
