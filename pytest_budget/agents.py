@@ -16,6 +16,7 @@ __all__ = [
     "USER_AGENT",
     "UnknownAgentError",
     "default_agents",
+    "reference_has_role",
     "register_provider",
     "resolve_agent",
     "validate_agent_name",
@@ -53,6 +54,22 @@ def _attempt_all(seed: int) -> object:
     return AttemptAllPlanner()
 
 
+def _estimator(class_name: str) -> Callable[[int], object]:
+    def make(seed: int) -> object:
+        from pytest_budget.awareness import estimators
+
+        cls = getattr(estimators, class_name)
+        return cls(seed=seed) if class_name == "RandomEstimator" else cls()
+
+    return make
+
+
+def _reference_actor(seed: int) -> object:
+    from pytest_budget.awareness.environments import ReferenceActor
+
+    return ReferenceActor(seed)
+
+
 def _reference_solver(seed: int) -> object:
     from pytest_budget.triage.domains import ReferenceSolver
 
@@ -61,20 +78,25 @@ def _reference_solver(seed: int) -> object:
 
 # name -> role -> factory(seed)
 REFERENCE_AGENTS: dict[str, dict[str, Callable[[int], object]]] = {
-    "oracle": {"planner": _oracle},
-    "random": {"planner": _random},
+    "oracle": {"planner": _oracle, "estimator": _estimator("OracleEstimator")},
+    "random": {"planner": _random, "estimator": _estimator("RandomEstimator")},
     "cheapest-first": {"planner": _cheapest_first},
     "attempt-all": {"planner": _attempt_all},
+    "linear": {"estimator": _estimator("LinearEstimator")},
+    "always-feasible": {"estimator": _estimator("AlwaysFeasibleEstimator")},
+    "always-impossible": {"estimator": _estimator("AlwaysImpossibleEstimator")},
 }
 
 # The agent every role falls back to when the named agent does not fill it.
 _DEFAULT_ROLE_AGENTS: dict[str, Callable[[int], object]] = {
     "solver": _reference_solver,
+    "actor": _reference_actor,
 }
 
 # Which reference agents run by default, per suite.
 _SUITE_DEFAULTS: dict[str, tuple[str, ...]] = {
     "triage": ("cheapest-first", "random", "attempt-all", "oracle"),
+    "awareness": ("linear", "always-feasible", "always-impossible", "random", "oracle"),
 }
 
 
@@ -89,6 +111,11 @@ def register_provider(prefix: str, factory: ProviderFactory) -> None:
 
 def default_agents(suite: str) -> tuple[str, ...]:
     return _SUITE_DEFAULTS.get(suite, ())
+
+
+def reference_has_role(name: str, role: str) -> bool:
+    """Whether ``name`` is a reference agent that fills ``role`` itself."""
+    return role in REFERENCE_AGENTS.get(name, {})
 
 
 def validate_agent_name(name: str) -> None:

@@ -25,6 +25,12 @@ SUITE_METRICS: dict[str, tuple[MetricSpec, ...]] = {
         MetricSpec("compliance", "higher", 0.05, "share of re-solves within the allocation"),
         MetricSpec("acc_budget_aware", "higher", 0.05, "accuracy with the allocation stated"),
     ),
+    "awareness": (
+        MetricSpec("macro_f1_all", "higher", 0.05, "feasibility macro-F1 over all probes"),
+        MetricSpec("fail_f1", "higher", 0.05, "F1 of the impossible class"),
+        MetricSpec("interval_score", "higher", 0.05, "mean S_k over feasible probes"),
+        MetricSpec("invalid_rate", "lower", 0.05, "share of unreadable answers"),
+    ),
 }
 
 

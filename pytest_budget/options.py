@@ -17,6 +17,8 @@ from typing import Any
 
 __all__ = [
     "AVAILABLE_SUITES",
+    "AWARENESS_ENVS",
+    "PARSE_MODES",
     "DEFAULT_SEED",
     "BudgetOptions",
     "OptionError",
@@ -26,12 +28,17 @@ __all__ = [
 ]
 
 #: Suites this version ships; ``all`` expands to these.
-AVAILABLE_SUITES: tuple[str, ...] = ("triage",)
+AVAILABLE_SUITES: tuple[str, ...] = ("triage", "awareness")
 DEFAULT_SEED = 42
 DEFAULT_ALPHAS = "0.25,0.5,0.75,1.0"
 DEFAULT_UNSOLVABLE = "0,0.5"
 #: ``tolerance`` compares with stored baselines; ``off`` records scores without gating.
 GATE_MODES = ("tolerance", "off")
+#: Awareness environments with a built-in actor (``--budget-env``).
+AWARENESS_ENVS: tuple[str, ...] = ("sokoban-8x8", "sokoban-6x6", "warehouse")
+#: How a reversed interval is read: ``bagen`` swaps it (BAGEN's public parser), ``strict``
+#: scores it invalid (as BAGEN's RL reward does).
+PARSE_MODES = ("bagen", "strict")
 
 
 class OptionError(ValueError):
@@ -63,6 +70,10 @@ class BudgetOptions:
     api_key_env: str | None = None
     random_samples: int = 1000
     gate: str = "tolerance"
+    rollouts: tuple[str, ...] = ()
+    envs: tuple[str, ...] = AWARENESS_ENVS
+    rollout_count: int = 128
+    parse: str = "bagen"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready view for the report (no secrets live here: keys come from env vars)."""
@@ -211,6 +222,28 @@ def parse_options(
     report_value = get_option("budget_report")
     report_path = str((base / report_value).resolve()) if report_value else None
 
+    rollouts = tuple(
+        str((base / path).resolve()) for path in (get_option("budget_rollouts") or ())
+    )
+    for path in rollouts:
+        if not Path(path).is_file():
+            raise OptionError(
+                f"--budget-rollouts: no such file {path}; give a JSONL rollout file"
+            )
+    env_value = str(get_option("budget_env") or ",".join(AWARENESS_ENVS))
+    envs = tuple(dict.fromkeys(e.strip() for e in env_value.split(",") if e.strip()))
+    for env in envs:
+        if env not in AWARENESS_ENVS:
+            raise OptionError(
+                f"--budget-env: unknown environment {env!r}; choose from "
+                f"{', '.join(AWARENESS_ENVS)} (or give logged rollouts with --budget-rollouts)"
+            )
+    parse = str(get_option("budget_parse") or get_ini("budget_parse") or "bagen").strip()
+    if parse not in PARSE_MODES:
+        raise OptionError(
+            f"--budget-parse: unknown policy {parse!r}; choose from {', '.join(PARSE_MODES)}"
+        )
+
     gate = str(get_option("budget_gate") or "tolerance").strip()
     if gate not in GATE_MODES:
         raise OptionError(
@@ -255,4 +288,10 @@ def parse_options(
         cache_dir=cache_dir,
         base_url=get_option("budget_base_url"),
         api_key_env=get_option("budget_api_key_env"),
+        rollouts=rollouts,
+        envs=envs or AWARENESS_ENVS,
+        rollout_count=_positive_int(
+            "--budget-rollout-count", get_option("budget_rollout_count") or 128, minimum=2
+        ),
+        parse=parse,
     )

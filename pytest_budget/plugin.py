@@ -18,7 +18,11 @@ from pytest_budget import hookspecs
 from pytest_budget.options import AVAILABLE_SUITES, BudgetOptions, OptionError, parse_options
 from pytest_budget.session import BudgetSession
 
-pytest_plugins = ["pytest_budget.fixtures.core", "pytest_budget.fixtures.triage"]
+pytest_plugins = [
+    "pytest_budget.fixtures.core",
+    "pytest_budget.fixtures.triage",
+    "pytest_budget.fixtures.awareness",
+]
 
 SESSION_KEY = pytest.StashKey[BudgetSession]()
 CELL_KEY = pytest.StashKey[str]()
@@ -36,7 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("budget", "pytest-budget: budget-awareness suites")
     group.addoption(
         "--budget-suite",
-        help="run the installed suite(s): triage, all, or a comma list",
+        help="run the installed suite(s): triage, awareness, all, or a comma list",
     )
     group.addoption(
         "--budget-agent",
@@ -85,6 +89,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="tolerance: fail on regressions against stored baselines (default); "
         "off: score and report without comparing",
     )
+    group.addoption(
+        "--budget-env",
+        help="awareness: environments to roll out, comma list of sokoban-8x8, sokoban-6x6, "
+        "warehouse (default: all three)",
+    )
+    group.addoption(
+        "--budget-rollouts",
+        action="append",
+        metavar="PATH",
+        help="awareness: a JSONL rollout file (repeatable); replaces generated rollouts",
+    )
+    group.addoption(
+        "--budget-rollout-count", help="awareness: rollouts generated per environment (default 128)"
+    )
+    group.addoption(
+        "--budget-parse",
+        help="awareness: bagen (swap a reversed interval, default) or strict (reversed = invalid)",
+    )
     group.addoption("--budget-base-url", help="base URL of an OpenAI-compatible endpoint")
     group.addoption(
         "--budget-api-key-env", help="name of the environment variable holding the API key"
@@ -107,6 +129,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
     )
     parser.addini("budget_chunk_size", "triage: chunk size for user pools", default="")
+    parser.addini(
+        "budget_parse", "awareness: reversed-interval policy, bagen or strict", default=""
+    )
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -139,6 +164,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
             try:
                 load_user_pools(session)
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        if options.rollouts and "awareness" in options.suites:
+            from pytest_budget.fixtures.awareness import load_user_rollouts
+
+            try:
+                load_user_rollouts(session)
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
 

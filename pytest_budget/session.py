@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_budget.awareness.summary import awareness_table
 from pytest_budget.options import BudgetOptions
 from pytest_budget.report import build_report, cell_sort_key, write_report
 from pytest_budget.triage.summary import resolve_table, triage_table
@@ -23,6 +24,7 @@ __all__ = ["TABLES", "BudgetSession"]
 TABLES: dict[str, tuple[str, Callable[[Sequence[Mapping[str, Any]]], list[str]]]] = {
     "triage": ("triage: triage efficiency (eta), regret, detection and waste", triage_table),
     "triage-resolve": ("triage: budget-aware re-solve (stated allocation)", resolve_table),
+    "awareness": ("awareness: feasibility, interval quality and early stop", awareness_table),
 }
 
 

@@ -1,0 +1,113 @@
+"""The built-in awareness environments by name, and rollout generation with a disk cache.
+
+``generate_env_rollouts("sokoban-8x8", 128, seed=42, actor=...)`` rolls the actor out with
+no budget constraint and returns the logged rollouts (Warehouse rollouts come back with
+challenge-conditioned budgets, preset ``half_reachable``).  :class:`RolloutCache` stores
+them as JSONL so later runs and other xdist workers reuse them.  Plain Python: no pytest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_budget.awareness.rollouts import Rollout, RolloutFileError, read_rollouts, write_rollouts
+from pytest_budget.roles import agent_name
+
+__all__ = [
+    "ENVIRONMENTS",
+    "ROLLOUT_FORMAT_VERSION",
+    "ReferenceActor",
+    "RolloutCache",
+    "generate_env_rollouts",
+]
+
+#: Built-in environments (``--budget-env``) and their budget dimensions.
+ENVIRONMENTS: dict[str, tuple[str, ...]] = {
+    "sokoban-8x8": ("tokens",),
+    "sokoban-6x6": ("tokens",),
+    "warehouse": ("time_weeks", "warehouse_item_weeks", "cumulative_cost_usd"),
+}
+
+# Bump when generated rollouts change for the same inputs (invalidates cached files).
+ROLLOUT_FORMAT_VERSION = 1
+
+
+class ReferenceActor:
+    """The built-in actor for every environment: dispatches on ``observation.env``.
+
+    Sokoban: BFS with a slip rate; Warehouse: a reorder-point policy.  Stateless across
+    rollouts, deterministic per seed.
+    """
+
+    name = "reference-actor"
+
+    def __init__(self, seed: int = 42) -> None:
+        from pytest_budget.awareness.sokoban_env import SokobanReferenceActor
+        from pytest_budget.awareness.warehouse_policy import ReorderPointPolicy
+
+        self.seed = seed
+        self._sokoban = SokobanReferenceActor(seed)
+        self._warehouse = ReorderPointPolicy(seed=seed)
+
+    def act(self, observation: object) -> object:
+        env = str(getattr(observation, "env", ""))
+        if env.startswith("sokoban"):
+            return self._sokoban.act(observation)  # type: ignore[arg-type]
+        if env.startswith("warehouse"):
+            return self._warehouse.act(observation)  # type: ignore[arg-type]
+        raise ValueError(f"the reference actor does not know environment {env!r}")
+
+
+async def generate_env_rollouts(
+    env: str, n: int, *, seed: int, actor: object, concurrency: int = 8
+) -> list[Rollout]:
+    """Roll ``actor`` out ``n`` times in the built-in environment ``env``."""
+    if env.startswith("sokoban-"):
+        from pytest_budget.awareness import sokoban_env
+
+        preset = sokoban_env.SOKOBAN_PRESETS[env]
+        return await sokoban_env.generate_rollouts(
+            preset, n, seed, actor, concurrency=concurrency
+        )
+    if env == "warehouse":
+        from pytest_budget.awareness import warehouse
+
+        raw = await warehouse.generate_rollouts(n, seed, actor, concurrency=concurrency)
+        return warehouse.condition_challenges(raw, preset="half_reachable", seed=seed)
+    raise KeyError(f"unknown awareness environment {env!r}; known: {', '.join(ENVIRONMENTS)}")
+
+
+class RolloutCache:
+    """Generated rollouts on disk, one JSONL file per (env, n, seed, actor, version)."""
+
+    def __init__(self, directory: str | Path | None) -> None:
+        self.directory = None if directory is None else Path(directory)
+
+    @staticmethod
+    def key(env: str, n: int, seed: int, actor: object) -> str:
+        payload = json.dumps([env, n, seed, agent_name(actor), ROLLOUT_FORMAT_VERSION])
+        digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+        return f"{env}-n{n}-s{seed}-{digest}"
+
+    def path(self, env: str, n: int, seed: int, actor: object) -> Path | None:
+        if self.directory is None:
+            return None
+        return self.directory / f"{self.key(env, n, seed, actor)}.jsonl"
+
+    def load(self, env: str, n: int, seed: int, actor: object) -> list[Rollout] | None:
+        path = self.path(env, n, seed, actor)
+        if path is None or not path.is_file():
+            return None
+        try:
+            rollouts = read_rollouts(path)
+        except RolloutFileError:
+            return None  # a damaged cache entry is regenerated, not trusted
+        return rollouts if len(rollouts) == n else None
+
+    def store(self, env: str, n: int, seed: int, actor: object, rollouts: Sequence[Rollout]) -> None:
+        path = self.path(env, n, seed, actor)
+        if path is not None:
+            write_rollouts(path, rollouts)
