@@ -1,0 +1,180 @@
+"""End-to-end runs of the installed awareness suite through pytester, on logged rollouts.
+
+The rollout files are written by the tests (real files, the user's format); the generated
+environments are covered by their own tests and by the default-run test below.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def write_rollouts(path: Path, n: int = 24, seed: int = 3, env: str = "my-agent") -> Path:
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(n):
+            turns = [{"usage": {"tokens": rng.randint(50, 300)}} for _ in range(rng.randint(2, 8))]
+            record = {"id": f"{env}-{i}", "env": env, "budget": {"tokens": 1000},
+                      "success": rng.random() < 0.7, "turns": turns}  # fmt: skip
+            handle.write(json.dumps(record) + "\n")
+    return path
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "--budget-suite=awareness", "-p", "no:cacheprovider", "-p", "no:randomly", *args
+    )
+
+
+def report_of(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((pytester.path / name).read_text(encoding="utf-8"))
+    return data
+
+
+def table_block(lines: list[str]) -> list[str]:
+    start = next(i for i, line in enumerate(lines) if line.startswith("env "))
+    end = next(i for i in range(start, len(lines)) if "rollouts by" in lines[i])
+    return lines[start : end + 1]
+
+
+def test_logged_rollouts_score_every_reference_estimator(pytester: pytest.Pytester) -> None:
+    write_rollouts(pytester.path / "a.jsonl")
+    write_rollouts(pytester.path / "b.jsonl", n=10, seed=9, env="other")
+    result = run(
+        pytester,
+        "--budget-rollouts=a.jsonl",
+        "--budget-rollouts=b.jsonl",
+        "--budget-gate=off",
+        "--budget-report=report.json",
+    )
+    result.assert_outcomes(passed=10)
+    result.stdout.fnmatch_lines(["*awareness: feasibility*", "env *estimator*f1_all*"])
+    cells = report_of(pytester)["cells"]
+    assert {(c["env"], c["agent"]) for c in cells} == {
+        (env, agent)
+        for env in ("my-agent", "other")
+        for agent in ("linear", "always-feasible", "always-impossible", "random", "oracle")
+    }
+    oracle = next(c for c in cells if c["agent"] == "oracle" and c["env"] == "my-agent")
+    assert oracle["scores"]["macro_f1_all"] == 1.0 and oracle["scores"]["interval_score"] == 1.0
+    assert oracle["actor"] == "logged" and oracle["rollouts"]["rollouts"] == 24
+    impossible = next(c for c in cells if c["agent"] == "always-impossible")
+    assert impossible["scores"]["false_abort_rate"] == 1.0
+
+
+def test_xdist_gives_the_same_table(pytester: pytest.Pytester) -> None:
+    write_rollouts(pytester.path / "a.jsonl")
+    plain = run(pytester, "--budget-rollouts=a.jsonl", "--budget-gate=off")
+    spread = run(pytester, "--budget-rollouts=a.jsonl", "--budget-gate=off", "-n", "2")
+    assert table_block(plain.outlines) == table_block(spread.outlines)
+
+
+ESTIMATOR_CONFTEST = """
+import os
+import pytest
+
+class Mine:
+    name = "mine"
+    def estimate(self, probe):
+        mode = os.environ.get("ESTIMATOR_MODE", "good")
+        if mode == "garbage":
+            return "about three hundred tokens"
+        if mode == "reversed":
+            return "<answer>[400, 100]</answer>"
+        if mode == "flaky" and probe.k == 2:
+            raise RuntimeError("timeout talking to the model")
+        if mode == "broken":
+            raise RuntimeError("down")
+        left = max(0, probe.budget["tokens"] - probe.used["tokens"])
+        return f"<answer>[0, {left}]</answer>"
+
+@pytest.fixture
+def budget_estimator():
+    return Mine()
+"""
+
+
+def test_snapshot_gate_fails_when_the_estimator_regresses(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_rollouts(pytester.path / "a.jsonl")
+    pytester.makeconftest(ESTIMATOR_CONFTEST)
+    first = run(pytester, "--budget-rollouts=a.jsonl", "--snapshot-update")
+    first.assert_outcomes(passed=1)
+    stored = pytester.path / "__budget_snapshots__" / "awareness" / "my-agent-user.json"
+    data = json.loads(stored.read_text())
+    assert data["scores"]["invalid_rate"] == 0.0 and data["context"]["actor"] == "logged"
+    assert run(pytester, "--budget-rollouts=a.jsonl").ret == 0
+    monkeypatch.setenv("ESTIMATOR_MODE", "garbage")
+    worse = run(pytester, "--budget-rollouts=a.jsonl")
+    worse.assert_outcomes(failed=1)
+    worse.stdout.fnmatch_lines(["*invalid_rate*"])
+
+
+def test_parse_policy_option_decides_reversed_intervals(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_rollouts(pytester.path / "a.jsonl")
+    pytester.makeconftest(ESTIMATOR_CONFTEST)
+    monkeypatch.setenv("ESTIMATOR_MODE", "reversed")
+    for policy, expected in (("bagen", 0.0), ("strict", 1.0)):
+        result = run(
+            pytester, "--budget-rollouts=a.jsonl", "--budget-gate=off",
+            f"--budget-parse={policy}", f"--budget-report={policy}.json",
+        )  # fmt: skip
+        result.assert_outcomes(passed=1)
+        (cell,) = report_of(pytester, f"{policy}.json")["cells"]
+        assert cell["parse"] == policy and cell["scores"]["invalid_rate"] == expected
+    (strict,) = report_of(pytester, "strict.json")["cells"]
+    assert strict["invalid_reasons"] == {
+        "reversed interval (lo > hi)": strict["scores"]["n_probes"]
+    }
+
+
+def test_estimator_errors_are_counted_and_a_dead_estimator_fails_the_cell(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_rollouts(pytester.path / "a.jsonl")
+    pytester.makeconftest(ESTIMATOR_CONFTEST)
+    monkeypatch.setenv("ESTIMATOR_MODE", "flaky")
+    result = run(
+        pytester, "--budget-rollouts=a.jsonl", "--budget-gate=off", "--budget-report=r.json"
+    )
+    result.assert_outcomes(passed=1)
+    (cell,) = report_of(pytester, "r.json")["cells"]
+    with_k2 = 0
+    for line in (pytester.path / "a.jsonl").read_text().splitlines():
+        with_k2 += len(json.loads(line)["turns"]) >= 3
+    assert cell["scores"]["n_errors"] == with_k2 > 0
+    assert "RuntimeError: timeout talking to the model" in cell["first_error"]
+    monkeypatch.setenv("ESTIMATOR_MODE", "broken")
+    dead = run(pytester, "--budget-rollouts=a.jsonl", "--budget-gate=off")
+    dead.assert_outcomes(failed=1)
+    dead.stdout.fnmatch_lines(["*estimator 'mine' failed on all * probes*RuntimeError: down*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--budget-parse=lenient"], "--budget-parse: unknown policy 'lenient'; choose from *"),
+        (["--budget-env=chess"], "--budget-env: unknown environment 'chess'*"),
+        (["--budget-rollouts=absent.jsonl"], "--budget-rollouts: no such file *absent.jsonl*"),
+        (["--budget-rollouts=bad.jsonl"], "*bad.jsonl:2: turns*usage*must not be negative, got -1"),
+        (["--budget-rollout-count=1"], "--budget-rollout-count: must be at least 2, got 1"),
+    ],
+)  # fmt: skip
+def test_bad_options_and_files_are_one_line_usage_errors(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    good = {"id": "a", "env": "e", "budget": {"tokens": 9}, "success": True,
+            "turns": [{"usage": {"tokens": 1}}, {"usage": {"tokens": 1}}]}  # fmt: skip
+    bad = dict(good, id="b", turns=[{"usage": {"tokens": -1}}])
+    (pytester.path / "bad.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
