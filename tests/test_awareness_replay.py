@@ -282,3 +282,34 @@ def test_multi_dimension_cell_scores_each_dimension() -> None:
 def test_interval_map_objects_are_accepted() -> None:
     answer = IntervalMap((("tokens", Interval(1, 2)),))
     assert parse_answer(answer, ("tokens",), "bagen") is answer
+
+
+def test_written_rollouts_match_the_published_schema(tmp_path: Path) -> None:
+    import jsonschema
+
+    schema = json.loads(
+        (Path(__file__).parent.parent / "docs/reference/rollout.schema.json").read_text()
+    )
+    rich = Rollout(
+        "r", "warehouse", {"time_weeks": 22, "cost": 5.5}, False,
+        (Turn({"time_weeks": 2, "cost": 1.5}, "shown", "did", {"reward": -0.1}),),
+        {"task": {"target_cash_usd": 600000}},
+    )  # fmt: skip
+    path = write_rollouts(tmp_path / "r.jsonl", [A, rich])
+    for line in path.read_text().splitlines():
+        jsonschema.validate(json.loads(line), schema)
+    bad = json.loads(path.read_text().splitlines()[0])
+    bad["turns"][0]["usage"]["tokens"] = -1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
+def test_task_meta_is_shown_to_the_estimator() -> None:
+    rollout = Rollout(
+        "w", "warehouse", {"time_weeks": 22}, True,
+        (Turn({"time_weeks": 2}), Turn({"time_weeks": 2})),
+        {"task": {"target_cash_usd": 600000}, "secret": "not shown"},
+    )  # fmt: skip
+    ((probe, _),) = make_probes(rollout)
+    assert "Task: target_cash_usd = 600000." in probe.text and "secret" not in probe.text
+    assert "warehouse business" in probe.text
