@@ -12,8 +12,14 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from pytest_budget.awareness.rollouts import Rollout, RolloutFileError, read_rollouts, write_rollouts
+from pytest_budget.awareness.rollouts import (
+    Rollout,
+    RolloutFileError,
+    read_rollouts,
+    write_rollouts,
+)
 from pytest_budget.roles import agent_name
 
 __all__ = [
@@ -45,19 +51,27 @@ class ReferenceActor:
     name = "reference-actor"
 
     def __init__(self, seed: int = 42) -> None:
-        from pytest_budget.awareness.sokoban_env import SokobanReferenceActor
-        from pytest_budget.awareness.warehouse_policy import ReorderPointPolicy
-
         self.seed = seed
-        self._sokoban = SokobanReferenceActor(seed)
-        self._warehouse = ReorderPointPolicy(seed=seed)
+        self._actors: dict[str, Any] = {}
+
+    def _actor(self, family: str) -> Any:
+        # Built on first use, so a Sokoban-only run never loads the Warehouse model.
+        if family not in self._actors:
+            if family == "sokoban":
+                from pytest_budget.awareness.sokoban_env import SokobanReferenceActor
+
+                self._actors[family] = SokobanReferenceActor(self.seed)
+            else:
+                from pytest_budget.awareness.warehouse_policy import ReorderPointPolicy
+
+                self._actors[family] = ReorderPointPolicy(seed=self.seed)
+        return self._actors[family]
 
     def act(self, observation: object) -> object:
         env = str(getattr(observation, "env", ""))
-        if env.startswith("sokoban"):
-            return self._sokoban.act(observation)  # type: ignore[arg-type]
-        if env.startswith("warehouse"):
-            return self._warehouse.act(observation)  # type: ignore[arg-type]
+        for family in ("sokoban", "warehouse"):
+            if env.startswith(family):
+                return self._actor(family).act(observation)
         raise ValueError(f"the reference actor does not know environment {env!r}")
 
 
@@ -69,9 +83,7 @@ async def generate_env_rollouts(
         from pytest_budget.awareness import sokoban_env
 
         preset = sokoban_env.SOKOBAN_PRESETS[env]
-        return await sokoban_env.generate_rollouts(
-            preset, n, seed, actor, concurrency=concurrency
-        )
+        return await sokoban_env.generate_rollouts(preset, n, seed, actor, concurrency=concurrency)
     if env == "warehouse":
         from pytest_budget.awareness import warehouse
 
@@ -107,7 +119,9 @@ class RolloutCache:
             return None  # a damaged cache entry is regenerated, not trusted
         return rollouts if len(rollouts) == n else None
 
-    def store(self, env: str, n: int, seed: int, actor: object, rollouts: Sequence[Rollout]) -> None:
+    def store(
+        self, env: str, n: int, seed: int, actor: object, rollouts: Sequence[Rollout]
+    ) -> None:
         path = self.path(env, n, seed, actor)
         if path is not None:
             write_rollouts(path, rollouts)
