@@ -222,14 +222,10 @@ def parse_options(
     report_value = get_option("budget_report")
     report_path = str((base / report_value).resolve()) if report_value else None
 
-    rollouts = tuple(
-        str((base / path).resolve()) for path in (get_option("budget_rollouts") or ())
-    )
+    rollouts = tuple(str((base / path).resolve()) for path in (get_option("budget_rollouts") or ()))
     for path in rollouts:
         if not Path(path).is_file():
-            raise OptionError(
-                f"--budget-rollouts: no such file {path}; give a JSONL rollout file"
-            )
+            raise OptionError(f"--budget-rollouts: no such file {path}; give a JSONL rollout file")
     env_value = str(get_option("budget_env") or ",".join(AWARENESS_ENVS))
     envs = tuple(dict.fromkeys(e.strip() for e in env_value.split(",") if e.strip()))
     for env in envs:

@@ -300,4 +300,3 @@ def write_rollouts(path: str | os.PathLike[str], rollouts: Iterable[Rollout]) ->
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
-

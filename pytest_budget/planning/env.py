@@ -13,11 +13,13 @@ import heapq
 import itertools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from pytest_budget.planning.costs import query_seed, tool_costs
+from pytest_budget.planning.records import Query
 from pytest_budget.planning.tools import (
     DIMENSIONS,
     LOCATION_PREFERENCE,
@@ -30,7 +32,14 @@ from pytest_budget.planning.tools import (
     initial_state,
 )
 
-__all__ = ["TravelEnv", "expected_answer", "make_id"]
+__all__ = [
+    "StepResult",
+    "TravelEnv",
+    "expected_answer",
+    "fill_arguments",
+    "greedy_pick",
+    "make_id",
+]
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_]+-[0-9a-f]{8}$")
 
@@ -51,13 +60,86 @@ def expected_answer(
     return make_id(task, goal_type(task), context)
 
 
+def fill_arguments(tool: Tool, query: Query, ids: Mapping[str, str]) -> dict[str, str]:
+    """Correct arguments for ``tool``: enum values from ``query``'s preferences, ``TimeInfo``
+    and (outside the location task) ``LocationPreference`` from the query, every other input
+    from ``ids`` (type -> the id an earlier call returned).  Raises ``KeyError`` for an id
+    input that ``ids`` lacks."""
+    enums = {dimension_type(query.task, d): query.preferences[d] for d in DIMENSIONS}
+    args: dict[str, str] = {}
+    for name in tool.inputs:
+        if name in enums:
+            args[name] = enums[name]
+        elif name == TIME_INFO:
+            args[name] = query.time_info
+        elif name == LOCATION_PREFERENCE and query.task != "location":
+            args[name] = query.location_preference or ""
+        else:
+            args[name] = ids[name]
+    return args
+
+
 def _cents(cost: float) -> int:
     # Costs have two decimals; integer cents make exact ties exact (float sums drift).
     return round(cost * 100)
 
 
+def greedy_pick(
+    tools: Iterable[Tool],
+    costs: Mapping[str, float],
+    state: frozenset[str],
+    previous: str | None,
+) -> Tool | None:
+    """CostBench's greedy choice (App. B.2, eqs. 7-8 and 10-11).
+
+    Among ``tools`` whose inputs are held and whose output is not, keep those that consume
+    ``previous`` (the last output; ``None`` relaxes the rule, as on the first step and the
+    first step after a blocking event) and take the least cost per atomic component, ties by
+    name.  ``None`` when nothing qualifies.
+    """
+    options = [
+        t
+        for t in tools
+        if t.output not in state
+        and set(t.inputs) <= state
+        and (previous is None or previous in t.inputs)
+    ]
+    if not options:
+        return None
+    return min(options, key=lambda t: (Fraction(_cents(costs[t.name]), len(t.components)), t.name))
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One call's outcome: the observation text, the charge, and why it failed if it did.
+
+    ``error_kind`` is one of :data:`~pytest_budget.planning.records.CALL_ERROR_KINDS`;
+    ``tool`` is the called tool's name when the call named a tool in the current list.
+    """
+
+    observation: str
+    cost: float
+    ok: bool
+    error_kind: str | None = None
+    tool: str | None = None
+    output_type: str | None = None
+    output_id: str | None = None
+
+
+def _fail(observation: str, kind: str, tool: str | None = None, cost: float = 0.0) -> StepResult:
+    return StepResult(observation, cost, False, kind, tool)
+
+
 class TravelEnv:
-    """One CostBench task instance: tools, costs, stepping, Dijkstra ground truth, greedy."""
+    """One CostBench task instance: tools, costs, stepping, Dijkstra ground truth, greedy.
+
+    Beyond the static environment it supports what blocking events need (CostBench §3.2):
+    :meth:`ban` (the tool stays listed but every call fails and is still charged),
+    :meth:`remove_composites` (composites of one length leave the tool list; atomics stay),
+    :meth:`reseed_costs` (all costs from another global seed) and :meth:`reset` (back to the
+    initial state, issued ids forgotten).  Planning methods take an optional ``start`` state
+    and always use the current tool set and costs.
+    """
 
     def __init__(
         self,
@@ -73,9 +155,12 @@ class TravelEnv:
         self.task = task
         self.refinement_level = refinement_level
         self.query_id = query_id
+        self.global_seed = seed
         self.seed_q = query_seed(query_id, seed)
+        self._noise_std = noise_std
+        self._cost_range = cost_range
         self._tools = build_tools(task, refinement_level, ban_longest=ban_longest)
-        self._by_name = {tool.name: tool for tool in self._tools}
+        self._all_by_name = {tool.name: tool for tool in self._tools}
         self.costs: dict[str, float] = tool_costs(
             self._tools,
             self.seed_q,
@@ -91,17 +176,35 @@ class TravelEnv:
         # Free-text inputs come from the query; for the location task "LocationPreference" is
         # instead the id Decide_Location_Preference returns.
         self._free_text = {TIME_INFO} if task == "location" else {TIME_INFO, LOCATION_PREFERENCE}
+        self._banned: dict[str, str] = {}  # name -> failure message
+        self._removed_length: int | None = None
+        self._refresh_tool_set()
         self.reset()
 
     # ------------------------------------------------------------------ tools
+    def _refresh_tool_set(self) -> None:
+        self._visible = [
+            t
+            for t in self._tools
+            if not (t.is_composite and len(t.components) == self._removed_length)
+        ]
+        self._by_name = {tool.name: tool for tool in self._visible}
+        self._plannable = [t for t in self._visible if t.name not in self._banned]
+
     @property
     def tool_specs(self) -> list[Tool]:
+        """The tools currently listed (removed composites excluded; banned ones included)."""
+        return list(self._visible)
+
+    @property
+    def all_tool_specs(self) -> list[Tool]:
+        """Every tool of the instance, whatever blocking events did."""
         return list(self._tools)
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """The tool list in OpenAI function-calling format."""
-        return [self._spec(tool) for tool in self._tools]
+        """The current tool list in OpenAI function-calling format."""
+        return [self._spec(tool) for tool in self._visible]
 
     def _spec(self, tool: Tool) -> dict[str, Any]:
         properties: dict[str, Any] = {}
@@ -145,10 +248,63 @@ class TravelEnv:
             },
         }
 
+    # ------------------------------------------------------------------ blocking support
+    @property
+    def banned(self) -> frozenset[str]:
+        return frozenset(self._banned)
+
+    @property
+    def removed_length(self) -> int | None:
+        """Component count of the composites currently removed, if any."""
+        return self._removed_length
+
+    def ban(self, name: str, message: str = "This tool is unavailable.") -> None:
+        """Ban a listed tool: it stays listed, every later call fails with ``message`` and is
+        charged its cost (CostBench's ban-tool block)."""
+        if name not in self._all_by_name:
+            raise KeyError(f"no tool {name!r}")
+        self._banned[name] = message
+        self._refresh_tool_set()
+
+    def remove_composites(self, length: int | None) -> None:
+        """Hide every composite of exactly ``length`` components (``None`` restores them);
+        each call replaces the previous removal.  Atomic tools always stay."""
+        if length is not None and length < 2:
+            raise ValueError("only composites (two or more components) can be removed")
+        self._removed_length = length
+        self._refresh_tool_set()
+
+    def reseed_costs(self, global_seed: int) -> None:
+        """Regenerate every cost as if the instance had been built with ``seed=global_seed``."""
+        self.global_seed = global_seed
+        self.seed_q = query_seed(self.query_id, global_seed)
+        self.costs = tool_costs(
+            self._tools,
+            self.seed_q,
+            self.refinement_level,
+            cost_range=self._cost_range,
+            noise_std=self._noise_std,
+        )
+
+    def reachable(self, start: frozenset[str] | None = None, *, without: str | None = None) -> bool:
+        """Whether the goal can still be produced from ``start`` (default: the current state)
+        with the usable tools, optionally pretending ``without`` were banned too."""
+        held = set(self.state if start is None else start)
+        tools = [t for t in self._plannable if t.name != without]
+        grew = True
+        while grew and self.goal not in held:
+            grew = False
+            for tool in tools:
+                if tool.output not in held and held.issuperset(tool.inputs):
+                    held.add(tool.output)
+                    grew = True
+        return self.goal in held
+
     # ------------------------------------------------------------------ stepping
     def reset(self) -> None:
+        """Back to the initial state; ids issued so far stop being valid."""
         self.state: frozenset[str] = self.initial_state
-        # id -> carried preference context, per type; only ids issued in this episode are valid.
+        # id -> carried preference context, per type; only ids issued since the reset are valid.
         self._issued: dict[str, dict[str, dict[str, str | None]]] = {}
 
     @property
@@ -159,12 +315,24 @@ class TravelEnv:
         """Run one call ``{"name", "arguments"}`` (or OpenAI's ``{"function": {...}}``).
 
         Returns ``(observation, charged cost)``; invalid calls return an ``[ERROR]``
-        observation naming the problem and charge nothing.
+        observation naming the problem and charge nothing (a banned tool's call is charged).
         """
+        result = self.step_detailed(tool_call)
+        return result.observation, result.cost
+
+    def step_detailed(self, tool_call: Mapping[str, Any]) -> StepResult:
+        """Like :meth:`step`, with the error kind (``CALL_ERROR_KINDS``) and the output."""
         parsed = self._parse_call(tool_call)
-        if isinstance(parsed, str):
-            return parsed, 0.0
+        if isinstance(parsed, StepResult):
+            return parsed
         tool, args = parsed
+        if tool.name in self._banned:
+            return _fail(
+                f"[ERROR] {tool.name}: {self._banned[tool.name]}",
+                "banned",
+                tool.name,
+                self.costs[tool.name],
+            )
         missing = [name for name in tool.inputs if name not in args]
         extra = sorted(name for name in args if name not in tool.inputs)
         if missing or extra:
@@ -173,54 +341,80 @@ class TravelEnv:
                 parts.append(f"missing parameter(s): {', '.join(missing)}")
             if extra:
                 parts.append(f"unexpected parameter(s): {', '.join(extra)}")
-            return f"[ERROR] {tool.name}: {'; '.join(parts)}.", 0.0
+            return _fail(f"[ERROR] {tool.name}: {'; '.join(parts)}.", "wrong_parameters", tool.name)
         not_held = [name for name in tool.inputs if name not in self.state]
         if not_held:
-            return (
+            return _fail(
                 f"[ERROR] {tool.name}: inputs not yet available: {', '.join(not_held)}.",
-                0.0,
+                "inaccessible",
+                tool.name,
             )
         problem = self._check_values(tool, args)
         if problem:
-            return f"[ERROR] {tool.name}: {problem}", 0.0
+            kind, text = problem
+            return _fail(f"[ERROR] {tool.name}: {text}", kind, tool.name)
         output_id = self._execute(tool, args)
         self.state = self.state | {tool.output}
-        return f"{tool.name} succeeded. {tool.output}: {output_id}", self.costs[tool.name]
+        return StepResult(
+            f"{tool.name} succeeded. {tool.output}: {output_id}",
+            self.costs[tool.name],
+            True,
+            None,
+            tool.name,
+            tool.output,
+            output_id,
+        )
 
-    def _parse_call(self, tool_call: Mapping[str, Any]) -> tuple[Tool, dict[str, Any]] | str:
+    def _parse_call(self, tool_call: Mapping[str, Any]) -> tuple[Tool, dict[str, Any]] | StepResult:
         if not isinstance(tool_call, Mapping):
-            return "[ERROR] Malformed tool call: expected an object with name and arguments."
+            return _fail(
+                "[ERROR] Malformed tool call: expected an object with name and arguments.",
+                "unknown_tool",
+            )
         call = tool_call.get("function", tool_call)
         if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
-            return "[ERROR] Malformed tool call: missing tool name."
+            return _fail("[ERROR] Malformed tool call: missing tool name.", "unknown_tool")
         name = call["name"]
         tool = self._by_name.get(name)
         if tool is None:
-            return f"[ERROR] Unknown tool: {name!r} is not in the tool list."
+            return _fail(f"[ERROR] Unknown tool: {name!r} is not in the tool list.", "unknown_tool")
         raw = call.get("arguments", {})
         if isinstance(raw, str):
             try:
                 raw = json.loads(raw) if raw.strip() else {}
             except json.JSONDecodeError as exc:
-                return f"[ERROR] {name}: arguments are not valid JSON ({exc.msg})."
+                return _fail(
+                    f"[ERROR] {name}: arguments are not valid JSON ({exc.msg}).",
+                    "bad_arguments",
+                    name,
+                )
         if not isinstance(raw, Mapping):
-            return f"[ERROR] {name}: arguments must be a JSON object."
+            return _fail(f"[ERROR] {name}: arguments must be a JSON object.", "bad_arguments", name)
         return tool, dict(raw)
 
-    def _check_values(self, tool: Tool, args: Mapping[str, Any]) -> str | None:
+    def _check_values(self, tool: Tool, args: Mapping[str, Any]) -> tuple[str, str] | None:
         for name in tool.inputs:
             value = args[name]
             if not isinstance(value, str) or not value.strip():
-                return f"parameter {name} must be a non-empty string."
+                return "wrong_parameters", f"parameter {name} must be a non-empty string."
             if name in self._enum_values:
                 allowed = self._enum_values[name][1]
                 if value not in allowed:
-                    return f"invalid value {value!r} for {name}; allowed: {', '.join(allowed)}."
+                    return (
+                        "wrong_parameters",
+                        f"invalid value {value!r} for {name}; allowed: {', '.join(allowed)}.",
+                    )
             elif name not in self._free_text:
                 if not _ID_RE.match(value) or not value.startswith(f"{name}-"):
-                    return f"wrong id format for {name}: expected {name}-<8 hex>, got {value!r}."
+                    return (
+                        "bad_id",
+                        f"wrong id format for {name}: expected {name}-<8 hex>, got {value!r}.",
+                    )
                 if value not in self._issued.get(name, {}):
-                    return f"unknown {name} id {value!r}: it was not returned by an earlier call."
+                    return (
+                        "bad_id",
+                        f"unknown {name} id {value!r}: it was not returned by an earlier call.",
+                    )
         return None
 
     def _execute(self, tool: Tool, args: Mapping[str, str]) -> str:
@@ -228,7 +422,7 @@ class TravelEnv:
         values: dict[str, str] = dict(args)
         context: dict[str, str | None] = {}
         for component in tool.components:
-            atomic = self._by_name[component]
+            atomic = self._all_by_name[component]
             if atomic.roles[0][0] == "decide":
                 context = {d: values[dimension_type(self.task, d)] for d in DIMENSIONS}
                 context["location"] = values.get(LOCATION_PREFERENCE)  # None for location
@@ -248,11 +442,10 @@ class TravelEnv:
 
     # ------------------------------------------------------------------ planning
     def _usable(self, state: frozenset[str]) -> list[Tool]:
-        return [t for t in self._tools if t.output not in state and set(t.inputs) <= state]
+        return [t for t in self._plannable if t.output not in state and set(t.inputs) <= state]
 
-    def _dijkstra(self) -> tuple[tuple[int, int], list[tuple[str, ...]]]:
+    def _dijkstra(self, start: frozenset[str]) -> tuple[tuple[int, int], list[tuple[str, ...]]]:
         """Best (cents, calls) to the goal and every path achieving it exactly."""
-        start = self.initial_state
         best: dict[frozenset[str], tuple[int, int]] = {start: (0, 0)}
         preds: dict[frozenset[str], list[tuple[frozenset[str], str]]] = {start: []}
         counter = itertools.count()
@@ -285,7 +478,7 @@ class TravelEnv:
                 elif key == old:
                     preds[nxt].append((state, tool.name))
         if goal_key is None:
-            raise RuntimeError("goal unreachable")  # cannot happen: the atomic chain exists
+            raise RuntimeError("goal unreachable with the current tools")
 
         def paths_to(state: frozenset[str]) -> list[tuple[str, ...]]:
             if state == start:
@@ -295,31 +488,30 @@ class TravelEnv:
         found = sorted({p for g in goals for p in paths_to(g)})
         return goal_key, found
 
-    def optimal_path(self) -> tuple[list[str], float]:
-        """Dijkstra ground truth: min cost, ties toward fewer calls, then by tool names."""
-        (cents, _), paths = self._dijkstra()
+    def optimal_path(self, start: frozenset[str] | None = None) -> tuple[list[str], float]:
+        """Dijkstra ground truth from ``start`` (default: the initial state) under the current
+        tools and costs: min cost, ties toward fewer calls, then by tool names."""
+        (cents, _), paths = self._dijkstra(self.initial_state if start is None else start)
         return list(paths[0]), cents / 100
 
-    def optimal_paths(self) -> tuple[list[list[str]], float]:
+    def optimal_paths(self, start: frozenset[str] | None = None) -> tuple[list[list[str]], float]:
         """Every path tied exactly on cost and number of calls (metrics treat them alike)."""
-        (cents, _), paths = self._dijkstra()
+        (cents, _), paths = self._dijkstra(self.initial_state if start is None else start)
         return [list(p) for p in paths], cents / 100
 
-    def greedy_path(self) -> tuple[list[str], float]:
-        """CostBench's greedy baseline: among usable tools consuming the previous output (any
-        usable tool on the first step), take the least cost per component; ties by name."""
-        state = self.initial_state
-        previous: str | None = None
+    def greedy_path(
+        self, start: frozenset[str] | None = None, previous: str | None = None
+    ) -> tuple[list[str], float]:
+        """CostBench's greedy baseline from ``start`` (default: the initial state): among
+        usable tools consuming the previous output (any usable tool on the first step, unless
+        ``previous`` is given), take the least cost per component; ties by name."""
+        state = self.initial_state if start is None else start
         path: list[str] = []
         cents = 0
         while self.goal not in state:
-            options = [t for t in self._usable(state) if previous is None or previous in t.inputs]
-            if not options:
+            tool = greedy_pick(self._plannable, self.costs, state, previous)
+            if tool is None:
                 raise RuntimeError(f"greedy is stuck after {path}")
-            tool = min(
-                options,
-                key=lambda t: (Fraction(_cents(self.costs[t.name]), len(t.components)), t.name),
-            )
             path.append(tool.name)
             cents += _cents(self.costs[tool.name])
             state = state | {tool.output}
