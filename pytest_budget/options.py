@@ -18,8 +18,8 @@ from typing import Any
 __all__ = [
     "AVAILABLE_SUITES",
     "AWARENESS_ENVS",
-    "PARSE_MODES",
     "DEFAULT_SEED",
+    "PARSE_MODES",
     "BudgetOptions",
     "OptionError",
     "parse_float_list",
