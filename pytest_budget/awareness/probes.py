@@ -42,7 +42,7 @@ _ENV_INTROS: dict[str, str] = {
 
 # Long observations are shortened in the prompt so a long prefix stays readable; the cut is
 # marked so the estimator knows text is missing.
-_MAX_FIELD_CHARS = 1500
+_MAX_FIELD_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,8 @@ def _clip(text: str) -> str:
 
 
 def _number(value: float) -> str:
-    return f"{value:g}" if value != int(value) else str(int(value))
+    # Plain digits (never 1.5e+06): estimators read these numbers back.
+    return str(int(value)) if value == int(value) else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def answer_format(dimensions: Sequence[str]) -> str:
