@@ -175,7 +175,7 @@ def test_linear_baseline_hand_worked() -> None:
     )
     (a1, _), (a2, _) = make_probes(A)
     assert estimator.estimate(a1) == "<answer>[150, 250]</answer>"
-    assert estimator.estimate(a2) == "<answer>[112.50, 187.50]</answer>"
+    assert estimator.estimate(a2) == "<answer>[112.5, 187.5]</answer>"
     s = _run([A, B, C], LinearEstimator()).scores
     assert s["hit_rate"] == 0.0 and s["interval_score"] == 0.0
     # Feasible class: 2 true, 2 predicted, 2 right -> F1 1; impossible class likewise.
@@ -215,7 +215,7 @@ def test_hindsight_baseline_without_truth_is_a_probe_error() -> None:
 
 def test_format_answer_multi_dimension() -> None:
     text = format_answer({"a": (1, 2), "b": (0.5, 3.25)})
-    assert text == "<answer>a:[1, 2], b:[0.50, 3.25]</answer>"
+    assert text == "<answer>a:[1, 2], b:[0.5, 3.25]</answer>"
 
 
 # ----------------------------------------------------------------------------- the cell

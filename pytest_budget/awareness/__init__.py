@@ -1,8 +1,11 @@
-"""The awareness suite's pure core (BAGEN): answer parsing and metrics.
+"""The awareness suite's core (BAGEN): rollouts, probes, estimators, parsing and metrics.
 
 Plain Python and numpy, usable without pytest::
 
-    from pytest_budget.awareness import parse_estimate, ProbeRecord, score_probes
+    from pytest_budget.awareness import read_rollouts, run_awareness_cell, LinearEstimator
+
+The environments live in ``sokoban_env``, ``warehouse`` and ``warehouse_policy``;
+``environments.generate_env_rollouts`` rolls an actor out in any of them by name.
 """
 
 from pytest_budget.awareness.answers import (
@@ -14,6 +17,28 @@ from pytest_budget.awareness.answers import (
     Invalid,
     ReversedPolicy,
     parse_estimate,
+)
+from pytest_budget.awareness.environments import (
+    ENVIRONMENTS,
+    ReferenceActor,
+    RolloutCache,
+    generate_env_rollouts,
+)
+from pytest_budget.awareness.estimators import (
+    AlwaysFeasibleEstimator,
+    AlwaysImpossibleEstimator,
+    LinearEstimator,
+    OracleEstimator,
+    RandomEstimator,
+    format_answer,
+)
+from pytest_budget.awareness.evaluate import (
+    PARSE_POLICIES,
+    AwarenessOutcome,
+    ProbeResult,
+    parse_answer,
+    run_awareness_cell,
+    score_results,
 )
 from pytest_budget.awareness.metrics import (
     ClassF1,
@@ -44,9 +69,29 @@ from pytest_budget.awareness.metrics import (
     rewards,
     score_probes,
 )
+from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
+from pytest_budget.awareness.rollouts import (
+    ROLLOUT_SCHEMA_VERSION,
+    ActorObservation,
+    ActorReply,
+    Rollout,
+    RolloutFileError,
+    Turn,
+    actor_reply,
+    read_rollouts,
+    write_rollouts,
+)
 
 __all__ = [
+    "ENVIRONMENTS",
+    "PARSE_POLICIES",
+    "ROLLOUT_SCHEMA_VERSION",
     "WAREHOUSE_DIMENSIONS",
+    "ActorObservation",
+    "ActorReply",
+    "AlwaysFeasibleEstimator",
+    "AlwaysImpossibleEstimator",
+    "AwarenessOutcome",
     "ClassF1",
     "EarlyStop",
     "Estimate",
@@ -56,14 +101,28 @@ __all__ = [
     "Invalid",
     "LateRecognition",
     "LinearBaseline",
+    "LinearEstimator",
     "MissBins",
     "MultiProbeRecord",
+    "OracleEstimator",
+    "Probe",
     "ProbeRecord",
+    "ProbeResult",
     "ProbeTable",
+    "ProbeTruth",
+    "RandomEstimator",
+    "ReferenceActor",
     "ReversedPolicy",
+    "Rollout",
+    "RolloutCache",
+    "RolloutFileError",
+    "Turn",
+    "actor_reply",
     "class_f1",
     "early_stop",
     "fail_f1",
+    "format_answer",
+    "generate_env_rollouts",
     "hit_rate",
     "interval_score",
     "interval_scores",
@@ -72,13 +131,19 @@ __all__ = [
     "linear_baseline",
     "linear_extrapolation",
     "macro_f1",
+    "make_probes",
     "midpoint_relative_error",
     "miss_bins",
+    "parse_answer",
     "parse_estimate",
     "per_dimension_scores",
     "project_dimension",
+    "read_rollouts",
     "reward",
     "reward_from_text",
     "rewards",
+    "run_awareness_cell",
     "score_probes",
+    "score_results",
+    "write_rollouts",
 ]

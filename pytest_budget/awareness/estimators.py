@@ -38,8 +38,8 @@ IMPOSSIBLE = "<answer>impossible</answer>"
 
 
 def _fmt(value: float) -> str:
-    rounded = round(value, 2)
-    return str(int(rounded)) if rounded == int(rounded) else f"{rounded:.2f}"
+    # Shortest text that reads back as the same float, so the oracle's [R, R] stays exact.
+    return str(int(value)) if value == int(value) else repr(float(value))
 
 
 def format_answer(intervals: Mapping[str, tuple[float, float]]) -> str:
