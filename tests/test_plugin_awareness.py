@@ -178,3 +178,58 @@ def test_bad_options_and_files_are_one_line_usage_errors(
     result = run(pytester, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["plain", "n2"])
+def test_default_run_gates_against_shipped_baselines(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """The out-of-the-box run: 3 environments x 5 reference estimators, all gated."""
+    result = run(pytester, "--budget-report=report.json", *xdist)
+    result.assert_outcomes(passed=15)
+    cells = report_of(pytester)["cells"]
+    assert {c["env"] for c in cells} == {"sokoban-8x8", "sokoban-6x6", "warehouse"}
+    for cell in cells:
+        assert cell["actor"] == "reference-actor" and cell["rollouts"]["rollouts"] == 128
+        if cell["agent"] == "oracle":
+            scores = cell["scores"]
+            assert scores["macro_f1_all"] == scores["fail_f1"] == scores["interval_score"] == 1.0
+    warehouse = next(c for c in cells if c["env"] == "warehouse")
+    assert set(warehouse["budget"]) == {
+        "time_weeks", "warehouse_item_weeks", "cumulative_cost_usd"
+    }  # fmt: skip
+    # half_reachable: exactly half of the Warehouse rollouts are feasible.
+    assert warehouse["rollouts"]["feasible"] == 64
+    assert not (pytester.path / "__budget_snapshots__").exists()
+
+
+def test_generated_rollouts_are_cached_and_reused(pytester: pytest.Pytester) -> None:
+    args = ("--budget-env=sokoban-6x6", "--budget-rollout-count=8", "--budget-gate=off",
+            "--budget-agent=oracle", "-p", "cacheprovider")  # fmt: skip
+    first = pytester.runpytest_subprocess(
+        "--budget-suite=awareness", *args, "--budget-report=a.json"
+    )
+    first.assert_outcomes(passed=1)
+    (cached,) = (pytester.path / ".pytest_cache").rglob("sokoban-6x6-n8-s42-*.jsonl")
+    lines = cached.read_text().splitlines()
+    assert len(lines) == 8 and json.loads(lines[0])["env"] == "sokoban"
+    # A second run reads the cache: spoil one rollout's outcome and see it in the report.
+    first_rollout = json.loads(lines[0])
+    first_rollout["success"] = not first_rollout["success"]
+    cached.write_text("\n".join([json.dumps(first_rollout), *lines[1:]]) + "\n")
+    second = pytester.runpytest_subprocess(
+        "--budget-suite=awareness", *args, "--budget-report=b.json"
+    )
+    second.assert_outcomes(passed=1)
+    before = report_of(pytester, "a.json")["cells"][0]["rollouts"]["succeeded"]
+    after = report_of(pytester, "b.json")["cells"][0]["rollouts"]["succeeded"]
+    assert abs(after - before) == 1
+
+
+def test_other_rollout_count_is_not_compared_with_the_shipped_baseline(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(pytester, "--budget-env=sokoban-6x6", "--budget-rollout-count=8",
+                 "--budget-agent=linear")  # fmt: skip
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*rollouts*"])
