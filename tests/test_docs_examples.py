@@ -137,6 +137,174 @@ def test_own_tests_example(pytester: pytest.Pytester) -> None:
     assert cells(pytester)["tiny-pool/my-planner"]["scores"]["eta_u"] == 1.0
 
 
+# --------------------------------------------------------------------------- awareness
+
+AWARENESS = ("--budget-suite=awareness", "-p", "no:cacheprovider", "--budget-gate=off")
+ROLLOUTS = "--budget-rollouts=rollouts_example.jsonl"
+
+
+def awareness_cells(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
+    report = json.loads((pytester.path / name).read_text(encoding="utf-8"))
+    return {cell["env"] + "/" + cell["agent"]: cell for cell in report["cells"]}
+
+
+def test_rollouts_example_with_the_reference_estimators(pytester: pytest.Pytester) -> None:
+    """replay-logged-rollouts.md: the example file, every reference estimator, the schemas."""
+    jsonschema = pytest.importorskip("jsonschema")
+    use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
+    result = run(pytester, *AWARENESS, ROLLOUTS, "--budget-report=report.json")
+    result.assert_outcomes(passed=10)  # 2 env labels x 5 reference estimators
+    result.stdout.fnmatch_lines(
+        [
+            "support-bot: 4 rollouts by logged, 3 succeeded, 2 feasible within budget, "
+            "3.0 turns on average"
+        ]
+    )
+    shown = documented_lines("how-to/replay-logged-rollouts.md", "support-bot  ", "ops-bot  ")
+    assert len(shown) == 10 and set(shown) <= set(result.outlines)
+    found = awareness_cells(pytester)
+    assert len(found) == 10
+    support = found["support-bot/always-feasible"]
+    assert support["rollouts"] == {"rollouts": 4, "succeeded": 3, "feasible": 2, "mean_turns": 3.0}
+    assert support["budget"] == {"tokens": 1000}
+    assert support["actor"] == "logged"
+    # 8 probes, 3 of them truly feasible: F1_feasible = 6/11, F1_impossible = 0
+    assert support["scores"]["n_probes"] == 8
+    assert support["scores"]["macro_f1_all"] == pytest.approx(3 / 11)
+    assert support["scores"]["hit_rate"] == 1.0 and support["scores"]["interval_score"] == 0.0
+    assert found["support-bot/always-impossible"]["scores"]["fail_f1"] == pytest.approx(10 / 13)
+    oracle = found["ops-bot/oracle"]["scores"]
+    assert oracle["macro_f1_all"] == 1.0
+    assert oracle["interval_score_tokens"] == oracle["interval_score_tool_calls"] == 1.0
+    assert oracle["reward"] == pytest.approx(0.84)  # (2 x 1.8 + 3 x 0.2) / 5
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    schema = json.loads((DOCS / "reference" / "report.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(report, schema)
+    rollout_schema = json.loads(
+        (DOCS / "reference" / "rollout.schema.json").read_text(encoding="utf-8")
+    )
+    for line in (EXAMPLES / "rollouts_example.jsonl").read_text(encoding="utf-8").splitlines():
+        jsonschema.validate(json.loads(line), rollout_schema)
+
+
+def test_estimator_example_on_logged_rollouts(pytester: pytest.Pytester) -> None:
+    """The numbers worked by hand in replay-logged-rollouts.md."""
+    use_example(pytester, "conftest_estimator_example.py")
+    use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
+    result = run(pytester, *AWARENESS, ROLLOUTS, "--budget-report=report.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["support-bot  doubling        8   0.750     0.333    0.750*"])
+    found = awareness_cells(pytester)
+    assert set(found) == {"support-bot/doubling", "ops-bot/doubling"}
+    scores = found["support-bot/doubling"]["scores"]
+    assert scores["macro_f1_all"] == pytest.approx(0.75)
+    assert scores["macro_f1_first"] == pytest.approx(1 / 3)
+    assert scores["fail_f1"] == pytest.approx(0.75)
+    assert scores["interval_score"] == pytest.approx(1 / 9)
+    assert scores["hit_rate"] == pytest.approx(2 / 3)
+    assert scores["mre_p50"] == pytest.approx(350 / 550)
+    assert scores["first_impossible_budget_share"] == pytest.approx(0.7)
+    assert scores["false_abort_rate"] == 0.0
+    assert scores["saved_token_share"] == pytest.approx(900 / 2300)
+    assert scores["linear_error_reduction"] == pytest.approx(-150)
+    assert scores["reward"] == pytest.approx(0.15)
+    assert scores["invalid_rate"] == 0.0 and scores["n_errors"] == 0
+    ops = found["ops-bot/doubling"]["scores"]
+    assert ops["macro_f1_all"] == pytest.approx(0.4)
+    assert ops["false_abort_rate"] == 0.5
+    assert ops["mre_p50_tokens"] == 0.5 and ops["mre_p50_tool_calls"] == 0.6
+    assert ops["mre_p50"] == pytest.approx(0.55)  # the mean over the two dimensions
+
+
+def documented_lines(doc: str, *starts: str) -> list[str]:
+    """Output lines shown in the ```text blocks of a doc page that start with ``starts``."""
+    text = (DOCS / doc).read_text(encoding="utf-8")
+    blocks = re.findall(r"```text\n(.*?)```", text, flags=re.DOTALL)
+    return [line for block in blocks for line in block.splitlines() if line.startswith(starts)]
+
+
+def test_awareness_tutorial_reference_table(pytester: pytest.Pytester) -> None:
+    """first-awareness-run.md, steps 1-3: every row of the table as printed there."""
+    # gated: the reference estimators' baselines ship with the package
+    result = run(pytester, "--budget-suite=awareness", "-p", "no:cacheprovider",
+                 "--budget-env=sokoban-8x8,sokoban-6x6")  # fmt: skip
+    result.assert_outcomes(passed=10)
+    shown = documented_lines("tutorial/first-awareness-run.md", "sokoban-")
+    expected = {line for line in shown if "doubling" not in line}
+    assert len(expected) == 12  # 10 cells and 2 summary lines
+    assert expected <= set(result.outlines)
+
+
+def test_estimator_example_on_generated_sokoban_rollouts(pytester: pytest.Pytester) -> None:
+    """first-awareness-run.md, step 5: the estimator example on the 8x8 puzzles."""
+    use_example(pytester, "conftest_estimator_example.py")
+    result = run(pytester, *AWARENESS, "--budget-env=sokoban-8x8", "--budget-report=report.json")
+    result.assert_outcomes(passed=1)
+    shown = documented_lines("tutorial/first-awareness-run.md", "sokoban-8x8  doubling")
+    assert len(shown) == 1 and shown[0] in result.outlines
+    cell = awareness_cells(pytester)["sokoban-8x8/doubling"]
+    assert cell["actor"] == "reference-actor" and cell["budget"] == {"tokens": 2500}
+    assert cell["rollouts"] == {
+        "rollouts": 128,
+        "succeeded": 108,
+        "feasible": 66,
+        "mean_turns": 6.422,
+    }
+    assert cell["scores"]["invalid_rate"] == 0.0
+    assert cell["nodeid"].endswith("test_awareness[sokoban-8x8-user]")
+
+
+def test_hook_estimator_example_next_to_linear(pytester: pytest.Pytester) -> None:
+    use_example(pytester, "conftest_hook_estimator_example.py")
+    use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
+    result = run(
+        pytester, *AWARENESS, ROLLOUTS, "--budget-agent=user,linear",
+        "--budget-report=report.json",
+    )  # fmt: skip
+    result.assert_outcomes(passed=4)
+    shown = documented_lines("how-to/bring-your-own-estimator.md", "support-bot  ", "ops-bot  ")
+    table = [line for line in shown if "flaky" not in line]
+    assert len(table) == 4 and set(table) <= set(result.outlines)
+    found = awareness_cells(pytester)
+    assert set(found) == {
+        "support-bot/pace", "support-bot/linear", "ops-bot/pace", "ops-bot/linear",
+    }  # fmt: skip
+    pace = found["support-bot/pace"]["scores"]
+    assert pace["macro_f1_all"] == pytest.approx(0.75)
+    assert pace["macro_f1_first"] == pytest.approx(11 / 15)
+    assert pace["interval_score"] == pytest.approx(0.2)
+    assert found["support-bot/linear"]["scores"]["macro_f1_all"] == 1.0
+
+
+def test_awareness_snapshots_gate_the_estimator(pytester: pytest.Pytester) -> None:
+    """gate-ci.md: record, a parse-policy change, then a regression."""
+    text = use_example(pytester, "conftest_estimator_example.py")
+    use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
+    gated = ("--budget-suite=awareness", "-p", "no:cacheprovider", ROLLOUTS)
+    run(pytester, *gated, "--snapshot-update").assert_outcomes(passed=2)
+    folder = pytester.path / "__budget_snapshots__" / "awareness"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "ops-bot-user.json",
+        "support-bot-user.json",
+    ]
+    stored = json.loads((folder / "support-bot-user.json").read_text(encoding="utf-8"))
+    assert stored["context"] == {
+        "actor": "logged", "parse": "bagen", "rollout_set": stored["context"]["rollout_set"],
+        "rollouts": 4, "seed": 42,
+    }  # fmt: skip
+    run(pytester, *gated).assert_outcomes(passed=2)
+    changed = run(pytester, *gated, "--budget-parse=strict")
+    changed.assert_outcomes(failed=2)
+    changed.stdout.fnmatch_lines(["*was recorded with parse='bagen' (now 'strict')*"])
+    assert '</answer>"' in text
+    pytester.makeconftest(text.replace('</answer>"', '</answer> Hope this helps!"'))
+    worse = run(pytester, *gated)
+    worse.assert_outcomes(failed=2)
+    worse.stdout.fnmatch_lines(
+        ["*invalid_rate regressed: stored 0, new 1, tolerance 0.05 (lower is better)"]
+    )
+
+
 # --------------------------------------------------------------------------- hooks.md
 
 BEGIN = "<!-- BEGIN GENERATED from pytest_budget/hookspecs.py -->"
