@@ -74,6 +74,7 @@ class BudgetOptions:
     envs: tuple[str, ...] = AWARENESS_ENVS
     rollout_count: int = 128
     parse: str = "bagen"
+    warehouse_demand: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready view for the report (no secrets live here: keys come from env vars)."""
@@ -226,6 +227,13 @@ def parse_options(
     for path in rollouts:
         if not Path(path).is_file():
             raise OptionError(f"--budget-rollouts: no such file {path}; give a JSONL rollout file")
+    demand_value = get_option("budget_warehouse_demand")
+    warehouse_demand = str((base / demand_value).resolve()) if demand_value else None
+    if warehouse_demand and not Path(warehouse_demand).is_file():
+        raise OptionError(
+            f"--budget-warehouse-demand: no such file {warehouse_demand}; give a demand CSV "
+            "with columns week,retailer,sku,units,price"
+        )
     env_value = str(get_option("budget_env") or ",".join(AWARENESS_ENVS))
     envs = tuple(dict.fromkeys(e.strip() for e in env_value.split(",") if e.strip()))
     for env in envs:
@@ -290,4 +298,5 @@ def parse_options(
             "--budget-rollout-count", get_option("budget_rollout_count") or 128, minimum=2
         ),
         parse=parse,
+        warehouse_demand=warehouse_demand,
     )

@@ -104,6 +104,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--budget-rollout-count", help="awareness: rollouts generated per environment (default 128)"
     )
     group.addoption(
+        "--budget-warehouse-demand",
+        metavar="CSV",
+        help="awareness: your own Warehouse demand panel (columns week,retailer,sku,units,price)",
+    )
+    group.addoption(
         "--budget-parse",
         help="awareness: bagen (swap a reversed interval, default) or strict (reversed = invalid)",
     )
@@ -166,6 +171,13 @@ def pytest_configure(config: pytest.Config) -> None:
                 load_user_pools(session)
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
+        if options.warehouse_demand and "awareness" in options.suites:
+            from pytest_budget.awareness.warehouse import load_demand_panel
+
+            try:
+                load_demand_panel(options.warehouse_demand)
+            except ValueError as exc:
+                raise pytest.UsageError(f"--budget-warehouse-demand: {exc}") from None
         if options.rollouts and "awareness" in options.suites:
             from pytest_budget.fixtures.awareness import load_user_rollouts
 

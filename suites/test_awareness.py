@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+from pytest_budget.awareness.environments import file_digest
 from pytest_budget.awareness.evaluate import run_awareness_cell, summarize_rollouts
 from pytest_budget.awareness.rollouts import Rollout
 from pytest_budget.fixtures.awareness import AwarenessCell, AwarenessRollouts, awareness_cells
@@ -39,15 +40,30 @@ def _rollout_digest(rollouts: Sequence[Rollout]) -> str:
     return hashlib.sha256(json.dumps(summary, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _context(options: BudgetOptions, actor: Any, rollouts: Sequence[Rollout]) -> dict[str, Any]:
+def _budget_fields(rollouts: Sequence[Rollout]) -> dict[str, Any]:
+    """``budget`` when every rollout has the same caps; ``budget_range`` always."""
+    dims = list(rollouts[0].budget) if rollouts else []
+    caps = {d: [float(r.budget.get(d, 0.0)) for r in rollouts] for d in dims}
+    fields: dict[str, Any] = {"budget_range": {d: [min(v), max(v)] for d, v in caps.items()}}
+    if all(min(v) == max(v) for v in caps.values()):
+        fields["budget"] = {d: v[0] for d, v in caps.items()}
+    return fields
+
+
+def _context(
+    options: BudgetOptions, cell: AwarenessCell, actor: Any, rollouts: Sequence[Rollout]
+) -> dict[str, Any]:
     """What a stored baseline depends on besides the cell coordinates."""
-    return {
+    context = {
         "seed": options.seed,
         "actor": "logged" if actor is None else agent_name(actor),
         "rollouts": len(rollouts),
         "rollout_set": _rollout_digest(rollouts),
         "parse": options.parse,
     }
+    if cell.env == "warehouse" and options.warehouse_demand and actor is not None:
+        context["warehouse_demand"] = file_digest(options.warehouse_demand)
+    return context
 
 
 def test_awareness(
@@ -81,7 +97,7 @@ def test_awareness(
             "actor": "logged" if budget_actor is None else agent_name(budget_actor),
             "seed": budget_options.seed,
             "parse": budget_options.parse,
-            "budget": dict(rollouts[0].budget) if rollouts else {},
+            **_budget_fields(rollouts),
             "outcome": outcome.outcome,
             "reason": outcome.reason,
             "scores": outcome.scores,
@@ -95,6 +111,6 @@ def test_awareness(
         pytest.fail(outcome.reason, pytrace=False)
     payload = {
         "scores": outcome.scores,
-        "context": _context(budget_options, budget_actor, rollouts),
+        "context": _context(budget_options, awareness_cell, budget_actor, rollouts),
     }
     assert budget_snapshot("awareness") == payload

@@ -280,8 +280,8 @@ def test_multi_dimension_cell_scores_each_dimension() -> None:
 
 
 def test_interval_map_objects_are_accepted() -> None:
-    answer = IntervalMap((("tokens", Interval(1, 2)),))
-    assert parse_answer(answer, ("tokens",), "bagen") is answer
+    answer = IntervalMap((("a", Interval(1, 2)), ("b", Interval(0, 0))))
+    assert parse_answer(answer, ("a", "b"), "bagen") == answer
 
 
 def test_written_rollouts_match_the_published_schema(tmp_path: Path) -> None:
@@ -313,3 +313,45 @@ def test_task_meta_is_shown_to_the_estimator() -> None:
     ((probe, _),) = make_probes(rollout)
     assert "Task: target_cash_usd = 600000." in probe.text and "secret" not in probe.text
     assert "warehouse business" in probe.text
+
+
+@pytest.mark.parametrize(
+    ("reply", "dims", "policy", "expected"),
+    [
+        (Interval(300, 100), ("tokens",), "bagen", Interval(100, 300)),
+        (Interval(300, 100), ("tokens",), "strict", "reversed interval (lo > hi)"),
+        (Interval(float("nan"), 1), ("tokens",), "bagen", "non-finite value (nan/inf)"),
+        (Interval(-1, 1), ("tokens",), "bagen", "negative bound"),
+        (IntervalMap((("tokens", Interval(1, 2)),)), ("tokens",), "bagen", Interval(1, 2)),
+        (IntervalMap((("cost", Interval(1, 2)),)), ("tokens",), "bagen", "expected exactly"),
+        (
+            IntervalMap((("a", Interval(1, 2)), ("b", Interval(5, 3)))),
+            ("a", "b"), "strict", "b: reversed interval (lo > hi)",
+        ),
+        (
+            IntervalMap((("a", Interval(1, 2)), ("b", Interval(5, 3)))),
+            ("a", "b"), "bagen", IntervalMap((("a", Interval(1, 2)), ("b", Interval(3, 5)))),
+        ),
+    ],
+)  # fmt: skip
+def test_estimate_objects_get_the_text_rules(
+    reply: Any, dims: tuple[str, ...], policy: Any, expected: Any
+) -> None:
+    got = parse_answer(reply, dims, policy)
+    if isinstance(expected, str):
+        assert isinstance(got, Invalid) and expected in got.reason
+    else:
+        assert got == expected
+
+
+def test_budget_order_may_differ_between_rollouts_of_one_cell() -> None:
+    first = Rollout("x", "e", {"a": 10, "b": 10}, True, (Turn({"a": 1, "b": 1}),) * 3)
+    second = Rollout("y", "e", {"b": 10, "a": 10}, True, (Turn({"a": 2, "b": 2}),) * 3)
+    outcome = _run([first, second], OracleEstimator())
+    assert outcome.n_probes == 4 and outcome.scores["interval_score"] == 1.0
+
+
+def test_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
+    path = write_rollouts(tmp_path / "r.jsonl", [A])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert read_rollouts(path) == [A]

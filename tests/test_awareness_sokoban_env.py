@@ -353,12 +353,12 @@ def test_an_actor_that_raises_fails_its_rollout_only() -> None:
     failed = rollouts[1]
     assert not failed.success and failed.T == 2
     assert failed.meta["end_reason"] == "agent_error"
-    assert failed.meta["agent_error"] == "raised RuntimeError: model endpoint down"
+    assert failed.meta["actor_error"] == "raised RuntimeError: model endpoint down"
     last = failed.turns[-1]
     assert last.action is None and last.info["error"].startswith("agent error: raised Runtime")
     assert last.usage == {"tokens": count_tokens(last.observation or "")}
     others = [r for i, r in enumerate(rollouts) if i != 1]
-    assert all("agent_error" not in r.meta for r in others)
+    assert all("actor_error" not in r.meta for r in others)
 
 
 def test_an_actor_that_raises_on_the_first_turn_still_logs_a_turn() -> None:
@@ -367,7 +367,7 @@ def test_an_actor_that_raises_on_the_first_turn_still_logs_a_turn() -> None:
 
     rollout = play(CORRIDOR, actor)
     assert rollout.T == 1 and not rollout.success
-    assert rollout.meta["agent_error"] == "raised ValueError: bad key"
+    assert rollout.meta["actor_error"] == "raised ValueError: bad key"
 
 
 def test_async_actor_and_round_trip_through_jsonl(tmp_path: Path) -> None:

@@ -702,13 +702,14 @@ def test_challenges_handle_a_broke_rollout_and_reject_foreign_ones(
     broke = Rollout(
         "broke", "warehouse", base.budget, False, base.turns, {"final_cash_usd": -150_000.0}
     )
+    # A bankrupt run reaches no target, not even one capped at its (negative) final cash.
     for seed in range(6):
         [conditioned] = condition_challenges([broke], seed=seed)
-        assert conditioned.meta["challenge"] == "reachable"
+        assert conditioned.meta["challenge"] == "reachable (not viable: bankrupt or actor error)"
         assert conditioned.meta["target_cash_usd"] == -150_000.0  # capped at final cash
-        assert conditioned.feasible
+        assert not conditioned.success and not conditioned.feasible
     pair = condition_challenges([broke, broke], seed=0)
-    assert sorted(r.feasible for r in pair) == [False, True]
+    assert [r.feasible for r in pair] == [False, False]
     foreign = Rollout("s", "sokoban", {"tokens": 10.0}, True, (), {})
     with pytest.raises(ValueError, match="no final cash"):
         condition_challenges([foreign])

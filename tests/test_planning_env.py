@@ -22,6 +22,8 @@ from pytest_budget.planning import (
     build_tools,
     expected_answer,
 )
+from pytest_budget.planning.env import fill_arguments
+from pytest_budget.planning.records import Query
 
 QUERIES = [f"<Query{i:05d}>" for i in range(1, 9)]
 
@@ -463,3 +465,168 @@ def test_speed_sanity_level5() -> None:
     path, cost = env.optimal_path()
     assert cost <= sum(env.costs[t.name] for t in atomic_chain("dining", 5)) + 1e-9
     assert len(path) >= 1
+
+
+# ---------------------------------------------------------------- blocking support
+
+
+def test_step_detailed_reports_kind_and_output() -> None:
+    env = TravelEnv("dining", 1, "<Query00001>")
+    args = {**_prefs_args("dining", _any("dining")), "LocationPreference": "Rome"}
+    result = env.step_detailed({"name": "Decide_Dining_Preference", "arguments": args})
+    assert result.ok and result.error_kind is None
+    assert result.tool == "Decide_Dining_Preference"
+    assert result.output_type == "DiningPreference"
+    assert result.output_id is not None and result.observation.endswith(result.output_id)
+    assert result.cost == env.costs["Decide_Dining_Preference"]
+    kinds = {
+        "unknown_tool": {"name": "Nope", "arguments": {}},
+        "bad_arguments": {"name": "Decide_Dining_Preference", "arguments": "[]"},
+        "wrong_parameters": {"name": "Decide_Dining_Preference", "arguments": {}},
+        "inaccessible": {
+            "name": "Select_Final_Dining",
+            "arguments": {"DiningCandidate_L1_Available": "x"},
+        },
+        "bad_id": {
+            "name": "Search_Dining_Candidates",
+            "arguments": {"DiningPreference": "x", "LocationPreference": "R", "TimeInfo": "T"},
+        },
+    }
+    for kind, call in kinds.items():
+        bad = env.step_detailed(call)
+        assert (bad.ok, bad.error_kind, bad.cost) == (False, kind, 0.0)
+        assert bad.observation.startswith("[ERROR]")
+    assert env.step(kinds["bad_id"]) == (env.step_detailed(kinds["bad_id"]).observation, 0.0)
+
+
+def test_ban_keeps_tool_listed_and_charges() -> None:
+    env = TravelEnv("location", 1, "<Query00002>")
+    env.ban("Decide_Location_Preference", "gone for good.")
+    assert "Decide_Location_Preference" in {t.name for t in env.tool_specs}
+    result = env.step_detailed({"name": "Decide_Location_Preference", "arguments": "{bad json"})
+    assert result.error_kind == "banned" and result.cost == env.costs["Decide_Location_Preference"]
+    assert result.observation == "[ERROR] Decide_Location_Preference: gone for good."
+    path, _ = env.optimal_path()
+    assert "Decide_Location_Preference" not in path
+    assert "Decide_Location_Preference" not in env.greedy_path()[0]
+    with pytest.raises(KeyError):
+        env.ban("Nope")
+
+
+def test_remove_composites_replaces_previous_removal() -> None:
+    env = TravelEnv("dining", 3, "<Query00003>")
+    atomics = {t.name for t in atomic_chain("dining", 3)}
+    env.remove_composites(2)
+    assert all(len(t.components) != 2 for t in env.tool_specs)
+    assert atomics <= {t.name for t in env.tool_specs}
+    names = {spec["function"]["name"] for spec in env.tools}
+    assert names == {t.name for t in env.tool_specs}
+    env.remove_composites(4)
+    lengths = {len(t.components) for t in env.tool_specs}
+    assert 2 in lengths and 4 not in lengths
+    assert all(name in {t.name for t in env.tool_specs} for name in env.optimal_path()[0])
+    env.remove_composites(None)
+    assert len(env.tool_specs) == len(env.all_tool_specs)
+    with pytest.raises(ValueError, match="composites"):
+        env.remove_composites(1)
+
+
+def test_reseed_costs_matches_a_fresh_instance() -> None:
+    env = TravelEnv("shopping", 2, "<Query00004>")
+    env.reseed_costs(1234)
+    fresh = TravelEnv("shopping", 2, "<Query00004>", seed=1234)
+    assert env.costs == fresh.costs and env.global_seed == 1234
+    assert env.optimal_paths() == fresh.optimal_paths()
+
+
+def test_reset_forgets_state_and_ids() -> None:
+    env = TravelEnv("dining", 0, "<Query00005>")
+    args = {**_prefs_args("dining", _any("dining")), "LocationPreference": "Rome"}
+    obs, _ = env.step({"name": "Decide_Dining_Preference", "arguments": args})
+    pref_id = obs.rsplit(" ", 1)[1]
+    env.reset()
+    assert env.state == env.initial_state
+    again, _ = env.step(
+        {"name": "Decide_Dining_Preference", "arguments": {**args, "DiningTier": "budget"}}
+    )
+    assert again.rsplit(" ", 1)[1] != pref_id
+    search = {"DiningPreference": pref_id, "LocationPreference": "Rome", "TimeInfo": "May"}
+    result = env.step_detailed({"name": "Search_Dining_Candidates", "arguments": search})
+    assert result.error_kind == "bad_id"
+
+
+def test_planning_from_a_given_state() -> None:
+    env = TravelEnv("attraction", 4, "<Query00006>")
+    chain = atomic_chain("attraction", 4)
+    state = env.initial_state | {chain[0].output, chain[1].output}
+    path, cost = env.optimal_path(state)
+    # Re-deriving by brute force from that state.
+    sub = TravelEnv("attraction", 4, "<Query00006>")
+    sub.initial_state = state
+    (cents, calls), tied = _brute_force(sub)
+    assert round(cost * 100) == cents and tuple(path) in tied and len(path) == calls
+    assert env.optimal_path() == TravelEnv("attraction", 4, "<Query00006>").optimal_path()
+    goal_state = state | {env.goal}
+    assert env.optimal_path(goal_state) == ([], 0.0)
+    assert env.greedy_path(goal_state) == ([], 0.0)
+
+
+def test_reachable() -> None:
+    env = TravelEnv("dining", 0, "<Query00007>", ban_longest=True)
+    assert env.reachable()
+    env.ban("Decide_Dining_Preference")
+    assert env.reachable()
+    assert not env.reachable(without="Dining_Preference_and_Search")
+    raw = env.initial_state | {"DiningCandidate_Raw"}
+    assert env.reachable(raw)
+    assert not env.reachable(raw, without="Select_Final_Dining")
+
+
+def test_greedy_relaxes_when_nothing_consumes_the_previous_output() -> None:
+    env = TravelEnv("dining", 0, "<Query00008>")
+    env.ban("Select_Final_Dining")
+    raw = env.initial_state | {"DiningCandidate_Raw"}
+    path, _ = env.greedy_path(raw, previous="DiningCandidate_Raw")
+    assert path and "Select_Final_Dining" not in path
+
+
+def test_fill_arguments() -> None:
+    prefs = _any("transportation")
+    query = Query("<Query00001>", "transportation", prefs, "May", "Oslo", "text")
+    tools = {t.name: t for t in build_tools("transportation", 1)}
+    args = fill_arguments(tools["Transportation_Preference_and_Search"], query, {})
+    assert args == {
+        **_prefs_args("transportation", prefs),
+        "LocationPreference": "Oslo",
+        "TimeInfo": "May",
+    }
+    ids = {"TransportationCandidate_Raw": "TransportationCandidate_Raw-0123abcd"}
+    assert fill_arguments(tools["Transportation_Refinement_Step1"], query, ids) == {
+        "TransportationCandidate_Raw": ids["TransportationCandidate_Raw"],
+        "TimeInfo": "May",
+    }
+    with pytest.raises(KeyError):
+        fill_arguments(tools["Select_Final_Transportation"], query, ids)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_plan_reuse_along_the_plan_matches_a_fresh_search(task: str) -> None:
+    """optimal_path() reuses the suffix of the last plan for states along it; a fresh
+    environment (nothing to reuse) must give the same plan and cost from every such state."""
+    for level, query in itertools.product((2, 5), QUERIES[:4]):
+        env = TravelEnv(task, level, query)
+        path, _ = env.optimal_path()
+        specs = {t.name: t for t in env.tool_specs}
+        state = env.initial_state
+        for name in path:
+            state = state | {specs[name].output}
+            fresh = TravelEnv(task, level, query)
+            assert env.optimal_path(state) == fresh.optimal_path(state)
+        env.costs[path[0]] += 100.0  # an in-place cost edit invalidates the reuse
+        assert env.optimal_path() == _fresh_with(env).optimal_path()
+
+
+def _fresh_with(env: TravelEnv) -> TravelEnv:
+    fresh = TravelEnv(env.task, env.refinement_level, env.query_id)
+    fresh.costs = dict(env.costs)
+    return fresh

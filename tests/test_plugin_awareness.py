@@ -195,9 +195,12 @@ def test_default_run_gates_against_shipped_baselines(
             scores = cell["scores"]
             assert scores["macro_f1_all"] == scores["fail_f1"] == scores["interval_score"] == 1.0
     warehouse = next(c for c in cells if c["env"] == "warehouse")
-    assert set(warehouse["budget"]) == {
+    assert "budget" not in warehouse  # caps differ per rollout (challenge-conditioned)
+    assert set(warehouse["budget_range"]) == {
         "time_weeks", "warehouse_item_weeks", "cumulative_cost_usd"
     }  # fmt: skip
+    sokoban = next(c for c in cells if c["env"] == "sokoban-8x8")
+    assert sokoban["budget"] == {"tokens": 2500.0}
     # half_reachable: exactly half of the Warehouse rollouts are feasible.
     assert warehouse["rollouts"]["feasible"] == 64
     assert not (pytester.path / "__budget_snapshots__").exists()
@@ -233,3 +236,28 @@ def test_other_rollout_count_is_not_compared_with_the_shipped_baseline(
                  "--budget-agent=linear")  # fmt: skip
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*rollouts*"])
+
+
+def test_own_warehouse_demand_panel(pytester: pytest.Pytester) -> None:
+    from importlib.resources import files
+
+    bundled = files("pytest_budget.awareness").joinpath("data/warehouse_demand.csv").read_text()
+    header, *rows = bundled.strip().splitlines()
+    # Half the demand: the same simulation ends with less cash.
+    halved = [header]
+    for row in rows:
+        week, retailer, sku, units, price = row.split(",")
+        halved.append(",".join([week, retailer, sku, str(int(units) // 2), price]))
+    (pytester.path / "half.csv").write_text("\n".join(halved) + "\n")
+    args = ("--budget-env=warehouse", "--budget-rollout-count=4", "--budget-agent=oracle",
+            "--budget-gate=off")  # fmt: skip
+    run(pytester, *args, "--budget-report=bundled.json").assert_outcomes(passed=1)
+    mine = run(pytester, *args, "--budget-warehouse-demand=half.csv", "--budget-report=half.json")
+    mine.assert_outcomes(passed=1)
+    assert report_of(pytester, "bundled.json")["cells"][0]["rollouts"]["rollouts"] == 4
+    both = [report_of(pytester, f"{name}.json")["cells"][0] for name in ("bundled", "half")]
+    assert both[0]["budget_range"] != both[1]["budget_range"]
+    (pytester.path / "bad.csv").write_text(header + "\n" + rows[0] + "\n1,Nowhere,x,1,1\n")
+    bad = run(pytester, *args, "--budget-warehouse-demand=bad.csv")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["ERROR: --budget-warehouse-demand: *bad.csv:3: *"])

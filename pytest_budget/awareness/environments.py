@@ -27,6 +27,7 @@ __all__ = [
     "ROLLOUT_FORMAT_VERSION",
     "ReferenceActor",
     "RolloutCache",
+    "file_digest",
     "generate_env_rollouts",
 ]
 
@@ -76,9 +77,18 @@ class ReferenceActor:
 
 
 async def generate_env_rollouts(
-    env: str, n: int, *, seed: int, actor: object, concurrency: int = 8
+    env: str,
+    n: int,
+    *,
+    seed: int,
+    actor: object,
+    concurrency: int = 8,
+    warehouse_demand: str | Path | None = None,
 ) -> list[Rollout]:
-    """Roll ``actor`` out ``n`` times in the built-in environment ``env``."""
+    """Roll ``actor`` out ``n`` times in the built-in environment ``env``.
+
+    ``warehouse_demand`` is a demand CSV replacing Warehouse's bundled synthetic panel.
+    """
     if env.startswith("sokoban-"):
         from pytest_budget.awareness import sokoban_env
 
@@ -87,9 +97,17 @@ async def generate_env_rollouts(
     if env == "warehouse":
         from pytest_budget.awareness import warehouse
 
-        raw = await warehouse.generate_rollouts(n, seed, actor, concurrency=concurrency)
+        panel = warehouse.load_demand_panel(warehouse_demand) if warehouse_demand else None
+        raw = await warehouse.generate_rollouts(
+            n, seed, actor, panel=panel, concurrency=concurrency
+        )
         return warehouse.condition_challenges(raw, preset="half_reachable", seed=seed)
     raise KeyError(f"unknown awareness environment {env!r}; known: {', '.join(ENVIRONMENTS)}")
+
+
+def file_digest(path: str | Path) -> str:
+    """A short content digest (identifies a user data file in cache keys and contexts)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 class RolloutCache:
@@ -99,18 +117,21 @@ class RolloutCache:
         self.directory = None if directory is None else Path(directory)
 
     @staticmethod
-    def key(env: str, n: int, seed: int, actor: object) -> str:
-        payload = json.dumps([env, n, seed, agent_name(actor), ROLLOUT_FORMAT_VERSION])
+    def key(env: str, n: int, seed: int, actor: object, variant: str = "") -> str:
+        """``variant`` names anything else the rollouts depend on (e.g. a demand file)."""
+        payload = json.dumps([env, n, seed, agent_name(actor), ROLLOUT_FORMAT_VERSION, variant])
         digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
         return f"{env}-n{n}-s{seed}-{digest}"
 
-    def path(self, env: str, n: int, seed: int, actor: object) -> Path | None:
+    def path(self, env: str, n: int, seed: int, actor: object, variant: str = "") -> Path | None:
         if self.directory is None:
             return None
-        return self.directory / f"{self.key(env, n, seed, actor)}.jsonl"
+        return self.directory / f"{self.key(env, n, seed, actor, variant)}.jsonl"
 
-    def load(self, env: str, n: int, seed: int, actor: object) -> list[Rollout] | None:
-        path = self.path(env, n, seed, actor)
+    def load(
+        self, env: str, n: int, seed: int, actor: object, variant: str = ""
+    ) -> list[Rollout] | None:
+        path = self.path(env, n, seed, actor, variant)
         if path is None or not path.is_file():
             return None
         try:
@@ -120,8 +141,14 @@ class RolloutCache:
         return rollouts if len(rollouts) == n else None
 
     def store(
-        self, env: str, n: int, seed: int, actor: object, rollouts: Sequence[Rollout]
+        self,
+        env: str,
+        n: int,
+        seed: int,
+        actor: object,
+        rollouts: Sequence[Rollout],
+        variant: str = "",
     ) -> None:
-        path = self.path(env, n, seed, actor)
+        path = self.path(env, n, seed, actor, variant)
         if path is not None:
             write_rollouts(path, rollouts)

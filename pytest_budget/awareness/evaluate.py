@@ -8,6 +8,7 @@ Plain Python: no pytest.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,12 +75,53 @@ class AwarenessOutcome:
     reason: str = ""
 
 
-def parse_answer(reply: Any, dimensions: Sequence[str], policy: ParsePolicy) -> Estimate:
-    """An estimator's reply as an :class:`Estimate`; never raises on agent output."""
-    if isinstance(reply, Interval | IntervalMap | Impossible | Invalid):
-        if len(dimensions) > 1 and isinstance(reply, Interval):
-            return Invalid(repr(reply), "single interval for a multi-dimension probe")
+def _checked_interval(value: Interval, policy: ParsePolicy, where: str) -> Interval | Invalid:
+    """The text parser's rules applied to an :class:`Interval` an agent returned directly."""
+    lo, hi = value.lo, value.hi
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return Invalid(repr(value), f"{where}non-finite value (nan/inf)")
+    if lo < 0 or hi < 0:
+        return Invalid(repr(value), f"{where}negative bound")
+    if lo > hi:
+        if PARSE_POLICIES[policy] == "invalid":
+            return Invalid(repr(value), f"{where}reversed interval (lo > hi)")
+        return Interval(hi, lo)
+    return value
+
+
+def _checked_object(reply: Estimate, dimensions: Sequence[str], policy: ParsePolicy) -> Estimate:
+    if isinstance(reply, Impossible | Invalid):
         return reply
+    if isinstance(reply, Interval):
+        if len(dimensions) > 1:
+            return Invalid(repr(reply), "single interval for a multi-dimension probe")
+        return _checked_interval(reply, policy, "")
+    given = reply.as_dict()
+    if set(given) != set(dimensions):
+        return Invalid(
+            repr(reply),
+            f"intervals for {sorted(given)}, expected exactly {sorted(dimensions)}",
+        )
+    checked = {d: _checked_interval(given[d], policy, f"{d}: ") for d in dimensions}
+    for value in checked.values():
+        if isinstance(value, Invalid):
+            return value
+    if len(dimensions) == 1:
+        only = checked[dimensions[0]]
+        assert isinstance(only, Interval)
+        return only
+    return IntervalMap(tuple((d, v) for d, v in checked.items() if isinstance(v, Interval)))
+
+
+def parse_answer(reply: Any, dimensions: Sequence[str], policy: ParsePolicy) -> Estimate:
+    """An estimator's reply as an :class:`Estimate`; never raises on agent output.
+
+    Text goes through :func:`~pytest_budget.awareness.answers.parse_estimate`; estimate
+    objects get the same checks (finite, non-negative, the reversed-interval policy, exactly
+    the probe's dimensions).
+    """
+    if isinstance(reply, Interval | IntervalMap | Impossible | Invalid):
+        return _checked_object(reply, dimensions, policy)
     if not isinstance(reply, str):
         return Invalid(repr(reply)[:200], f"answer is {type(reply).__name__}, expected text")
     return parse_estimate(
@@ -154,10 +196,12 @@ async def run_awareness_cell(
         return AwarenessOutcome(
             name, {}, 0, 0, outcome="error", reason="no probes: every rollout has a single turn"
         )
-    dims = {tuple(probe.budget) for probe, _ in probes}
+    dims = {frozenset(probe.budget) for probe, _ in probes}
     if len(dims) != 1:
-        raise ValueError(f"probes of one cell must share budget dimensions, got {sorted(dims)}")
-    (dimensions,) = dims
+        found = sorted(sorted(d) for d in dims)
+        raise ValueError(f"probes of one cell must share budget dimensions, got {found}")
+    # Order as the first rollout lists them (the sets are equal, the order may differ).
+    dimensions = tuple(probes[0][0].budget)
     bind = getattr(estimator, "with_ground_truth", None)
     if callable(bind):
         estimator = bind({(p.rollout_id, p.k): t for p, t in probes})

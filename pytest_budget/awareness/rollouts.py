@@ -255,7 +255,7 @@ def read_rollouts(path: str | os.PathLike[str]) -> list[Rollout]:
     """Every rollout in a JSONL file (blank lines skipped); ids must be unique."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # tolerate an editor's byte-order mark
     except FileNotFoundError:
         raise RolloutFileError(f"{path}: no such rollout file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -361,7 +361,7 @@ async def run_rollout(
 
     ``meta`` is merged into the rollout's meta (e.g. the puzzle seed).  An actor that raises
     ends the rollout as failed: the failed call is logged as a last turn that read the
-    observation and wrote nothing, and ``meta["agent_error"]`` holds the reason.
+    observation and wrote nothing, and ``meta["actor_error"]`` holds the reason.
     """
     optimal = solve(level, max_states=_SOLVE_LIMIT).moves
     state = level
@@ -432,7 +432,7 @@ async def run_rollout(
         "final_grid": render(state),
     }
     if agent_error is not None:
-        out_meta["agent_error"] = agent_error
+        out_meta["actor_error"] = agent_error
     if meta:
         out_meta.update(meta)
     return Rollout(

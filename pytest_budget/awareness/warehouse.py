@@ -1489,6 +1489,8 @@ def condition_challenges(
     Our reading of "reaching the target": the logged rollout is judged at its end, with no
     truncation when cash passes the target earlier: ``success`` = final cash >= target, and
     the check (= :attr:`Rollout.feasible`) = success and every realized total <= its cap.
+    A rollout that went bankrupt or whose actor failed (``success`` False on input) reaches
+    no target: it stays unsuccessful in either half and its ``challenge`` label says why.
     ``meta`` gains ``challenge`` ("reachable"/"unreachable"), ``target_cash_usd``, the drawn
     ``challenge_ratios`` and ``task`` = {"target_cash_usd": ...} (the part probes show).
     """
@@ -1540,9 +1542,15 @@ def condition_challenges(
             "budget_kind": "challenge",
             "task": task,
         }
-        conditioned = Rollout(rollout.id, rollout.env, caps, final >= target, rollout.turns, meta)
+        # A bankrupt run, or one whose actor failed, reaches no target (however low).
+        viable = rollout.success
+        if not viable:
+            meta["challenge"] = f"{label} (not viable: bankrupt or actor error)"
+        conditioned = Rollout(
+            rollout.id, rollout.env, caps, viable and final >= target, rollout.turns, meta
+        )
         # The two halves must be what they claim; a failure here is a bug, not bad input.
-        if conditioned.feasible != (label == "reachable"):
+        if conditioned.feasible != (viable and label == "reachable"):
             raise AssertionError(f"challenge for {rollout.id!r} came out the wrong side")
         out[index] = conditioned
     return [r for r in out if r is not None]

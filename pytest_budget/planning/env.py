@@ -178,6 +178,9 @@ class TravelEnv:
         self._free_text = {TIME_INFO} if task == "location" else {TIME_INFO, LOCATION_PREFERENCE}
         self._banned: dict[str, str] = {}  # name -> failure message
         self._removed_length: int | None = None
+        # (fingerprint, states along the plan, plan) of the last canonical plan computed.
+        self._last_plan: tuple[tuple[object, ...], list[frozenset[str]], tuple[str, ...]] | None
+        self._last_plan = None
         self._refresh_tool_set()
         self.reset()
 
@@ -326,15 +329,8 @@ class TravelEnv:
         if isinstance(parsed, StepResult):
             return parsed
         tool, args = parsed
-        if tool.name in self._banned:
-            return _fail(
-                f"[ERROR] {tool.name}: {self._banned[tool.name]}",
-                "banned",
-                tool.name,
-                self.costs[tool.name],
-            )
         missing = [name for name in tool.inputs if name not in args]
-        extra = sorted(name for name in args if name not in tool.inputs)
+        extra = sorted(str(name) for name in args if name not in tool.inputs)
         if missing or extra:
             parts = []
             if missing:
@@ -378,6 +374,9 @@ class TravelEnv:
         tool = self._by_name.get(name)
         if tool is None:
             return _fail(f"[ERROR] Unknown tool: {name!r} is not in the tool list.", "unknown_tool")
+        if name in self._banned:
+            # Checked before the arguments: whatever was passed, a banned tool fails and charges.
+            return _fail(f"[ERROR] {name}: {self._banned[name]}", "banned", name, self.costs[name])
         raw = call.get("arguments", {})
         if isinstance(raw, str):
             try:
@@ -388,6 +387,8 @@ class TravelEnv:
                     "bad_arguments",
                     name,
                 )
+            except RecursionError:
+                return _fail(f"[ERROR] {name}: arguments nest too deeply.", "bad_arguments", name)
         if not isinstance(raw, Mapping):
             return _fail(f"[ERROR] {name}: arguments must be a JSON object.", "bad_arguments", name)
         return tool, dict(raw)
@@ -444,8 +445,16 @@ class TravelEnv:
     def _usable(self, state: frozenset[str]) -> list[Tool]:
         return [t for t in self._plannable if t.output not in state and set(t.inputs) <= state]
 
+    def _fingerprint(self) -> tuple[object, ...]:
+        # Everything a plan depends on besides the start state (costs may be edited in place).
+        return (tuple(self.costs.items()), tuple(sorted(self._banned)), self._removed_length)
+
     def _dijkstra(self, start: frozenset[str]) -> tuple[tuple[int, int], list[tuple[str, ...]]]:
         """Best (cents, calls) to the goal and every path achieving it exactly."""
+        edges = [
+            (t.name, frozenset(t.inputs), t.output, _cents(self.costs[t.name]))
+            for t in self._plannable
+        ]
         best: dict[frozenset[str], tuple[int, int]] = {start: (0, 0)}
         preds: dict[frozenset[str], list[tuple[frozenset[str], str]]] = {start: []}
         counter = itertools.count()
@@ -467,16 +476,18 @@ class TravelEnv:
                 continue
             if goal_key is not None and (cents, calls) > goal_key:
                 break
-            for tool in self._usable(state):
-                nxt = state | {tool.output}
-                key = (cents + _cents(self.costs[tool.name]), calls + 1)
+            for name, needs, output, price in edges:
+                if output in state or not needs <= state:
+                    continue
+                nxt = state | {output}
+                key = (cents + price, calls + 1)
                 old = best.get(nxt)
                 if old is None or key < old:
                     best[nxt] = key
-                    preds[nxt] = [(state, tool.name)]
+                    preds[nxt] = [(state, name)]
                     heapq.heappush(heap, (*key, next(counter), nxt))
                 elif key == old:
-                    preds[nxt].append((state, tool.name))
+                    preds[nxt].append((state, name))
         if goal_key is None:
             raise RuntimeError("goal unreachable with the current tools")
 
@@ -490,26 +501,55 @@ class TravelEnv:
 
     def optimal_path(self, start: frozenset[str] | None = None) -> tuple[list[str], float]:
         """Dijkstra ground truth from ``start`` (default: the initial state) under the current
-        tools and costs: min cost, ties toward fewer calls, then by tool names."""
-        (cents, _), paths = self._dijkstra(self.initial_state if start is None else start)
+        tools and costs: min cost, ties toward fewer calls, then by tool names.
+
+        A state reached by following the last plan computed (same tools and costs) reuses
+        its suffix: the rest of a canonical optimal plan is the canonical optimal plan from
+        any state along it, since adding the prefix's fixed (cost, calls) keeps the order.
+        """
+        start = self.initial_state if start is None else start
+        fingerprint = self._fingerprint()
+        cached = self._last_plan
+        if cached is not None and cached[0] == fingerprint:
+            _, states, path = cached
+            if start in states:
+                rest = path[states.index(start) :]
+                return list(rest), sum(_cents(self.costs[n]) for n in rest) / 100
+        (cents, _), paths = self._dijkstra(start)
+        self._remember(fingerprint, start, paths[0])
         return list(paths[0]), cents / 100
 
     def optimal_paths(self, start: frozenset[str] | None = None) -> tuple[list[list[str]], float]:
         """Every path tied exactly on cost and number of calls (metrics treat them alike)."""
-        (cents, _), paths = self._dijkstra(self.initial_state if start is None else start)
+        start = self.initial_state if start is None else start
+        (cents, _), paths = self._dijkstra(start)
+        self._remember(self._fingerprint(), start, paths[0])
         return [list(p) for p in paths], cents / 100
+
+    def _remember(
+        self, fingerprint: tuple[object, ...], start: frozenset[str], path: tuple[str, ...]
+    ) -> None:
+        states = [start]
+        for name in path:
+            states.append(states[-1] | {self._all_by_name[name].output})
+        self._last_plan = (fingerprint, states, path)
 
     def greedy_path(
         self, start: frozenset[str] | None = None, previous: str | None = None
     ) -> tuple[list[str], float]:
         """CostBench's greedy baseline from ``start`` (default: the initial state): among
         usable tools consuming the previous output (any usable tool on the first step, unless
-        ``previous`` is given), take the least cost per component; ties by name."""
+        ``previous`` is given), take the least cost per component; ties by name.  When no
+        usable tool consumes the previous output (possible only after a ban) the rule is
+        relaxed for that step."""
         state = self.initial_state if start is None else start
         path: list[str] = []
         cents = 0
         while self.goal not in state:
             tool = greedy_pick(self._plannable, self.costs, state, previous)
+            if tool is None and previous is not None:
+                # Nothing consumes the previous output (a ban can do that): relax the rule.
+                tool = greedy_pick(self._plannable, self.costs, state, None)
             if tool is None:
                 raise RuntimeError(f"greedy is stuck after {path}")
             path.append(tool.name)

@@ -1,0 +1,143 @@
+"""Benchmarks for the planning suite's environment and agent loop (pytest_budget.planning).
+
+Run with::
+
+    /tmp/venv/bin/python benchmarks/bench_planning.py            # full
+    /tmp/venv/bin/python benchmarks/bench_planning.py --quick    # fewer repetitions
+
+Workloads (all at refinement level 5, the largest tool set: 8 atomics + 28 composites):
+
+* building one query's ``TravelEnv`` (tools, costs) and its Dijkstra optimal path - the
+  per-query setup every planning cell pays (target: well under 10 ms);
+* the segmented reference trajectory (``simulate_reference``) under three blocks;
+* a full oracle episode through ``run_episode`` (messages, tool specs, the reference channel
+  with a Dijkstra per step, the sync agent in a worker thread), static and with 3 blocks;
+* 120 oracle episodes run sequentially and concurrently (capacity 8) in one event loop.
+
+Each figure is the median over repetitions, with the 95th percentile beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import anyio
+
+from pytest_budget.planning.agents import OracleToolAgent
+from pytest_budget.planning.blocking import simulate_reference
+from pytest_budget.planning.env import TravelEnv
+from pytest_budget.planning.episode import run_episode
+from pytest_budget.planning.records import Query
+from pytest_budget.planning.tools import DIMENSIONS, PREFERENCE_VALUES, TASKS
+
+LEVEL = 5
+
+
+def _query(task: str, i: int) -> Query:
+    values = PREFERENCE_VALUES[task]
+    prefs = {d: values[d][(i + k) % 4] for k, d in enumerate(DIMENSIONS)}
+    location = None if task == "location" else "Lisbon"
+    return Query(f"<Query{i:05d}>", task, prefs, "2025-06-01 to 2025-06-04", location, "A trip.")
+
+
+QUERIES = [_query(task, i) for i in range(1, 21) for task in TASKS]  # 120 queries
+
+
+def _timings(fn: Callable[[Query], object], repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        for query in QUERIES:
+            start = time.perf_counter()
+            fn(query)
+            out.append(time.perf_counter() - start)
+    return out
+
+
+def _report(label: str, seconds: list[float]) -> None:
+    ms = sorted(s * 1000 for s in seconds)
+    p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
+    print(f"{label:<58} median {statistics.median(ms):7.2f} ms   p95 {p95:7.2f} ms   n={len(ms)}")
+
+
+def _env_and_path(query: Query) -> object:
+    env = TravelEnv(query.task, LEVEL, query.query_id)
+    return env.optimal_path()
+
+
+def _episode(mode: str, count: int) -> Callable[[Query], object]:
+    oracle = OracleToolAgent()
+
+    def one(query: Query) -> object:
+        async def main() -> object:
+            return await run_episode(query, LEVEL, mode, count, oracle)
+
+        return anyio.run(main)
+
+    return one
+
+
+def _batch(concurrent: bool) -> float:
+    oracle = OracleToolAgent()
+
+    async def main() -> None:
+        if not concurrent:
+            for query in QUERIES:
+                await run_episode(query, LEVEL, "ban_tool", 3, oracle)
+            return
+        limiter = anyio.CapacityLimiter(8)
+        async with anyio.create_task_group() as tg:
+            for query in QUERIES:
+                tg.start_soon(_one, query, limiter)
+
+    async def _one(query: Query, limiter: anyio.CapacityLimiter) -> None:
+        await run_episode(query, LEVEL, "ban_tool", 3, oracle, limiter=limiter)
+
+    start = time.perf_counter()
+    anyio.run(main)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one repetition instead of five")
+    repeat = 1 if parser.parse_args().quick else 5
+
+    _env_and_path(QUERIES[0])  # warm imports and caches
+    _report(
+        "TravelEnv(L=5) build only",
+        _timings(lambda q: TravelEnv(q.task, LEVEL, q.query_id), repeat),
+    )
+    _report("TravelEnv(L=5) build + optimal path (Dijkstra)", _timings(_env_and_path, repeat))
+    _report(
+        "TravelEnv(L=5) build + all tied optimal paths + greedy",
+        _timings(
+            lambda q: (lambda e: (e.optimal_paths(), e.greedy_path()))(
+                TravelEnv(q.task, LEVEL, q.query_id)
+            ),
+            repeat,
+        ),
+    )
+    for mode in ("cost_change", "ban_tool", "preference_change"):
+        _report(
+            f"simulate_reference(L=5, {mode}, 3 blocks)",
+            _timings(lambda q, m=mode: simulate_reference(q, LEVEL, m, 3), repeat),
+        )
+    _report("oracle episode (L=5, static)", _timings(_episode("static", 0), repeat))
+    _report("oracle episode (L=5, ban_tool, 3 blocks)", _timings(_episode("ban_tool", 3), repeat))
+    _report(
+        "oracle episode (L=5, preference_change, 3 blocks)",
+        _timings(_episode("preference_change", 3), repeat),
+    )
+    sequential = _batch(concurrent=False)
+    concurrent = _batch(concurrent=True)
+    print(
+        f"{len(QUERIES)} oracle episodes (ban_tool x3): sequential {sequential:.2f} s, "
+        f"concurrent (capacity 8) {concurrent:.2f} s, ratio {sequential / concurrent:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
