@@ -64,6 +64,16 @@ def _estimator(class_name: str) -> Callable[[int], object]:
     return make
 
 
+def _tool_agent(class_name: str) -> Callable[[int], object]:
+    def make(seed: int) -> object:
+        from pytest_budget.planning import agents
+
+        cls = getattr(agents, class_name)
+        return cls(seed=seed) if class_name == "RandomValidToolAgent" else cls()
+
+    return make
+
+
 def _reference_actor(seed: int) -> object:
     from pytest_budget.awareness.environments import ReferenceActor
 
@@ -78,13 +88,20 @@ def _reference_solver(seed: int) -> object:
 
 # name -> role -> factory(seed)
 REFERENCE_AGENTS: dict[str, dict[str, Callable[[int], object]]] = {
-    "oracle": {"planner": _oracle, "estimator": _estimator("OracleEstimator")},
+    "oracle": {
+        "planner": _oracle,
+        "estimator": _estimator("OracleEstimator"),
+        "tool_agent": _tool_agent("OracleToolAgent"),
+    },
     "random": {"planner": _random, "estimator": _estimator("RandomEstimator")},
     "cheapest-first": {"planner": _cheapest_first},
     "attempt-all": {"planner": _attempt_all},
     "linear": {"estimator": _estimator("LinearEstimator")},
     "always-feasible": {"estimator": _estimator("AlwaysFeasibleEstimator")},
     "always-impossible": {"estimator": _estimator("AlwaysImpossibleEstimator")},
+    "greedy": {"tool_agent": _tool_agent("GreedyToolAgent")},
+    "random-valid": {"tool_agent": _tool_agent("RandomValidToolAgent")},
+    "atomic-only": {"tool_agent": _tool_agent("AtomicOnlyToolAgent")},
 }
 
 # The agent every role falls back to when the named agent does not fill it.
@@ -97,6 +114,7 @@ _DEFAULT_ROLE_AGENTS: dict[str, Callable[[int], object]] = {
 _SUITE_DEFAULTS: dict[str, tuple[str, ...]] = {
     "triage": ("cheapest-first", "random", "attempt-all", "oracle"),
     "awareness": ("linear", "always-feasible", "always-impossible", "random", "oracle"),
+    "planning": ("greedy", "random-valid", "atomic-only", "oracle"),
 }
 
 

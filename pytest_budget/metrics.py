@@ -31,6 +31,13 @@ SUITE_METRICS: dict[str, tuple[MetricSpec, ...]] = {
         MetricSpec("interval_score", "higher", 0.05, "mean S_k over feasible probes"),
         MetricSpec("invalid_rate", "lower", 0.05, "share of unreadable answers"),
     ),
+    "planning": (
+        MetricSpec("emr", "higher", 0.05, "exact match of the tool sequence with an optimum"),
+        MetricSpec("aned", "lower", 0.05, "normalised edit distance to the nearest optimum"),
+        MetricSpec("cost_gap", "lower", 0.05, "relative extra cost over the optimum (static)"),
+        MetricSpec("uihr", "higher", 0.05, "final answers that match the user's request"),
+        MetricSpec("itur", "lower", 0.05, "invalid tool calls over all calls"),
+    ),
 }
 
 

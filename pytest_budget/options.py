@@ -20,15 +20,19 @@ __all__ = [
     "AWARENESS_ENVS",
     "DEFAULT_SEED",
     "PARSE_MODES",
+    "PLANNING_MODES",
+    "PLANNING_TASKS",
     "BudgetOptions",
     "OptionError",
+    "Scenario",
     "parse_float_list",
     "parse_options",
+    "parse_scenarios",
     "parse_suites",
 ]
 
 #: Suites this version ships; ``all`` expands to these.
-AVAILABLE_SUITES: tuple[str, ...] = ("triage", "awareness")
+AVAILABLE_SUITES: tuple[str, ...] = ("triage", "awareness", "planning")
 DEFAULT_SEED = 42
 DEFAULT_ALPHAS = "0.25,0.5,0.75,1.0"
 DEFAULT_UNSOLVABLE = "0,0.5"
@@ -39,6 +43,65 @@ AWARENESS_ENVS: tuple[str, ...] = ("sokoban-8x8", "sokoban-6x6", "warehouse")
 #: How a reversed interval is read: ``bagen`` swaps it (BAGEN's public parser), ``strict``
 #: scores it invalid (as BAGEN's RL reward does).
 PARSE_MODES = ("bagen", "strict")
+PLANNING_TASKS: tuple[str, ...] = (
+    "location", "transportation", "accommodation", "attraction", "dining", "shopping",
+)  # fmt: skip
+PLANNING_MODES: tuple[str, ...] = (
+    "static", "ban_tool", "preference_change", "cost_change", "remove_tools",
+)  # fmt: skip
+#: The default planning scenarios: L = 2 static, and L = 5 with each blocking mode once.
+DEFAULT_SCENARIOS = "static@2,ban_tool:1@5,preference_change:1@5,cost_change:1@5,remove_tools:1@5"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A planning setting: blocking ``mode`` with ``blocks`` events at refinement ``level``."""
+
+    mode: str
+    blocks: int
+    level: int
+
+    @property
+    def id(self) -> str:
+        blocks = "" if self.mode == "static" else str(self.blocks)
+        return f"{self.mode}{blocks}-L{self.level}"
+
+
+def parse_scenarios(value: str) -> tuple[Scenario, ...]:
+    """``MODE[:N]@L`` items, comma separated, e.g. ``static@2,ban_tool:2@5``."""
+    example = "e.g. --budget-scenario=static@2,ban_tool:1@5"
+    out: list[Scenario] = []
+    for raw in str(value).split(","):
+        text = raw.strip()
+        if not text:
+            continue
+        head, sep, level_text = text.partition("@")
+        mode, colon, blocks_text = head.strip().partition(":")
+        mode = mode.strip()
+        if not sep or mode not in PLANNING_MODES:
+            raise OptionError(
+                f"--budget-scenario: {text!r} is not MODE[:N]@L with MODE one of "
+                f"{', '.join(PLANNING_MODES)} ({example})"
+            )
+        try:
+            level = int(level_text)
+            blocks = int(blocks_text) if colon else (0 if mode == "static" else 1)
+        except ValueError:
+            raise OptionError(
+                f"--budget-scenario: {text!r}: N and L must be integers ({example})"
+            ) from None
+        if not 0 <= level <= 5:
+            raise OptionError(f"--budget-scenario: {text!r}: refinement level must be 0..5")
+        if mode == "static" and blocks != 0:
+            raise OptionError(f"--budget-scenario: {text!r}: static takes no block count")
+        if mode != "static" and not 1 <= blocks <= 3:
+            raise OptionError(f"--budget-scenario: {text!r}: block count must be 1..3")
+        scenario = Scenario(mode, blocks, level)
+        if scenario not in out:
+            out.append(scenario)
+    if not out:
+        raise OptionError(f"--budget-scenario: no scenario given ({example})")
+    return tuple(out)
 
 
 class OptionError(ValueError):
@@ -75,6 +138,12 @@ class BudgetOptions:
     rollout_count: int = 128
     parse: str = "bagen"
     warehouse_demand: str | None = None
+    scenarios: tuple[Scenario, ...] = field(
+        default_factory=lambda: parse_scenarios(DEFAULT_SCENARIOS)
+    )
+    tasks: tuple[str, ...] = PLANNING_TASKS
+    query_count: int = 10
+    queries: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready view for the report (no secrets live here: keys come from env vars)."""
@@ -234,6 +303,19 @@ def parse_options(
             f"--budget-warehouse-demand: no such file {warehouse_demand}; give a demand CSV "
             "with columns week,retailer,sku,units,price"
         )
+    task_value = str(get_option("budget_task") or ",".join(PLANNING_TASKS))
+    tasks = tuple(dict.fromkeys(t.strip() for t in task_value.split(",") if t.strip()))
+    for task in tasks:
+        if task not in PLANNING_TASKS:
+            raise OptionError(
+                f"--budget-task: unknown task {task!r}; choose from {', '.join(PLANNING_TASKS)}"
+            )
+    queries = tuple(str((base / path).resolve()) for path in (get_option("budget_queries") or ()))
+    for path in queries:
+        if not Path(path).is_file():
+            raise OptionError(
+                f"--budget-queries: no such file {path}; give a JSON or JSONL query file"
+            )
     env_value = str(get_option("budget_env") or ",".join(AWARENESS_ENVS))
     envs = tuple(dict.fromkeys(e.strip() for e in env_value.split(",") if e.strip()))
     for env in envs:
@@ -299,4 +381,8 @@ def parse_options(
         ),
         parse=parse,
         warehouse_demand=warehouse_demand,
+        scenarios=parse_scenarios(get_option("budget_scenario") or DEFAULT_SCENARIOS),
+        tasks=tasks or PLANNING_TASKS,
+        query_count=_positive_int("--budget-query-count", get_option("budget_query_count") or 10),
+        queries=queries,
     )

@@ -22,6 +22,7 @@ pytest_plugins = [
     "pytest_budget.fixtures.core",
     "pytest_budget.fixtures.triage",
     "pytest_budget.fixtures.awareness",
+    "pytest_budget.fixtures.planning",
 ]
 
 SESSION_KEY = pytest.StashKey[BudgetSession]()
@@ -40,7 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("budget", "pytest-budget: budget-awareness suites")
     group.addoption(
         "--budget-suite",
-        help="run the installed suite(s): triage, awareness, all, or a comma list",
+        help="run the installed suite(s): triage, awareness, planning, all, or a comma list",
     )
     group.addoption(
         "--budget-agent",
@@ -112,6 +113,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--budget-parse",
         help="awareness: bagen (swap a reversed interval, default) or strict (reversed = invalid)",
     )
+    group.addoption(
+        "--budget-scenario",
+        help="planning: MODE[:N]@L comma list, MODE static, ban_tool, preference_change, "
+        "cost_change or remove_tools, N blocks 1..3, L refinement level 0..5 (default "
+        "static@2 and each blocking mode once at L 5)",
+    )
+    group.addoption("--budget-task", help="planning: travel tasks, comma list (default: all six)")
+    group.addoption(
+        "--budget-query-count", help="planning: generated queries per task (default 10)"
+    )
+    group.addoption(
+        "--budget-queries",
+        action="append",
+        metavar="PATH",
+        help="planning: a JSON/JSONL query file in CostBench's layout (repeatable); "
+        "replaces generated queries",
+    )
     group.addoption("--budget-base-url", help="base URL of an OpenAI-compatible endpoint")
     group.addoption(
         "--budget-api-key-env", help="name of the environment variable holding the API key"
@@ -178,6 +196,13 @@ def pytest_configure(config: pytest.Config) -> None:
                 load_demand_panel(options.warehouse_demand)
             except ValueError as exc:
                 raise pytest.UsageError(f"--budget-warehouse-demand: {exc}") from None
+        if options.queries and "planning" in options.suites:
+            from pytest_budget.fixtures.planning import load_user_queries
+
+            try:
+                load_user_queries(session)
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
         if options.rollouts and "awareness" in options.suites:
             from pytest_budget.fixtures.awareness import load_user_rollouts
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_budget.awareness.summary import awareness_table
 from pytest_budget.options import BudgetOptions
+from pytest_budget.planning.summary import planning_table
 from pytest_budget.report import build_report, cell_sort_key, write_report
 from pytest_budget.triage.summary import resolve_table, triage_table
 
@@ -25,6 +26,7 @@ TABLES: dict[str, tuple[str, Callable[[Sequence[Mapping[str, Any]]], list[str]]]
     "triage": ("triage: triage efficiency (eta), regret, detection and waste", triage_table),
     "triage-resolve": ("triage: budget-aware re-solve (stated allocation)", resolve_table),
     "awareness": ("awareness: feasibility, interval quality and early stop", awareness_table),
+    "planning": ("planning: cost-optimal tool use (CostBench)", planning_table),
 }
 
 

@@ -81,7 +81,7 @@ def test_seed_changes_the_pools(pytester: pytest.Pytester) -> None:
     [
         (
             ["--budget-suite=triage,nope"],
-            "*--budget-suite: unknown suite 'nope'; valid: triage, awareness, all*",
+            "*--budget-suite: unknown suite 'nope'; valid: triage, awareness, planning, all*",
         ),
         (["--budget-agent=gpt"], "*--budget-agent=gpt: unknown agent; reference agents: *"),
         (["--budget-alpha=0.5,2"], "*--budget-alpha: 2 is outside (0, 1]*"),

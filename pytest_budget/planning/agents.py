@@ -135,7 +135,7 @@ class GreedyToolAgent(_ReferenceToolAgent):
 class RandomValidToolAgent(_ReferenceToolAgent):
     """A random tool whose inputs are held (and whose output is new), each step."""
 
-    name: ClassVar[str] = "random"
+    name: ClassVar[str] = "random-valid"
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed

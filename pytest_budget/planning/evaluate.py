@@ -1,0 +1,75 @@
+"""One planning cell: run the agent on every query of a task under one scenario, score.
+
+Episodes run concurrently (bounded by the limiter).  An agent that raises ends only its
+own episode (``EpisodeRecord.error``); the cell is an error only when every episode failed.
+Plain Python: no pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import anyio
+
+from pytest_budget.planning.episode import run_episode
+from pytest_budget.planning.metrics import greedy_scores, score_episodes
+from pytest_budget.planning.records import EpisodeRecord, Query
+from pytest_budget.roles import agent_name
+
+__all__ = ["PlanningOutcome", "run_planning_cell"]
+
+
+@dataclass
+class PlanningOutcome:
+    """A scored cell: the agent's scores, greedy's beside them, and the episode counts."""
+
+    agent: str
+    scores: dict[str, float | int | None]
+    greedy: dict[str, float | int | None]
+    episodes: list[EpisodeRecord] = field(default_factory=list)
+    n_errors: int = 0
+    first_error: str | None = None
+    outcome: str = "ok"
+    reason: str = ""
+
+
+async def run_planning_cell(
+    queries: Sequence[Query],
+    refinement_level: int,
+    mode: str,
+    block_count: int,
+    agent: object,
+    *,
+    seed: int = 42,
+    limiter: anyio.CapacityLimiter | None = None,
+) -> PlanningOutcome:
+    """Run ``agent`` on each query (in order) and aggregate CostBench's metrics."""
+    name = agent_name(agent)
+    records: list[EpisodeRecord | None] = [None] * len(queries)
+
+    async def one(index: int, query: Query) -> None:
+        records[index] = await run_episode(
+            query, refinement_level, mode, block_count, agent, seed=seed, limiter=limiter
+        )
+
+    async with anyio.create_task_group() as group:
+        for index, query in enumerate(queries):
+            group.start_soon(one, index, query)
+    episodes = [r for r in records if r is not None]
+    errors = [e.error for e in episodes if e.error is not None]
+    outcome = PlanningOutcome(
+        name,
+        score_episodes(episodes),
+        greedy_scores(episodes),
+        episodes,
+        n_errors=len(errors),
+        first_error=errors[0] if errors else None,
+    )
+    if episodes and len(errors) == len(episodes):
+        outcome.outcome = "error"
+        outcome.reason = f"tool agent {name!r} failed on all {len(episodes)} queries: {errors[0]}"
+    elif not episodes:
+        outcome.outcome = "error"
+        outcome.reason = "no queries for this task"
+    return outcome

@@ -1,0 +1,93 @@
+"""The planning suite (CostBench): cost-optimal tool use, static and under blocking.
+
+One test per cell: task x scenario (blocking mode, block count, refinement level) x agent.
+Every query of the task is one multi-turn tool-calling episode.  Run with
+``pytest --budget-suite=planning``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from pytest_budget.fixtures.core import agent_axis
+from pytest_budget.fixtures.planning import PlanningCell, PlanningQueries, planning_cells
+from pytest_budget.options import BudgetOptions
+from pytest_budget.planning.evaluate import run_planning_cell
+from pytest_budget.planning.records import Query
+from pytest_budget.plugin import budget_session
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    session = budget_session(metafunc.config)
+    cells = planning_cells(session)
+    metafunc.parametrize("planning_cell", cells, ids=[cell.id for cell in cells])
+    agents = agent_axis(metafunc, "planning", "tool_agent")
+    metafunc.parametrize("budget_agent", agents, ids=agents)
+
+
+def _query_digest(queries: Sequence[Query]) -> str:
+    """Identifies the query set a baseline was measured on."""
+    summary = [[q.query_id, q.preferences, q.time_info, q.location_preference] for q in queries]
+    return hashlib.sha256(json.dumps(summary, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def test_planning(
+    planning_cell: PlanningCell,
+    budget_agent: str,
+    budget_tool_agent: Any,
+    budget_options: BudgetOptions,
+    planning_queries: PlanningQueries,
+    budget_record: Any,
+    budget_snapshot: Any,
+) -> None:
+    scenario = planning_cell.scenario
+    queries = planning_queries.for_task(planning_cell.task)
+    outcome = anyio.run(
+        lambda: run_planning_cell(
+            queries,
+            scenario.level,
+            scenario.mode,
+            scenario.blocks,
+            budget_tool_agent,
+            seed=budget_options.seed,
+            limiter=anyio.CapacityLimiter(budget_options.concurrency),
+        )
+    )
+    agent = budget_agent if budget_agent != "user" else outcome.agent
+    budget_record(
+        {
+            "suite": "planning",
+            "cell": planning_cell.id,
+            "task": planning_cell.task,
+            "scenario": scenario.id,
+            "mode": scenario.mode,
+            "block_count": scenario.blocks,
+            "refinement_level": scenario.level,
+            "agent": agent,
+            "seed": budget_options.seed,
+            "queries": len(queries),
+            "outcome": outcome.outcome,
+            "reason": outcome.reason,
+            "scores": outcome.scores,
+            "greedy": outcome.greedy,
+            "first_error": outcome.first_error,
+            "sort_key": [planning_cell.task, scenario.level, scenario.mode, scenario.blocks, agent],
+        }
+    )
+    if outcome.outcome == "error":
+        pytest.fail(outcome.reason, pytrace=False)
+    payload = {
+        "scores": outcome.scores,
+        "context": {
+            "seed": budget_options.seed,
+            "queries": len(queries),
+            "query_set": _query_digest(queries),
+        },
+    }
+    assert budget_snapshot("planning") == payload
