@@ -1,0 +1,164 @@
+"""End-to-end runs of the installed planning suite through pytester."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_budget.planning.queries import dump_queries, generate_queries
+
+SMALL = ["--budget-task=dining", "--budget-query-count=4", "--budget-scenario=static@1"]
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "--budget-suite=planning", "-p", "no:cacheprovider", "-p", "no:randomly", *args
+    )
+
+
+def report_of(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((pytester.path / name).read_text(encoding="utf-8"))
+    return data
+
+
+def table_block(lines: list[str]) -> list[str]:
+    start = next(i for i, line in enumerate(lines) if line.startswith("task "))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("blocks = "))
+    return lines[start : end + 1]
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["plain", "n2"])
+def test_default_run_gates_against_shipped_baselines(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    """6 tasks x (L2 static + 4 blocking modes at L5) x 4 reference agents, all gated."""
+    result = run(pytester, "--budget-report=report.json", *xdist)
+    result.assert_outcomes(passed=120)
+    cells = report_of(pytester)["cells"]
+    assert {c["agent"] for c in cells} == {"greedy", "random-valid", "atomic-only", "oracle"}
+    assert {c["scenario"] for c in cells} == {
+        "static-L2", "ban_tool1-L5", "preference_change1-L5", "cost_change1-L5",
+        "remove_tools1-L5",
+    }  # fmt: skip
+    for cell in cells:
+        s = cell["scores"]
+        assert s["uihr"] == 1.0 and s["itur"] == 0.0  # reference agents never misuse tools
+        if cell["agent"] == "oracle":
+            assert s["emr"] == 1.0 and s["aned"] == 0.0
+            assert s["cost_gap"] == (0.0 if cell["mode"] == "static" else None)
+        if cell["mode"] == "static" and cell["agent"] != "oracle":
+            assert s["cost_gap"] >= 0.0  # nobody beats the optimum
+    assert not (pytester.path / "__budget_snapshots__").exists()
+
+
+def test_xdist_gives_the_same_table(pytester: pytest.Pytester) -> None:
+    args = ("--budget-gate=off", "--budget-task=dining,shopping", "--budget-query-count=5")
+    plain = run(pytester, *args)
+    spread = run(pytester, *args, "-n", "2")
+    assert table_block(plain.outlines) == table_block(spread.outlines)
+
+
+AGENT_CONFTEST = """
+import json
+import os
+import pytest
+
+class Scripted:
+    name = "scripted"
+    def act(self, observation):
+        mode = os.environ.get("AGENT_MODE", "garbage")
+        if mode == "raise":
+            raise RuntimeError("model endpoint down")
+        if mode == "unknown-tool":
+            if observation.step >= 2:
+                return "<answer>nothing</answer>"
+            return {"content": None, "tool_calls": [{"id": "c1", "type": "function",
+                    "function": {"name": "Book_Everything", "arguments": "{}"}}]}
+        return "I would like to help but I am not sure which tool to call."
+
+@pytest.fixture
+def budget_tool_agent():
+    return Scripted()
+"""
+
+
+def test_a_misbehaving_agent_is_scored_not_crashed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest(AGENT_CONFTEST)
+    monkeypatch.setenv("AGENT_MODE", "unknown-tool")
+    result = run(pytester, *SMALL, "--budget-gate=off", "--budget-report=r.json")
+    result.assert_outcomes(passed=1)
+    (cell,) = report_of(pytester, "r.json")["cells"]
+    s = cell["scores"]
+    assert cell["agent"] == "scripted" and s["n_episodes"] == 4
+    # Two unknown-tool calls per episode, then a wrong answer: every call invalid.
+    assert s["itur"] == 1.0 and s["unknown_tool_calls"] == 8 and s["uihr_all"] == 0.0
+    assert s["uihr"] is None  # UIHR counts goal-reaching runs (and errors): none here
+    assert s["excluded"] == 4 and s["emr"] is None
+    monkeypatch.setenv("AGENT_MODE", "raise")
+    dead = run(pytester, *SMALL, "--budget-gate=off")
+    dead.assert_outcomes(failed=1)
+    dead.stdout.fnmatch_lines(
+        ["*tool agent 'scripted' failed on all 4 queries*RuntimeError: model endpoint down*"]
+    )
+
+
+def test_snapshot_gate_catches_a_worse_agent(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest(
+        "import os, pytest\n"
+        "from pytest_budget.planning.agents import GreedyToolAgent, OracleToolAgent\n"
+        "@pytest.fixture\n"
+        "def budget_tool_agent():\n"
+        "    return OracleToolAgent() if os.environ.get('GOOD') else GreedyToolAgent()\n"
+    )
+    monkeypatch.setenv("GOOD", "1")
+    run(pytester, *SMALL, "--snapshot-update").assert_outcomes(passed=1)
+    stored = pytester.path / "__budget_snapshots__" / "planning" / "dining-static-L1-user.json"
+    assert json.loads(stored.read_text())["scores"]["emr"] == 1.0
+    monkeypatch.delenv("GOOD")
+    worse = run(pytester, *SMALL)
+    worse.assert_outcomes(failed=1)
+    worse.stdout.fnmatch_lines(["*emr regressed: stored 1, new *"])
+
+
+def test_user_query_file_replaces_generated_queries(pytester: pytest.Pytester) -> None:
+    queries = generate_queries("dining", 3, seed=7) + generate_queries("shopping", 2, seed=7)
+    dump_queries(pytester.path / "mine.json", queries)
+    result = run(
+        pytester, "--budget-queries=mine.json", "--budget-scenario=static@2",
+        "--budget-agent=oracle", "--budget-gate=off", "--budget-report=r.json",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    cells = {c["task"]: c for c in report_of(pytester, "r.json")["cells"]}
+    assert {task: c["queries"] for task, c in cells.items()} == {"dining": 3, "shopping": 2}
+    assert all(c["scores"]["emr"] == 1.0 for c in cells.values())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--budget-scenario=static@9"], "--budget-scenario: 'static@9': refinement level must*"),
+        (["--budget-scenario=ban_tool:4@5"], "--budget-scenario: 'ban_tool:4@5': block count*"),
+        (["--budget-scenario=teleport@2"], "--budget-scenario: 'teleport@2' is not MODE*"),
+        (["--budget-task=skiing"], "--budget-task: unknown task 'skiing'; choose from *"),
+        (["--budget-queries=absent.json"], "--budget-queries: no such file *absent.json*"),
+        (["--budget-queries=bad.json"], "*bad.json*entry 1*unknown task 'cooking'*"),
+    ],
+)  # fmt: skip
+def test_bad_options_and_files_are_one_line_usage_errors(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    good = generate_queries("dining", 2)
+    dump_queries(pytester.path / "bad.json", good)
+    entries = json.loads((pytester.path / "bad.json").read_text())
+    entries[1]["task"] = "cooking"
+    (pytester.path / "bad.json").write_text(json.dumps(entries))
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert len([line for line in result.stderr.lines if line.strip()]) == 1
