@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+from pytest_budget.planning.agents import (
+    AtomicOnlyToolAgent,
+    GreedyToolAgent,
+    OracleToolAgent,
+    RandomValidToolAgent,
+)
+from pytest_budget.planning.blocking import BLOCK_MODES, EPISODE_MODES, Blocker, trigger_step
 from pytest_budget.planning.costs import (
     atomic_cost_order,
     atomic_costs,
     composite_cost,
     query_seed,
 )
-from pytest_budget.planning.env import TravelEnv, expected_answer, make_id
+from pytest_budget.planning.env import StepResult, TravelEnv, expected_answer, make_id
+from pytest_budget.planning.episode import ToolAgentObservation, run_episode
+from pytest_budget.planning.evaluate import PlanningOutcome, run_planning_cell
+from pytest_budget.planning.metrics import (
+    edit_distance,
+    greedy_scores,
+    score_episode,
+    score_episodes,
+)
+from pytest_budget.planning.queries import (
+    QueryFileError,
+    dump_queries,
+    generate_queries,
+    load_queries,
+)
+from pytest_budget.planning.records import EpisodeRecord, Query, Segment, ToolCallRecord
 from pytest_budget.planning.tools import (
     DIMENSIONS,
     PREFERENCE_VALUES,
@@ -20,10 +42,25 @@ from pytest_budget.planning.tools import (
 )
 
 __all__ = [
+    "BLOCK_MODES",
     "DIMENSIONS",
+    "EPISODE_MODES",
     "PREFERENCE_VALUES",
     "TASKS",
+    "AtomicOnlyToolAgent",
+    "Blocker",
+    "EpisodeRecord",
+    "GreedyToolAgent",
+    "OracleToolAgent",
+    "PlanningOutcome",
+    "Query",
+    "QueryFileError",
+    "RandomValidToolAgent",
+    "Segment",
+    "StepResult",
     "Tool",
+    "ToolAgentObservation",
+    "ToolCallRecord",
     "TravelEnv",
     "atomic_chain",
     "atomic_cost_order",
@@ -31,7 +68,17 @@ __all__ = [
     "build_tools",
     "composite_cost",
     "composite_name",
+    "dump_queries",
+    "edit_distance",
     "expected_answer",
+    "generate_queries",
+    "greedy_scores",
+    "load_queries",
     "make_id",
     "query_seed",
+    "run_episode",
+    "run_planning_cell",
+    "score_episode",
+    "score_episodes",
+    "trigger_step",
 ]
