@@ -19,6 +19,9 @@ CORE_MODULES = [
     "pytest_budget.sokoban",
     "pytest_budget.planning",
     "pytest_budget.awareness",
+    "pytest_budget.awareness.sokoban_env",
+    "pytest_budget.awareness.warehouse",
+    "pytest_budget.awareness.warehouse_policy",
     "pytest_budget.models",
 ]
 
