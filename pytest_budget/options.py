@@ -22,6 +22,7 @@ __all__ = [
     "PARSE_MODES",
     "PLANNING_MODES",
     "PLANNING_TASKS",
+    "ROLLOUT_FORMATS",
     "BudgetOptions",
     "OptionError",
     "Scenario",
@@ -39,7 +40,9 @@ DEFAULT_UNSOLVABLE = "0,0.5"
 #: ``tolerance`` compares with stored baselines; ``off`` records scores without gating.
 GATE_MODES = ("tolerance", "off")
 #: Awareness environments with a built-in actor (``--budget-env``).
-AWARENESS_ENVS: tuple[str, ...] = ("sokoban-8x8", "sokoban-6x6", "warehouse")
+AWARENESS_ENVS: tuple[str, ...] = ("sokoban-8x8", "sokoban-6x6", "warehouse", "swe-synthetic")
+#: ``--budget-rollout-format``: how ``--budget-rollouts`` files are read.
+ROLLOUT_FORMATS = ("auto", "pytest-budget", "mini-swe-agent", "openai-chat")
 #: How a reversed interval is read: ``bagen`` swaps it (BAGEN's public parser), ``strict``
 #: scores it invalid (as BAGEN's RL reward does).
 PARSE_MODES = ("bagen", "strict")
@@ -138,6 +141,9 @@ class BudgetOptions:
     rollout_count: int = 128
     parse: str = "bagen"
     warehouse_demand: str | None = None
+    rollout_format: str = "auto"
+    rollout_cap: float | None = None
+    search_url: str | None = None
     scenarios: tuple[Scenario, ...] = field(
         default_factory=lambda: parse_scenarios(DEFAULT_SCENARIOS)
     )
@@ -324,6 +330,28 @@ def parse_options(
                 f"--budget-env: unknown environment {env!r}; choose from "
                 f"{', '.join(AWARENESS_ENVS)} (or give logged rollouts with --budget-rollouts)"
             )
+    rollout_format = str(get_option("budget_rollout_format") or "auto").strip()
+    if rollout_format not in ROLLOUT_FORMATS:
+        raise OptionError(
+            f"--budget-rollout-format: unknown format {rollout_format!r}; choose from "
+            f"{', '.join(ROLLOUT_FORMATS)}"
+        )
+    cap_value = get_option("budget_rollout_cap")
+    rollout_cap: float | None = None
+    if cap_value is not None:
+        try:
+            rollout_cap = float(cap_value)
+        except ValueError:
+            raise OptionError(
+                f"--budget-rollout-cap: {cap_value!r} is not a number of tokens"
+            ) from None
+        if not math.isfinite(rollout_cap) or rollout_cap <= 0:
+            raise OptionError(f"--budget-rollout-cap: must be a positive number, got {cap_value}")
+    search_url = get_option("budget_search_url")
+    if search_url and not str(search_url).startswith(("http://", "https://")):
+        raise OptionError(
+            f"--budget-search-url: {search_url!r} is not an http(s) URL, e.g. http://127.0.0.1:8000"
+        )
     parse = str(get_option("budget_parse") or get_ini("budget_parse") or "bagen").strip()
     if parse not in PARSE_MODES:
         raise OptionError(
@@ -381,6 +409,9 @@ def parse_options(
         ),
         parse=parse,
         warehouse_demand=warehouse_demand,
+        rollout_format=rollout_format,
+        rollout_cap=rollout_cap,
+        search_url=str(search_url).rstrip("/") if search_url else None,
         scenarios=parse_scenarios(get_option("budget_scenario") or DEFAULT_SCENARIOS),
         tasks=tasks or PLANNING_TASKS,
         query_count=_positive_int("--budget-query-count", get_option("budget_query_count") or 10),

@@ -92,8 +92,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--budget-env",
-        help="awareness: environments to roll out, comma list of sokoban-8x8, sokoban-6x6, "
-        "warehouse (default: all three)",
+        help="awareness: environments, comma list of sokoban-8x8, sokoban-6x6, warehouse, "
+        "swe-synthetic (bundled coding-agent logs) (default: all)",
     )
     group.addoption(
         "--budget-rollouts",
@@ -103,6 +103,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--budget-rollout-count", help="awareness: rollouts generated per environment (default 128)"
+    )
+    group.addoption(
+        "--budget-rollout-format",
+        help="awareness: format of --budget-rollouts files: auto (default), pytest-budget, "
+        "mini-swe-agent, openai-chat",
+    )
+    group.addoption(
+        "--budget-rollout-cap",
+        metavar="TOKENS",
+        help="awareness: token budget for imported coding-agent logs (default: the family's "
+        "median total)",
+    )
+    group.addoption(
+        "--budget-search-url",
+        metavar="URL",
+        help="awareness: use your own retrieval server (POST /search) for the search environment",
     )
     group.addoption(
         "--budget-warehouse-demand",

@@ -184,13 +184,16 @@ def test_bad_options_and_files_are_one_line_usage_errors(
 def test_default_run_gates_against_shipped_baselines(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:
-    """The out-of-the-box run: 3 environments x 5 reference estimators, all gated."""
+    """The out-of-the-box run: 4 environments x 5 reference estimators, all gated."""
     result = run(pytester, "--budget-report=report.json", *xdist)
-    result.assert_outcomes(passed=15)
+    result.assert_outcomes(passed=20)
     cells = report_of(pytester)["cells"]
-    assert {c["env"] for c in cells} == {"sokoban-8x8", "sokoban-6x6", "warehouse"}
+    assert {c["env"] for c in cells} == {"sokoban-8x8", "sokoban-6x6", "warehouse", "swe-synthetic"}
     for cell in cells:
-        assert cell["actor"] == "reference-actor" and cell["rollouts"]["rollouts"] == 128
+        if cell["env"] == "swe-synthetic":
+            assert cell["actor"] == "logged" and cell["scores"]["n_probes"] == 512
+        else:
+            assert cell["actor"] == "reference-actor" and cell["rollouts"]["rollouts"] == 128
         if cell["agent"] == "oracle":
             scores = cell["scores"]
             assert scores["macro_f1_all"] == scores["fail_f1"] == scores["interval_score"] == 1.0
@@ -261,3 +264,50 @@ def test_own_warehouse_demand_panel(pytester: pytest.Pytester) -> None:
     bad = run(pytester, *args, "--budget-warehouse-demand=bad.csv")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["ERROR: --budget-warehouse-demand: *bad.csv:3: *"])
+
+
+def _chat_transcripts(path: Path) -> Path:
+    """Two OpenAI-style transcripts with per-call usage (the second one unresolved)."""
+
+    def transcript(tid: str, prompts: list[int], completions: list[int], ok: bool) -> str:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the bug"}]
+        for p, c in zip(prompts, completions, strict=True):
+            messages.append({"role": "assistant", "content": "step",
+                             "usage": {"prompt_tokens": p, "completion_tokens": c}})  # fmt: skip
+            messages.append({"role": "tool", "content": "ok"})
+        return json.dumps({"id": tid, "messages": messages, "resolved": ok})
+
+    # Turn tokens = new input (prompt - previous prompt - previous completion) + completion:
+    # t1: 100 + 20 = 120, t2: (150 - 100 - 20) + 30 = 60, t3: (220 - 150 - 30) + 10 = 50.
+    lines = [
+        transcript("t1", [100, 150, 220], [20, 30, 10], True),
+        transcript("t2", [100, 160], [40, 40], False),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_chat_transcripts_are_imported_with_history_excluded(pytester: pytest.Pytester) -> None:
+    _chat_transcripts(pytester.path / "chats.jsonl")
+    result = run(
+        pytester, "--budget-rollouts=chats.jsonl", "--budget-rollout-cap=1000",
+        "--budget-agent=oracle", "--budget-gate=off", "--budget-report=r.json",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    (cell,) = report_of(pytester, "r.json")["cells"]
+    assert cell["env"] == "swe" and cell["budget"] == {"tokens": 1000.0}
+    assert cell["rollouts"] == {"rollouts": 2, "succeeded": 1, "feasible": 1, "mean_turns": 2.5}
+    assert cell["scores"]["n_probes"] == 2 + 1 and cell["scores"]["macro_f1_all"] == 1.0
+    forced = run(
+        pytester, "--budget-rollouts=chats.jsonl", "--budget-rollout-format=mini-swe-agent"
+    )
+    assert forced.ret != 0
+
+
+def test_bundled_coding_logs_are_subsampled_to_512_probes(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--budget-env=swe-synthetic", "--budget-agent=oracle",
+                 "--budget-report=r.json")  # fmt: skip
+    result.assert_outcomes(passed=1)
+    (cell,) = report_of(pytester, "r.json")["cells"]
+    assert cell["actor"] == "logged" and cell["scores"]["n_probes"] == 512
+    assert cell["rollouts"]["rollouts"] == 32
