@@ -56,6 +56,11 @@ def pytest_budget_solver(config: pytest.Config) -> Any | None:
 def pytest_budget_estimator(config: pytest.Config) -> Any | None:
     """Return the awareness estimator: ``estimate(probe)`` returning an interval or text.
 
+    ``probe`` carries ``env``, ``k`` (turns so far), ``used`` and ``budget`` (per budget
+    dimension), ``prefix`` (the turns so far) and ``text`` (a ready prompt).  Return raw text
+    ``<answer>[lo, hi]</answer>`` / ``<answer>impossible</answer>`` (Warehouse:
+    ``dim:[lo, hi], ...``) or an ``Interval``/``IntervalMap``/``Impossible`` object.
+
     .. code-block:: python
 
         # conftest.py
@@ -68,6 +73,11 @@ def pytest_budget_estimator(config: pytest.Config) -> Any | None:
 def pytest_budget_actor(config: pytest.Config) -> Any | None:
     """Return the environment actor: ``act(observation)`` returning an action or text.
 
+    The awareness suite rolls it out (Sokoban, Warehouse) with no budget constraint.
+    ``observation`` has ``env``, ``rollout_id``, ``turn``, ``text`` (the prompt) and
+    ``state`` (the environment's structured view); return the reply text, or a mapping
+    ``{"text": ..., "usage": {"tokens": n}}`` to report your own token count.
+
     .. code-block:: python
 
         # conftest.py
@@ -79,6 +89,12 @@ def pytest_budget_actor(config: pytest.Config) -> Any | None:
 @hookspec(firstresult=True)
 def pytest_budget_tool_agent(config: pytest.Config) -> Any | None:
     """Return the tool-calling agent for the planning suite: ``act(observation)``.
+
+    ``observation`` has ``messages`` (an OpenAI Chat Completions message list: instructions,
+    the user's request, earlier calls and their results), ``tools`` (OpenAI function specs,
+    each description stating the tool's cost), ``step`` and ``max_steps``.  Return an
+    assistant message ``{"content": ..., "tool_calls": [...]}`` (an SDK message object works
+    too), and finally text with ``<answer>FINAL_ID</answer>``.
 
     .. code-block:: python
 

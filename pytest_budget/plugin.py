@@ -45,9 +45,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--budget-agent",
-        help="agent(s) to evaluate, comma list: a reference agent (oracle, random, "
-        "cheapest-first, attempt-all) or 'user' for the agent from your hook "
-        "(default: every reference agent, or 'user' when your conftest supplies one)",
+        help="agent(s) to evaluate, comma list: a reference agent (triage: oracle, random, "
+        "cheapest-first, attempt-all; awareness: oracle, linear, always-feasible, "
+        "always-impossible, random; planning: oracle, greedy, random-valid, atomic-only) or "
+        "'user' for the agent from your hook (default: the suite's reference agents, or "
+        "'user' when your conftest supplies one)",
     )
     group.addoption("--budget-seed", help="seed for every random choice (default 42)")
     group.addoption(

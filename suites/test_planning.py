@@ -33,7 +33,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def _query_digest(queries: Sequence[Query]) -> str:
     """Identifies the query set a baseline was measured on."""
-    summary = [[q.query_id, q.preferences, q.time_info, q.location_preference] for q in queries]
+    summary = [
+        [q.query_id, q.preferences, q.time_info, q.location_preference, q.text] for q in queries
+    ]
     return hashlib.sha256(json.dumps(summary, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -305,6 +305,259 @@ def test_awareness_snapshots_gate_the_estimator(pytester: pytest.Pytester) -> No
     )
 
 
+# --------------------------------------------------------------------------- planning
+
+#: The small planning grid of the examples: three dining queries.
+PLANNING = (
+    "--budget-suite=planning", "-p", "no:cacheprovider", "--budget-task=dining",
+    "--budget-query-count=3",
+)  # fmt: skip
+UNGATED = ("--budget-gate=off", "--budget-report=report.json")
+
+
+def report_of(pytester: pytest.Pytester) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    return data
+
+
+def validate_report(pytester: pytest.Pytester) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((DOCS / "reference" / "report.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(report_of(pytester), schema)
+
+
+def python_blocks(doc: str) -> list[str]:
+    """The ```python blocks of a doc page, in order."""
+    text = (DOCS / doc).read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_planning_tutorial_reference_table(pytester: pytest.Pytester) -> None:
+    """first-planning-run.md, steps 2-4: the dining table, the report, the schema."""
+    # gated: the reference tool agents' baselines ship with the package
+    result = run(pytester, "--budget-suite=planning", "-p", "no:cacheprovider",
+                 "--budget-task=dining", "--budget-report=report.json")  # fmt: skip
+    result.assert_outcomes(passed=20)  # every cell passes its shipped baseline
+    shown = documented_lines("tutorial/first-planning-run.md", "dining  ")
+    expected = {line for line in shown if "pipeline" not in line}
+    assert len(expected) == 20
+    assert expected <= set(result.outlines)
+    validate_report(pytester)
+    tutorial = (DOCS / "tutorial" / "first-planning-run.md").read_text(encoding="utf-8")
+    summary = report_of(pytester)["summary"]
+    assert summary == {"cells": 20, "outcomes": {"ok": 20}, "tests": {"passed": 20}}
+    assert str(summary) in tutorial
+    found = cells(pytester)
+    cell = found["dining-ban_tool1-L5/greedy"]
+    assert (cell["mode"], cell["block_count"], cell["refinement_level"]) == ("ban_tool", 1, 5)
+    printed = {k: round(v, 3) if isinstance(v, float) else v for k, v in cell["scores"].items()}
+    assert str(printed) in tutorial
+    # greedy is scored twice: as an agent and as every cell's baseline
+    for key in ("emr", "aed", "aned", "cost_gap"):
+        assert cell["scores"][key] == cell["greedy"][key]
+    oracle = found["dining-cost_change1-L5/oracle"]["scores"]
+    assert oracle["emr"] == 1.0 and oracle["cost_gap"] is None
+
+
+def test_pipeline_agent_example(pytester: pytest.Pytester) -> None:
+    """first-planning-run.md, steps 5 and 6: the dozen-line agent, static and blocked."""
+    text = use_example(pytester, "conftest_pipeline_agent_example.py")
+    tutorial = (DOCS / "tutorial" / "first-planning-run.md").read_text(encoding="utf-8")
+    (code,) = [b for b in python_blocks("tutorial/first-planning-run.md") if "PipelineAgent" in b]
+    assert code in text  # the tutorial shows the example file as it is
+    assert "PipelineAgent" in tutorial
+    result = run(pytester, *PLANNING, "--budget-scenario=static@1", *UNGATED)
+    result.assert_outcomes(passed=1)
+    shown = documented_lines("tutorial/first-planning-run.md", "dining  static-L1  pipeline")
+    assert len(shown) == 1 and shown[0] in result.outlines
+    validate_report(pytester)
+    cell = cells(pytester)["dining-static-L1/pipeline"]
+    assert cell["nodeid"].endswith("test_planning[dining-static-L1-user]")
+    scores = cell["scores"]
+    assert scores["emr"] == 0.0 and scores["aned"] == 1.0 and scores["aed"] == pytest.approx(8 / 3)
+    assert scores["uihr"] == 0.0 and scores["itur"] == 0.0 and scores["total_calls"] == 3
+    # one call each: 86.09 / 86.08, 89.44 / 89.35 and 77.82 / 77.73 of the optimum
+    gaps = (0.01 / 86.08, 0.09 / 89.35, 0.09 / 77.73)
+    assert scores["cost_gap"] == pytest.approx(sum(gaps) / 3)
+    assert cell["greedy"]["cost_gap"] == pytest.approx(0.0026015, abs=1e-6)
+
+    blocked = run(pytester, *PLANNING, "--budget-scenario=ban_tool:1@5,cost_change:1@5", *UNGATED)
+    blocked.assert_outcomes(passed=2)
+    shown = documented_lines("tutorial/first-planning-run.md", "dining  ban_tool1-L5     pipeline",
+                             "dining  cost_change1-L5  pipeline")  # fmt: skip
+    assert len(shown) == 2 and set(shown) <= set(blocked.outlines)
+    found = cells(pytester)
+    ban = found["dining-ban_tool1-L5/pipeline"]["scores"]
+    assert ban["blocks_applied"] == 3 and ban["banned_calls"] == 3 and ban["unreached"] == 3
+    assert ban["itur"] == 0.0 and ban["emr"] is None and ban["uihr"] is None
+    cost = found["dining-cost_change1-L5/pipeline"]["scores"]
+    assert cost["blocks_dropped"] == 3 and cost["underblocked"] == 3 and cost["n_counted"] == 0
+    assert cost["itur"] is None and cost["emr"] is None
+
+
+def test_tool_agent_example_in_every_mode(pytester: pytest.Pytester) -> None:
+    """bring-your-own-tool-agent.md: the route planner, static and under every blocking mode."""
+    use_example(pytester, "conftest_tool_agent_example.py")
+    scenarios = "static@1,ban_tool:2@5,preference_change:1@5,cost_change:2@3,remove_tools:2@4"
+    result = run(pytester, *PLANNING, f"--budget-scenario={scenarios}", *UNGATED)
+    result.assert_outcomes(passed=5)
+    shown = documented_lines("how-to/bring-your-own-tool-agent.md", "dining  ", "task    ")
+    assert len(shown) == 6 and set(shown) <= set(result.outlines)
+    validate_report(pytester)
+    found = cells(pytester)
+    assert len(found) == 5
+    for cell in found.values():
+        assert cell["agent"] == "route-planner" and cell["outcome"] == "ok"
+        scores = cell["scores"]
+        assert scores["emr"] == 1.0 and scores["aned"] == 0.0 and scores["excluded"] == 0
+        assert scores["itur"] == 0.0 and scores["uihr"] == 0.0  # first allowed values: misses
+        assert scores["blocks_applied"] == cell["block_count"] * 3
+    assert found["dining-static-L1/route-planner"]["scores"]["cost_gap"] == 0.0
+    assert found["dining-ban_tool2-L5/route-planner"]["scores"]["banned_calls"] == 6
+
+
+def test_llm_tool_agent_example_against_a_scripted_server(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bring-your-own-tool-agent.md: the Chat Completions wrapper, over real HTTP."""
+    from scripted_server import Reply, ScriptedServer  # tests/ is on sys.path
+
+    from pytest_budget.planning import expected_answer, generate_queries
+
+    text = use_example(pytester, "conftest_llm_tool_agent_example.py")
+    (code,) = [b for b in python_blocks("how-to/bring-your-own-tool-agent.md") if "httpx" in b]
+    assert code in text  # the how-to shows the example file as it is
+    query = generate_queries("dining", 1)[0]
+    prefs = query.preferences
+    arguments = {
+        "DiningCategory": prefs["category"], "DiningTier": prefs["tier"],
+        "DiningStyle": prefs["style"], "DiningFeaturePackage": prefs["feature_package"],
+        "LocationPreference": query.location_preference, "TimeInfo": query.time_info,
+    }  # fmt: skip
+    call = {"id": "call_a1", "type": "function", "function": {
+        "name": "Dining_Complete_4Steps_Pipeline", "arguments": json.dumps(arguments)}}  # fmt: skip
+    answer = expected_answer("dining", prefs, query.time_info, query.location_preference)
+    replies = [
+        {"role": "assistant", "content": "One call does it all.", "tool_calls": [call]},
+        {"role": "assistant", "content": f"Done. <answer>{answer}</answer>"},
+    ]
+    key = "sk-canary-planning-7d1c"
+    script = [Reply(json={"choices": [{"index": 0, "message": m}]}) for m in replies]
+    with ScriptedServer(script) as server:
+        monkeypatch.setenv("MY_MODEL_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("MY_MODEL", "scripted-model")
+        monkeypatch.setenv("MY_MODEL_API_KEY", key)
+        result = run(pytester, *PLANNING, "--budget-query-count=1", "--budget-scenario=static@1",
+                     "--budget-agent=user,greedy", *UNGATED)  # fmt: skip
+        requests = server.requests
+    result.assert_outcomes(passed=2)
+    assert [r.path for r in requests] == ["/v1/chat/completions"] * 2
+    first, second = requests[0].json, requests[1].json
+    assert first["model"] == "scripted-model" and first["temperature"] == 0
+    assert len(first["tools"]) == 10 and first["tools"][0]["type"] == "function"
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    assert second["messages"][3]["tool_call_id"] == "call_a1"
+    assert requests[0].headers["authorization"] == f"Bearer {key}"
+    assert key not in (pytester.path / "report.json").read_text(encoding="utf-8")
+    found = cells(pytester)
+    assert set(found) == {"dining-static-L1/scripted-model", "dining-static-L1/greedy"}
+    mine = found["dining-static-L1/scripted-model"]
+    assert mine["nodeid"].endswith("test_planning[dining-static-L1-user]")
+    scores = mine["scores"]
+    assert scores["uihr"] == 1.0 and scores["itur"] == 0.0 and scores["total_calls"] == 1
+    assert scores["emr"] == 0.0  # the optimum takes three calls here
+
+
+def test_queries_example_with_the_reference_agents(pytester: pytest.Pytester) -> None:
+    """bring-your-own-queries.md: the example file, its table, the oracle's UIHR, the schema."""
+    from pytest_budget.planning import load_queries
+
+    loaded = load_queries(EXAMPLES / "queries_example.json")
+    assert [q.task for q in loaded] == ["dining", "dining", "dining", "location"]
+    assert loaded[3].location_preference is None
+    use_example(pytester, "queries_example.json", as_name="queries_example.json")
+    result = run(pytester, *PLANNING, "--budget-queries=queries_example.json",
+                 "--budget-scenario=static@1", *UNGATED)  # fmt: skip
+    result.assert_outcomes(passed=4)  # one dining cell x the four reference agents
+    shown = documented_lines("how-to/bring-your-own-queries.md", "dining  static-L1")
+    assert len(shown) == 4 and set(shown) <= set(result.outlines)
+    validate_report(pytester)
+    found = cells(pytester)
+    oracle = found["dining-static-L1/oracle"]
+    assert oracle["queries"] == 3  # --budget-query-count does not apply to files
+    assert oracle["scores"]["uihr"] == 1.0 and oracle["scores"]["emr"] == 1.0
+    assert found["dining-static-L1/greedy"]["scores"]["emr"] == pytest.approx(1 / 3)
+
+    text = (EXAMPLES / "queries_example.json").read_text(encoding="utf-8")
+    (pytester.path / "queries.json").write_text(
+        text.replace('"street food"', '"diner"', 1), encoding="utf-8"
+    )
+    broken = run(pytester, *PLANNING, "--budget-queries=queries.json")
+    assert broken.ret == pytest.ExitCode.USAGE_ERROR
+    message = (
+        "entry 0 (query_id '<Query90001>'): preferences['category'] = 'diner' is not a dining "
+        "category value; allowed: fine dining, casual dining, street food, cafe"
+    )
+    path = pytester.path / "queries.json"
+    assert f"ERROR: {path}: {message}" in broken.errlines
+    assert message in (DOCS / "how-to" / "bring-your-own-queries.md").read_text(encoding="utf-8")
+
+
+def test_planning_snapshots_gate_the_tool_agent(pytester: pytest.Pytester) -> None:
+    """gate-ci.md: record, a change of queries, then an agent that stops reading prices."""
+    text = use_example(pytester, "conftest_tool_agent_example.py")
+    gated = (*PLANNING, "--budget-scenario=static@1")
+    run(pytester, *gated, "--snapshot-update").assert_outcomes(passed=1)
+    folder = pytester.path / "__budget_snapshots__" / "planning"
+    assert [p.name for p in folder.iterdir()] == ["dining-static-L1-user.json"]
+    stored = json.loads((folder / "dining-static-L1-user.json").read_text(encoding="utf-8"))
+    assert stored["context"] == {"queries": 3, "query_set": "0b038aa6509b7bae", "seed": 42}
+    assert {k: stored["scores"][k] for k in ("aed", "aned", "cost_gap", "emr", "itur", "uihr")} == {
+        "aed": 0.0, "aned": 0.0, "cost_gap": 0.0, "emr": 1.0, "itur": 0.0, "uihr": 0.0,
+    }  # fmt: skip
+    assert '"query_set": "0b038aa6509b7bae"' in (DOCS / "reference" / "report.md").read_text(
+        encoding="utf-8"
+    )
+    run(pytester, *gated).assert_outcomes(passed=1)
+    gate_doc = (DOCS / "how-to" / "gate-ci.md").read_text(encoding="utf-8")
+    changed = run(pytester, *gated, "--budget-query-count=4")
+    changed.assert_outcomes(failed=1)
+    recorded = (
+        "was recorded with queries=3 (now 4), query_set='0b038aa6509b7bae' "
+        "(now '2a6ba4e4fd244528'); re-record with: pytest --budget-suite=planning "
+        "--snapshot-update"
+    )
+    changed.stdout.fnmatch_lines([f"*{recorded}"])
+    assert recorded in gate_doc
+    assert "round(float(price) * 100)" in text
+    pytester.makeconftest(text.replace("round(float(price) * 100)", "100"))  # price-blind
+    worse = run(pytester, *gated)
+    worse.assert_outcomes(failed=1)
+    regressions = [
+        "emr regressed: stored 1, new 0, tolerance 0.05 (higher is better)",
+        "aned regressed: stored 0, new 1, tolerance 0.05 (lower is better)",
+    ]
+    worse.stdout.fnmatch_lines([f"*{line}" for line in regressions])
+    assert "cost_gap regressed" not in worse.stdout.str()
+    assert all(line in gate_doc for line in regressions)
+
+
+def test_planning_reference_snippets_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python snippets of the planning reference pages and the queries how-to run."""
+    monkeypatch.chdir(tmp_path)
+    for doc in (
+        "reference/metrics-planning.md",
+        "reference/travel-environment.md",
+        "how-to/bring-your-own-queries.md",
+    ):
+        for block in python_blocks(doc):
+            exec(compile(block, str(DOCS / doc), "exec"), {})
+    from pytest_budget.planning import load_queries
+
+    assert len(load_queries(tmp_path / "my_queries.jsonl")) == 20
+
+
 # --------------------------------------------------------------------------- hooks.md
 
 BEGIN = "<!-- BEGIN GENERATED from pytest_budget/hookspecs.py -->"

@@ -687,3 +687,26 @@ def test_concurrency_does_not_change_results() -> None:
         return out
 
     assert anyio.run(together) == sequential
+
+
+def test_sdk_message_objects_are_read_through_model_dump() -> None:
+    from pytest_budget.planning.episode import parse_reply
+
+    class SdkMessage:
+        """Shaped like an OpenAI SDK ChatCompletionMessage: the name sits under .function."""
+
+        tool_calls = ("not read directly",)
+
+        def model_dump(self) -> dict[str, object]:
+            return {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function",
+                     "function": {"name": "Decide_Dining_Preference", "arguments": "{}"}}
+                ],
+            }  # fmt: skip
+
+    parsed = parse_reply(SdkMessage())
+    assert parsed.problem is None
+    assert [call.name for call in parsed.calls] == ["Decide_Dining_Preference"]

@@ -576,14 +576,14 @@ class _Progress:
 
     chain: list[str]  # resolved values, the start entity first
     misses: int = 0  # searches since the last resolved hop
-    wrong: bool = False  # a resolved value was a mix-up (for the think text only)
     seen_names: list[str] = field(default_factory=list)  # titles in the latest results
     last_quote: str | None = None  # the sentence the last hop was read from
 
 
 _SENTENCE = re.compile(r"[^.]*\.")
-_THINK_BASE = 4.0
-_THINK_PER_HOP = 1.5
+_THINK_BASE = 16.0
+_THINK_PER_HOP = 6.0
+_THINK_MAX = 80  # sentences: caps one deliberation (a turn stays below ~2,500 tokens)
 _RECHECKS = (
     "Wait, let me reread that passage to make sure I have the right entity.",
     "Let me double-check the names before going on.",
@@ -627,8 +627,8 @@ class SearchReferenceActor:
         self,
         seed: int = 0,
         *,
-        confusion_rate: float = 0.1,
-        guess_rate: float = 0.04,
+        confusion_rate: float = 0.08,
+        guess_rate: float = 0.03,
         malformed_rate: float = 0.02,
         verbosity: float = 1.0,
     ) -> None:
@@ -658,7 +658,7 @@ class SearchReferenceActor:
         """(verbosity multiplier, searches without progress before answering unknown)."""
         rng = self._rng(rollout_id, "traits")
         chatty = float(np.exp(rng.normal(0.0, 0.45)))
-        patience = int(rng.choice([2, 3, 4, 99], p=[0.3, 0.35, 0.2, 0.15]))
+        patience = int(rng.choice([2, 3, 4, 99], p=[0.25, 0.3, 0.2, 0.25]))
         return chatty, patience
 
     # ------------------------------------------------------------------ reading results
@@ -694,7 +694,6 @@ class SearchReferenceActor:
         confuse = rng.random() < (self.confusion_rate if found else self.confusion_rate / 2)
         if decoys and confuse:
             progress.chain.append(decoys[int(rng.integers(len(decoys)))])
-            progress.wrong = True
             progress.misses = 0
             progress.last_quote = None
         elif found:
@@ -775,38 +774,38 @@ class SearchReferenceActor:
             f"The question is: {state.question}",
             f"This needs {len(plan.relations)} lookups, starting from {plan.start}.",
         ]
+        subject = progress.chain[-1]
+        for j, name in enumerate(plan.relations[hop:], start=hop + 1):
+            relation = RELATIONS[name]
+            need = (
+                relation.phrase.format(x=subject)
+                if relation.phrase
+                else f"the {name.replace('_', ' ')} of {subject}"
+            )
+            pool.append(f"Step {j}: find {need}.")
+            subject = f"that {relation.target}"
         if hop > 0:
             pool.append("So far I have: " + " -> ".join(progress.chain) + ".")
         latest = next((s for s in reversed(state.history) if s.action == "search"), None)
         if latest is not None:
             for i, passage in enumerate(latest.passages, start=1):
-                first = _SENTENCE.findall(passage.text)
-                gist = str(first[1] if len(first) > 1 else first[0]).strip() if first else ""
-                pool.append(f'Result {i} is about {passage.title}: "{gist}"')
+                pool.append(f'Result {i}, {passage.title}, says: "{passage.text}"')
         if progress.last_quote:
-            pool.append(f'The passage I need says: "{progress.last_quote}"')
+            pool.append(f'The sentence I need is: "{progress.last_quote}"')
         if progress.misses:
             pool.append(
                 f"My last {progress.misses} search(es) did not give me what I need about "
                 f"{progress.chain[-1]}, so I should rephrase."
             )
-        if hop < len(plan.relations):
-            relation = RELATIONS[plan.relations[hop]]
-            need = (
-                relation.phrase.format(x=progress.chain[-1])
-                if relation.phrase
-                else f"the {relation.name.replace('_', ' ')} of {progress.chain[-1]}"
-            )
-            pool.append(f"Next I need {need}.")
-            pool.append(f"After this there are at most {remaining - 1} more lookups.")
         pool.append(_HEDGES[int(rng.integers(len(_HEDGES)))])
-        # Median ~5-11 sentences (more while more hops remain), heavy right tail, scaled by a
-        # per-rollout chattiness; these constants put about half of the default rollouts
-        # within the 3,500-token cap (see benchmarks/bench_awareness_search.py).
+        # Median 22-40 sentences (more while more hops remain; past the pool's size it goes
+        # over the same ground again), lognormal tail, scaled by a per-rollout chattiness.
+        # These constants put about half of the default rollouts within the 3,500-token cap
+        # (see benchmarks/bench_awareness_search.py).
         n = 0
         if self.verbosity > 0:
             mu = math.log(self.verbosity * chatty * (_THINK_BASE + _THINK_PER_HOP * remaining))
-            n = max(1, round(math.exp(rng.normal(mu, 0.55))))
+            n = min(_THINK_MAX, max(1, round(math.exp(rng.normal(mu, 0.55)))))
         picked: list[str] = []
         while len(picked) < n:
             if picked:

@@ -205,6 +205,13 @@ def _content_text(content: Any) -> str | None:
 
 def parse_reply(reply: Any) -> ParsedReply:
     """Normalise whatever an agent returned (see the module doc)."""
+    dump = getattr(reply, "model_dump", None)
+    if not isinstance(reply, str | Mapping) and callable(dump):
+        # An SDK object (pydantic): its dict form has the OpenAI wire layout.
+        try:
+            reply = dump()
+        except Exception as exc:  # a broken object is a bad reply, not a crash
+            return ParsedReply(None, problem=f"model_dump() failed: {type(exc).__name__}")
     if isinstance(reply, str):
         content: str | None = reply
         raw_calls: Any = ()

@@ -40,6 +40,9 @@ Path metrics (EMR, AED, ANED) [§4.1, B.3.1, B.3.2]
 
 Cost metrics [B.3.1, B.3.2]
 * Cost gap = (agent cost - ground-truth cost) / ground-truth cost per episode, averaged.
+  ``cost_gap_abs`` (and ``cost_gap_abs_clean``) is the plain difference in price units, the
+  form CostBench's Table 4 prints; the relative form is the one gated (it does not depend on
+  the scale of the prices).
   Agent cost sums the charges of successful calls only [B.3.2 "we also disregard invalid
   search attempts"]; sums are taken in integer cents, so a perfect run has gap exactly 0.
 * ``cost_gap_clean`` additionally drops redundant calls: the calls flagged ``repeated`` (the
@@ -352,6 +355,8 @@ def score_episodes(
     ems: list[float] = []
     gaps: list[float] = []
     gaps_clean: list[float] = []
+    abs_gaps: list[float] = []
+    abs_gaps_clean: list[float] = []
     hits: list[float] = []
     counts = dict.fromkeys(_COUNT_FIELDS, 0)
     reasons = dict.fromkeys(_EXCLUSIONS, 0)
@@ -378,6 +383,10 @@ def score_episodes(
         if score.cost_gap is not None and score.cost_gap_clean is not None:
             gaps.append(score.cost_gap)
             gaps_clean.append(score.cost_gap_clean)
+            assert score.agent_cost is not None and score.agent_cost_clean is not None
+            assert score.ground_truth_cost is not None
+            abs_gaps.append(round(score.agent_cost - score.ground_truth_cost, 2))
+            abs_gaps_clean.append(round(score.agent_cost_clean - score.ground_truth_cost, 2))
 
     total_calls = counts["total_calls"]
     result: dict[str, float | int | None] = {
@@ -386,6 +395,8 @@ def score_episodes(
         "aned": _mean(neds),
         "cost_gap": _mean(gaps),
         "cost_gap_clean": _mean(gaps_clean),
+        "cost_gap_abs": _mean(abs_gaps),
+        "cost_gap_abs_clean": _mean(abs_gaps_clean),
         "uihr": _mean(hits),
         "uihr_all": answered / n_counted if n_counted else None,
         "itur": counts["invalid_calls"] / total_calls if total_calls else None,
@@ -424,6 +435,7 @@ def greedy_scores(
     neds: list[float] = []
     ems: list[float] = []
     gaps: list[float] = []
+    abs_gaps: list[float] = []
     n_episodes = 0
     for episode in episodes:
         n_episodes += 1
@@ -439,14 +451,19 @@ def greedy_scores(
         ems.append(float(exact))
         gt_cents = _cents(episode.segments[0].optimal_cost)
         if _unblocked(episode) and gt_cents > 0:
-            gaps.append(_gap(_cents(episode.segments[0].greedy_cost), gt_cents))
+            greedy_cents = _cents(episode.segments[0].greedy_cost)
+            gaps.append(_gap(greedy_cents, gt_cents))
+            abs_gaps.append((greedy_cents - gt_cents) / 100)
     gap = _mean(gaps)
+    abs_gap = _mean(abs_gaps)
     return {
         "emr": _mean(ems),
         "aed": _mean(eds),
         "aned": _mean(neds),
         "cost_gap": gap,
         "cost_gap_clean": gap,
+        "cost_gap_abs": abs_gap,
+        "cost_gap_abs_clean": abs_gap,
         "uihr": None,
         "itur": None,
         "n_episodes": n_episodes,
