@@ -512,11 +512,11 @@ def test_planning_snapshots_gate_the_tool_agent(pytester: pytest.Pytester) -> No
     folder = pytester.path / "__budget_snapshots__" / "planning"
     assert [p.name for p in folder.iterdir()] == ["dining-static-L1-user.json"]
     stored = json.loads((folder / "dining-static-L1-user.json").read_text(encoding="utf-8"))
-    assert stored["context"] == {"queries": 3, "query_set": "0b038aa6509b7bae", "seed": 42}
+    assert stored["context"] == {"queries": 3, "query_set": "26c7e1d9418e401c", "seed": 42}
     assert {k: stored["scores"][k] for k in ("aed", "aned", "cost_gap", "emr", "itur", "uihr")} == {
         "aed": 0.0, "aned": 0.0, "cost_gap": 0.0, "emr": 1.0, "itur": 0.0, "uihr": 0.0,
     }  # fmt: skip
-    assert '"query_set": "0b038aa6509b7bae"' in (DOCS / "reference" / "report.md").read_text(
+    assert '"query_set": "26c7e1d9418e401c"' in (DOCS / "reference" / "report.md").read_text(
         encoding="utf-8"
     )
     run(pytester, *gated).assert_outcomes(passed=1)
@@ -524,8 +524,8 @@ def test_planning_snapshots_gate_the_tool_agent(pytester: pytest.Pytester) -> No
     changed = run(pytester, *gated, "--budget-query-count=4")
     changed.assert_outcomes(failed=1)
     recorded = (
-        "was recorded with queries=3 (now 4), query_set='0b038aa6509b7bae' "
-        "(now '2a6ba4e4fd244528'); re-record with: pytest --budget-suite=planning "
+        "was recorded with queries=3 (now 4), query_set='26c7e1d9418e401c' "
+        "(now '7103bc3ed7c3639e'); re-record with: pytest --budget-suite=planning "
         "--snapshot-update"
     )
     changed.stdout.fnmatch_lines([f"*{recorded}"])
