@@ -40,7 +40,9 @@ DEFAULT_UNSOLVABLE = "0,0.5"
 #: ``tolerance`` compares with stored baselines; ``off`` records scores without gating.
 GATE_MODES = ("tolerance", "off")
 #: Awareness environments with a built-in actor (``--budget-env``).
-AWARENESS_ENVS: tuple[str, ...] = ("sokoban-8x8", "sokoban-6x6", "warehouse", "swe-synthetic")
+AWARENESS_ENVS: tuple[str, ...] = (
+    "sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic",
+)  # fmt: skip
 #: ``--budget-rollout-format``: how ``--budget-rollouts`` files are read.
 ROLLOUT_FORMATS = ("auto", "pytest-budget", "mini-swe-agent", "openai-chat")
 #: How a reversed interval is read: ``bagen`` swaps it (BAGEN's public parser), ``strict``

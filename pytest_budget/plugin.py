@@ -95,7 +95,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--budget-env",
         help="awareness: environments, comma list of sokoban-8x8, sokoban-6x6, warehouse, "
-        "swe-synthetic (bundled coding-agent logs) (default: all)",
+        "search, swe-synthetic (bundled coding-agent logs) (default: all)",
     )
     group.addoption(
         "--budget-rollouts",
@@ -221,6 +221,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 load_user_queries(session)
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
+        if options.search_url and "awareness" in options.suites and "search" in options.envs:
+            _check_search_url(options.search_url)
         if options.rollouts and "awareness" in options.suites:
             from pytest_budget.fixtures.awareness import load_user_rollouts
 
@@ -228,6 +230,18 @@ def pytest_configure(config: pytest.Config) -> None:
                 load_user_rollouts(session)
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
+
+
+def _check_search_url(url: str) -> None:
+    """A user's retrieval server must answer before any cell runs (one-line usage error)."""
+    import anyio
+
+    from pytest_budget.awareness.retrieval import RetrievalError, wait_until_healthy
+
+    try:
+        anyio.run(lambda: wait_until_healthy(url, 5.0))
+    except RetrievalError as exc:
+        raise pytest.UsageError(f"--budget-search-url: {exc}") from None
 
 
 def _with_cache_dir(options: BudgetOptions, config: pytest.Config) -> BudgetOptions:

@@ -97,7 +97,10 @@ def test_awareness(
     # Logged rollouts need no actor; otherwise the actor (yours or the reference) rolls out.
     logged = bool(budget_options.rollouts) or awareness_cell.env in LOGGED_ENVS
     budget_actor = None if logged else request.getfixturevalue("budget_actor")
-    rollouts = awareness_rollouts.for_cell(awareness_cell, budget_actor)
+    search_url = None
+    if awareness_cell.env == "search" and not logged:
+        search_url = request.getfixturevalue("awareness_search_url")
+    rollouts = awareness_rollouts.for_cell(awareness_cell, budget_actor, search_url)
     probes = _probes(rollouts)
     outcome = anyio.run(
         lambda: run_awareness_cell(

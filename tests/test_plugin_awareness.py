@@ -184,11 +184,13 @@ def test_bad_options_and_files_are_one_line_usage_errors(
 def test_default_run_gates_against_shipped_baselines(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:
-    """The out-of-the-box run: 4 environments x 5 reference estimators, all gated."""
+    """The out-of-the-box run: 5 environments x 5 reference estimators, all gated."""
     result = run(pytester, "--budget-report=report.json", *xdist)
-    result.assert_outcomes(passed=20)
+    result.assert_outcomes(passed=25)
     cells = report_of(pytester)["cells"]
-    assert {c["env"] for c in cells} == {"sokoban-8x8", "sokoban-6x6", "warehouse", "swe-synthetic"}
+    assert {c["env"] for c in cells} == {
+        "sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic"
+    }  # fmt: skip
     for cell in cells:
         if cell["env"] == "swe-synthetic":
             assert cell["actor"] == "logged" and cell["scores"]["n_probes"] == 512
@@ -311,3 +313,34 @@ def test_bundled_coding_logs_are_subsampled_to_512_probes(pytester: pytest.Pytes
     (cell,) = report_of(pytester, "r.json")["cells"]
     assert cell["actor"] == "logged" and cell["scores"]["n_probes"] == 512
     assert cell["rollouts"]["rollouts"] == 32
+
+
+def test_search_environment_uses_the_given_retrieval_server(pytester: pytest.Pytester) -> None:
+    from pytest_budget.awareness.retrieval import BM25Index, Document, RetrievalServer
+
+    args = ("--budget-env=search", "--budget-rollout-count=8", "--budget-agent=oracle",
+            "--budget-gate=off")  # fmt: skip
+    run(pytester, *args, "--budget-report=bundled.json").assert_outcomes(passed=1)
+    # A server that knows nothing about the bundled world: no question can be answered.
+    unrelated = BM25Index([Document(f"d{i}", f"Note {i}", f"weather report {i}") for i in range(5)])
+    with RetrievalServer(unrelated) as server:
+        mine = run(pytester, *args, f"--budget-search-url={server.url}", "--budget-report=m.json")
+    mine.assert_outcomes(passed=1)
+    bundled = report_of(pytester, "bundled.json")["cells"][0]["rollouts"]
+    theirs = report_of(pytester, "m.json")["cells"][0]["rollouts"]
+    assert bundled["succeeded"] > 0
+    assert theirs["succeeded"] < bundled["succeeded"]
+
+
+def test_search_url_that_does_not_answer_fails_with_one_line(pytester: pytest.Pytester) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a free port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = run(pytester, "--budget-env=search", "--budget-agent=oracle", "--budget-gate=off",
+                 f"--budget-search-url=http://127.0.0.1:{port}")  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --budget-search-url: *127.0.0.1:{port}/health: not healthy within 5 s*"]
+    )

@@ -25,6 +25,7 @@ from pytest_budget.roles import agent_name
 __all__ = [
     "ENVIRONMENTS",
     "ROLLOUT_FORMAT_VERSION",
+    "SEARCH_CORPUS_SEED",
     "ReferenceActor",
     "RolloutCache",
     "file_digest",
@@ -36,7 +37,11 @@ ENVIRONMENTS: dict[str, tuple[str, ...]] = {
     "sokoban-8x8": ("tokens",),
     "sokoban-6x6": ("tokens",),
     "warehouse": ("time_weeks", "warehouse_item_weeks", "cumulative_cost_usd"),
+    "search": ("tokens",),
 }
+
+#: The bundled search world (fixed, so questions and documents never move between runs).
+SEARCH_CORPUS_SEED = 0
 
 # Bump when generated rollouts change for the same inputs (invalidates cached files).
 ROLLOUT_FORMAT_VERSION = 1
@@ -62,6 +67,10 @@ class ReferenceActor:
                 from pytest_budget.awareness.sokoban_env import SokobanReferenceActor
 
                 self._actors[family] = SokobanReferenceActor(self.seed)
+            elif family == "search":
+                from pytest_budget.awareness.search_env import SearchReferenceActor
+
+                self._actors[family] = SearchReferenceActor(self.seed)
             else:
                 from pytest_budget.awareness.warehouse_policy import ReorderPointPolicy
 
@@ -70,7 +79,7 @@ class ReferenceActor:
 
     def act(self, observation: object) -> object:
         env = str(getattr(observation, "env", ""))
-        for family in ("sokoban", "warehouse"):
+        for family in ("sokoban", "warehouse", "search"):
             if env.startswith(family):
                 return self._actor(family).act(observation)
         raise ValueError(f"the reference actor does not know environment {env!r}")
@@ -84,10 +93,13 @@ async def generate_env_rollouts(
     actor: object,
     concurrency: int = 8,
     warehouse_demand: str | Path | None = None,
+    search_url: str | None = None,
 ) -> list[Rollout]:
     """Roll ``actor`` out ``n`` times in the built-in environment ``env``.
 
-    ``warehouse_demand`` is a demand CSV replacing Warehouse's bundled synthetic panel.
+    ``warehouse_demand`` is a demand CSV replacing Warehouse's bundled synthetic panel;
+    ``search_url`` is the retrieval server the search environment queries over HTTP (without
+    one, the bundled corpus is searched in process).
     """
     if env.startswith("sokoban-"):
         from pytest_budget.awareness import sokoban_env
@@ -102,6 +114,21 @@ async def generate_env_rollouts(
             n, seed, actor, panel=panel, concurrency=concurrency
         )
         return warehouse.condition_challenges(raw, preset="half_reachable", seed=seed)
+    if env == "search":
+        from pytest_budget.awareness import search_env
+        from pytest_budget.awareness.retrieval import RetrievalClient
+        from pytest_budget.awareness.search_corpus import build_corpus
+
+        corpus = build_corpus(SEARCH_CORPUS_SEED)
+        if search_url is None:
+            searcher = search_env.IndexSearcher(search_env.corpus_index(corpus))
+            return await search_env.generate_rollouts(
+                corpus, n, seed, actor, searcher, concurrency=concurrency
+            )
+        async with RetrievalClient(search_url) as client:
+            return await search_env.generate_rollouts(
+                corpus, n, seed, actor, client, concurrency=concurrency
+            )
     raise KeyError(f"unknown awareness environment {env!r}; known: {', '.join(ENVIRONMENTS)}")
 
 

@@ -307,6 +307,12 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server_version  # no Python version in the Server header
 
     # -- plumbing ---------------------------------------------------------------------------
+    def handle_expect_100(self) -> bool:
+        # wfile is buffered: push "100 Continue" out now, or curl waits a second for it.
+        go_on = super().handle_expect_100()
+        self.wfile.flush()
+        return go_on
+
     def log_message(self, format: str, *args: Any) -> None:
         pass  # no stderr noise in test runs
 
@@ -330,6 +336,10 @@ class _Handler(BaseHTTPRequestHandler):
         # Errors raised by the standard library itself (bad request line, header limits,
         # unsupported method) answer in JSON like ours.
         self.close_connection = True
+        if self.request_version == "HTTP/0.9":
+            # An unparsable request line leaves the 0.9 default, which would drop the status
+            # line and headers; nobody speaks 0.9, so answer as 1.0.
+            self.request_version = "HTTP/1.0"
         if message is None:
             message = self.responses.get(code, ("error", ""))[0]
         self._send_error_json(code, message)
@@ -399,7 +409,7 @@ class _Handler(BaseHTTPRequestHandler):
             if exc.close:
                 self.close_connection = True
             self._send_error_json(exc.status, exc.message)
-        except (OSError, TimeoutError):
+        except OSError:
             raise  # the connection itself failed; nothing can be answered on it
         except Exception as exc:  # a bug in the index must not take the server down
             self.close_connection = True
@@ -427,6 +437,8 @@ _ROUTES: dict[str, tuple[str, Callable[[_Handler], None]]] = {
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # The default backlog of 5 resets connections when many clients connect at once.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], index: BM25Index) -> None:
         # Set before binding: TCPServer.__init__ creates the socket from this attribute.

@@ -101,7 +101,7 @@ ENTITY_KINDS = ("country", "city", "river", "university", "company", "person", "
 #: Literal (non-entity) relation targets.
 _LITERALS = ("year", "number")
 
-#: Entities per kind for the default world: about 4,600 documents.
+#: Entities per kind for the default world: about 4,800 documents.
 DEFAULT_SIZES: Mapping[str, int] = {
     "country": 24,
     "city": 320,
@@ -1162,7 +1162,7 @@ def _build(seed: int, n_questions: int, sizes: tuple[tuple[str, int], ...]) -> S
 def build_corpus(
     seed: int = 0, *, n_questions: int = 1000, sizes: Mapping[str, int] | None = None
 ) -> SearchCorpus:
-    """The synthetic world for ``seed``: about 4,600 documents and ``n_questions`` questions.
+    """The synthetic world for ``seed``: about 4,800 documents and ``n_questions`` questions.
 
     The same in every process for the same arguments (and cached within one process).
     ``sizes`` overrides entities per kind (:data:`DEFAULT_SIZES`).
