@@ -22,6 +22,11 @@ CORE_MODULES = [
     "pytest_budget.awareness.sokoban_env",
     "pytest_budget.awareness.warehouse",
     "pytest_budget.awareness.warehouse_policy",
+    "pytest_budget.awareness.search_corpus",
+    "pytest_budget.awareness.search_env",
+    "pytest_budget.awareness.retrieval",
+    "pytest_budget.awareness.trajectories",
+    "pytest_budget.awareness.subsample",
     "pytest_budget.models",
 ]
 
