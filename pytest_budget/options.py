@@ -22,6 +22,8 @@ __all__ = [
     "PARSE_MODES",
     "PLANNING_MODES",
     "PLANNING_TASKS",
+    "RECORD_MODES",
+    "ROLE_NAMES",
     "ROLLOUT_FORMATS",
     "BudgetOptions",
     "OptionError",
@@ -43,6 +45,10 @@ GATE_MODES = ("tolerance", "off")
 AWARENESS_ENVS: tuple[str, ...] = (
     "sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic",
 )  # fmt: skip
+#: ``--budget-record-mode``: how model calls are recorded and replayed (VCR-style).
+RECORD_MODES = ("none", "once", "new", "all")
+#: Roles whose agent may be named per role in ini ``budget_role_agents``.
+ROLE_NAMES = ("planner", "solver", "estimator", "actor", "tool_agent")
 #: ``--budget-rollout-format``: how ``--budget-rollouts`` files are read.
 ROLLOUT_FORMATS = ("auto", "pytest-budget", "mini-swe-agent", "openai-chat")
 #: How a reversed interval is read: ``bagen`` swaps it (BAGEN's public parser), ``strict``
@@ -143,6 +149,12 @@ class BudgetOptions:
     rollout_count: int = 128
     parse: str = "bagen"
     warehouse_demand: str | None = None
+    max_usd: float | None = None
+    record_mode: str = "new"
+    price_file: str | None = None
+    prices: tuple[str, ...] = ()
+    role_agents: dict[str, str] = field(default_factory=dict)
+    model_timeout: float = 60.0
     rollout_format: str = "auto"
     rollout_cap: float | None = None
     search_url: str | None = None
@@ -332,6 +344,52 @@ def parse_options(
                 f"--budget-env: unknown environment {env!r}; choose from "
                 f"{', '.join(AWARENESS_ENVS)} (or give logged rollouts with --budget-rollouts)"
             )
+    max_usd_value = get_option("budget_max_usd")
+    max_usd: float | None = None
+    if max_usd_value is not None:
+        try:
+            max_usd = float(max_usd_value)
+        except ValueError:
+            raise OptionError(
+                f"--budget-max-usd: {max_usd_value!r} is not a number of dollars, e.g. 5"
+            ) from None
+        if not math.isfinite(max_usd) or max_usd < 0:
+            raise OptionError(f"--budget-max-usd: must be >= 0, got {max_usd_value}")
+    record_mode = str(
+        get_option("budget_record_mode") or get_ini("budget_record_mode") or "new"
+    ).strip()
+    if record_mode not in RECORD_MODES:
+        raise OptionError(
+            f"--budget-record-mode: unknown mode {record_mode!r}; choose from "
+            f"{', '.join(RECORD_MODES)}"
+        )
+    price_value = get_option("budget_price_file") or get_ini("budget_price_file")
+    price_file = str((base / price_value).resolve()) if price_value else None
+    if price_file and not Path(price_file).is_file():
+        raise OptionError(f"--budget-price-file: no such file {price_file}")
+    role_agents: dict[str, str] = {}
+    for line in get_ini("budget_role_agents") or ():
+        text = str(line).strip()
+        if not text or text.startswith("#"):
+            continue
+        role, sep, name = (part.strip() for part in text.partition("="))
+        if not sep or role not in ROLE_NAMES or not name:
+            raise OptionError(
+                f"budget_role_agents (ini): {text!r} is not 'ROLE = AGENT' with ROLE one of "
+                f"{', '.join(ROLE_NAMES)}, e.g. 'solver = openai:gpt-4o-mini'"
+            )
+        try:
+            validate_agent_name(name)
+        except UnknownAgentError as exc:
+            raise OptionError(f"budget_role_agents (ini): {exc}") from None
+        role_agents[role] = name
+    timeout_value = get_option("budget_model_timeout") or get_ini("budget_model_timeout") or 60
+    try:
+        model_timeout = float(timeout_value)
+    except ValueError:
+        raise OptionError(f"--budget-model-timeout: {timeout_value!r} is not seconds") from None
+    if not math.isfinite(model_timeout) or model_timeout <= 0:
+        raise OptionError(f"--budget-model-timeout: must be positive, got {timeout_value}")
     rollout_format = str(get_option("budget_rollout_format") or "auto").strip()
     if rollout_format not in ROLLOUT_FORMATS:
         raise OptionError(
@@ -412,6 +470,12 @@ def parse_options(
         parse=parse,
         warehouse_demand=warehouse_demand,
         rollout_format=rollout_format,
+        max_usd=max_usd,
+        record_mode=record_mode,
+        price_file=price_file,
+        prices=tuple(str(line) for line in (get_ini("budget_prices") or ())),
+        role_agents=role_agents,
+        model_timeout=model_timeout,
         rollout_cap=rollout_cap,
         search_url=str(search_url).rstrip("/") if search_url else None,
         scenarios=parse_scenarios(get_option("budget_scenario") or DEFAULT_SCENARIOS),

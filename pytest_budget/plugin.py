@@ -148,10 +148,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="planning: a JSON/JSONL query file in CostBench's layout (repeatable); "
         "replaces generated queries",
     )
-    group.addoption("--budget-base-url", help="base URL of an OpenAI-compatible endpoint")
     group.addoption(
-        "--budget-api-key-env", help="name of the environment variable holding the API key"
+        "--budget-base-url",
+        help="base URL of the model endpoint for openai:/anthropic: agents, e.g. "
+        "http://localhost:8000/v1 (default: the provider's public API)",
     )
+    group.addoption(
+        "--budget-api-key-env",
+        help="name of the environment variable holding the API key (default OPENAI_API_KEY or "
+        "ANTHROPIC_API_KEY); keys are only ever read from the environment",
+    )
+    group.addoption(
+        "--budget-max-usd",
+        help="spend cap in USD for the whole run, shared by all xdist workers; when reached, no "
+        "further model calls are made and remaining cells are skipped",
+    )
+    group.addoption(
+        "--budget-record-mode",
+        help="model-call record/replay: none, once, new (default: replay recorded calls, record "
+        "new ones), all (re-record everything)",
+    )
+    group.addoption(
+        "--budget-price-file",
+        metavar="PATH",
+        help="price table for model calls (USD per million input/output/cached tokens)",
+    )
+    group.addoption("--budget-model-timeout", help="seconds per model HTTP call (default 60)")
     parser.addini(
         "budget_snapshot_dir",
         "directory for score snapshots, relative to rootdir",
@@ -173,6 +195,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "budget_parse", "awareness: reversed-interval policy, bagen or strict", default=""
     )
+    parser.addini("budget_record_mode", "model-call record/replay mode", default="")
+    parser.addini("budget_price_file", "price table file for model calls", default="")
+    parser.addini(
+        "budget_prices",
+        "model prices per million tokens, one 'MODEL = INPUT_USD OUTPUT_USD [CACHED_USD]' per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "budget_role_agents",
+        "agent per role, one 'ROLE = AGENT' per line, e.g. 'solver = openai:gpt-4o-mini'",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("budget_model_timeout", "seconds per model HTTP call", default="")
 
 
 def _is_worker(config: pytest.Config) -> bool:
