@@ -13,9 +13,11 @@ from typing import Any
 
 __all__ = [
     "REFERENCE_AGENTS",
+    "REFERENCE_ROLE_AGENT",
     "USER_AGENT",
     "UnknownAgentError",
     "default_agents",
+    "default_role_agent",
     "reference_has_role",
     "register_provider",
     "resolve_agent",
@@ -24,6 +26,8 @@ __all__ = [
 
 #: The name that stands for the agent a project supplies through a hook or fixture.
 USER_AGENT = "user"
+#: In ini ``budget_role_agents``: the built-in agent of that role (e.g. the reference actor).
+REFERENCE_ROLE_AGENT = "reference"
 
 ProviderFactory = Callable[[str, str, Mapping[str, Any]], object]
 _PROVIDERS: dict[str, ProviderFactory] = {}
@@ -129,6 +133,12 @@ def register_provider(prefix: str, factory: ProviderFactory) -> None:
 
 def default_agents(suite: str) -> tuple[str, ...]:
     return _SUITE_DEFAULTS.get(suite, ())
+
+
+def default_role_agent(role: str, seed: int) -> object | None:
+    """The built-in agent a role falls back to (reference solver, reference actor), or None."""
+    factory = _DEFAULT_ROLE_AGENTS.get(role)
+    return None if factory is None else factory(seed)
 
 
 def reference_has_role(name: str, role: str) -> bool:

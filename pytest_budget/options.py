@@ -378,10 +378,11 @@ def parse_options(
                 f"budget_role_agents (ini): {text!r} is not 'ROLE = AGENT' with ROLE one of "
                 f"{', '.join(ROLE_NAMES)}, e.g. 'solver = openai:gpt-4o-mini'"
             )
-        try:
-            validate_agent_name(name)
-        except UnknownAgentError as exc:
-            raise OptionError(f"budget_role_agents (ini): {exc}") from None
+        if name != "reference":  # the role's built-in agent
+            try:
+                validate_agent_name(name)
+            except UnknownAgentError as exc:
+                raise OptionError(f"budget_role_agents (ini): {exc}") from None
         role_agents[role] = name
     timeout_value = get_option("budget_model_timeout") or get_ini("budget_model_timeout") or 60
     try:
