@@ -1,0 +1,179 @@
+"""Chat clients and agent factories for the ``openai:`` and ``anthropic:`` agent names.
+
+:func:`build_chat_client` makes the HTTP client for a provider and model; the API key comes
+only from the environment: ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``, or the variable named
+by ``api_key_env`` (``--budget-api-key-env``), never from an argument or a file.  The hosted
+APIs need a key and a missing one is a one-line :class:`ProviderConfigError`; any other
+``base_url`` (a local server) may run without one.
+
+:func:`provider_factory` gives the ``factory(model, role, settings)`` that
+:func:`pytest_budget.agents.register_provider` expects; nothing is registered here.
+
+Connections are not kept alive by default: the suites run Phase 0 and each cell in their own
+``anyio.run`` event loop and one agent may serve several of them, and an ``httpx`` connection
+pooled in one loop breaks in the next ("Event loop is closed").  A fresh connection per call
+costs a handshake, small next to a model call.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from pytest_budget.models.agents import ROLES, ChatModel, make_llm_agent
+from pytest_budget.models.client import (
+    DEFAULT_TIMEOUT,
+    AnthropicChatClient,
+    ChatClient,
+    OpenAIChatClient,
+)
+
+__all__ = [
+    "DEFAULT_API_KEY_ENVS",
+    "DEFAULT_BASE_URLS",
+    "PROVIDERS",
+    "ProviderConfigError",
+    "build_chat_client",
+    "key_required",
+    "provider_factory",
+]
+
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
+
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+
+DEFAULT_API_KEY_ENVS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+
+_CLIENTS: dict[str, type[ChatClient]] = {
+    "openai": OpenAIChatClient,
+    "anthropic": AnthropicChatClient,
+}
+
+# Hosts that always need a key.
+_HOSTED = frozenset(urlsplit(url).hostname for url in DEFAULT_BASE_URLS.values())
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+ProviderFactory = Callable[[str, str, Mapping[str, Any]], object]
+
+
+class ProviderConfigError(ValueError):
+    """A provider cannot be set up (unknown provider, missing key, bad variable name).
+
+    The message is one line and never holds a key.
+    """
+
+
+def _check_provider(provider: str) -> None:
+    if provider not in PROVIDERS:
+        raise ProviderConfigError(
+            f"unknown model provider {provider!r}; providers: {', '.join(PROVIDERS)}"
+        )
+
+
+def key_required(base_url: str) -> bool:
+    """Whether calls to ``base_url`` need an API key: true for the hosted OpenAI/Anthropic APIs."""
+    return urlsplit(base_url).hostname in _HOSTED
+
+
+def _base_url(provider: str, base_url: str | None) -> str:
+    if not base_url:
+        return DEFAULT_BASE_URLS[provider]
+    url = base_url.strip().rstrip("/")
+    if provider == "anthropic" and url.endswith("/v1"):
+        # One --budget-base-url serves both providers; the Anthropic client adds /v1 itself.
+        url = url[: -len("/v1")]
+    return url
+
+
+def _api_key(provider: str, model: str, base_url: str, api_key_env: str | None) -> str | None:
+    if api_key_env is not None and not _ENV_NAME.fullmatch(api_key_env):
+        # Never echo the value: a key pasted here by mistake must not reach a report.
+        raise ProviderConfigError(
+            f"{provider}:{model}: api_key_env must name an environment variable (letters, "
+            "digits and underscores), not hold the key itself"
+        )
+    variable = api_key_env or DEFAULT_API_KEY_ENVS[provider]
+    key = os.environ.get(variable, "").strip()
+    if key:
+        return key
+    if api_key_env is not None or key_required(base_url):
+        host = urlsplit(base_url).hostname or base_url
+        raise ProviderConfigError(
+            f"{provider}:{model}: no API key for {host}: the environment variable "
+            f"{variable} is not set (export it, or name another variable with "
+            "--budget-api-key-env)"
+        )
+    return None  # a local server that takes no key
+
+
+def build_chat_client(
+    provider: str,
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    keep_alive: bool = False,
+) -> ChatClient:
+    """The chat client for ``provider`` (``openai`` or ``anthropic``) and ``model``.
+
+    ``base_url`` defaults to the provider's hosted API (:data:`DEFAULT_BASE_URLS`); for
+    Anthropic a trailing ``/v1`` is dropped (the client adds it).  The key is read from the
+    environment variable ``api_key_env`` (default :data:`DEFAULT_API_KEY_ENVS`); it is
+    required for the hosted APIs and whenever ``api_key_env`` is named, optional otherwise.
+    ``keep_alive=False`` (default) opens a connection per call so the client works across
+    event loops; ``True`` pools connections (one event loop only; close the client).
+    Raises :class:`ProviderConfigError`.
+    """
+    _check_provider(provider)
+    if not model:
+        raise ProviderConfigError(f"{provider}: the model name is empty (use {provider}:MODEL)")
+    url = _base_url(provider, base_url)
+    key = _api_key(provider, model, url, api_key_env)
+    http_client = (
+        None if keep_alive else httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
+    )
+    return _CLIENTS[provider](model, url, key, timeout=timeout, http_client=http_client)
+
+
+def provider_factory(provider: str) -> ProviderFactory:
+    """``factory(model, role, settings)`` building LLM agents on ``provider``'s client.
+
+    For :func:`pytest_budget.agents.register_provider`.  ``settings`` keys read:
+    ``base_url``, ``api_key_env`` (the variable's name, never the key), ``timeout``
+    (seconds), ``chat_model`` (a callable ``client -> ChatModel`` wrapping the client, e.g.
+    a runtime; default: the bare client), and the agent settings of
+    :func:`~pytest_budget.models.agents.make_llm_agent` (``max_tokens``, ``temperature``).
+    Agents are named ``provider:model``.  A role no LLM agent fills gives ``None``.
+    """
+    _check_provider(provider)
+
+    def factory(model: str, role: str, settings: Mapping[str, Any]) -> object:
+        if role not in ROLES:
+            return None
+        timeout = settings.get("timeout")
+        client = build_chat_client(
+            provider,
+            model,
+            base_url=settings.get("base_url"),
+            api_key_env=settings.get("api_key_env"),
+            timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
+        )
+        wrap: Callable[[ChatClient], ChatModel] | None = settings.get("chat_model")
+        chat: ChatModel = client if wrap is None else wrap(client)
+        agent_settings = {**settings, "message_format": settings.get("message_format") or provider}
+        return make_llm_agent(role, chat, name=f"{provider}:{model}", settings=agent_settings)
+
+    factory.__name__ = factory.__qualname__ = f"{provider}_provider"
+    return factory
