@@ -223,6 +223,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "budget(**caps): cap the test's budget, e.g. @pytest.mark.budget(tokens=2500, "
         "tool_calls=20, usd=0.5); read it through the budget_cap fixture",
     )
+    _register_model_providers()
     try:
         options = parse_options(
             config.getoption,
@@ -235,6 +236,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session = BudgetSession(options)
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(_RunReporter(config, session), "budget-run")
+    _check_model_agents(options)
     if options.suites:
         _add_suite_paths(config, options)
         if options.pools:
@@ -267,6 +269,31 @@ def pytest_configure(config: pytest.Config) -> None:
                 load_user_rollouts(session)
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
+
+
+def _register_model_providers() -> None:
+    """``openai:MODEL`` and ``anthropic:MODEL`` agents (before options are validated)."""
+    from pytest_budget.agents import register_provider
+    from pytest_budget.models.provider import PROVIDERS, provider_factory
+
+    for provider in PROVIDERS:
+        register_provider(provider, provider_factory(provider))
+
+
+def _check_model_agents(options: BudgetOptions) -> None:
+    """Build every named model agent's client once: a missing key or a bad URL is a usage
+    error before anything runs (no network traffic here)."""
+    from pytest_budget.models.provider import PROVIDERS, ProviderConfigError, check_provider_config
+
+    names = [*options.agents, *options.role_agents.values()]
+    for name in names:
+        provider, sep, model = name.partition(":")
+        if not sep or provider not in PROVIDERS:
+            continue
+        try:
+            check_provider_config(provider, model, options.base_url, options.api_key_env)
+        except (ProviderConfigError, ValueError) as exc:
+            raise pytest.UsageError(f"--budget-agent={name}: {exc}") from None
 
 
 def _check_search_url(url: str) -> None:

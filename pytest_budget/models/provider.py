@@ -39,6 +39,7 @@ __all__ = [
     "PROVIDERS",
     "ProviderConfigError",
     "build_chat_client",
+    "check_provider_config",
     "key_required",
     "provider_factory",
 ]
@@ -115,6 +116,17 @@ def _api_key(provider: str, model: str, base_url: str, api_key_env: str | None) 
             "--budget-api-key-env)"
         )
     return None  # a local server that takes no key
+
+
+def check_provider_config(
+    provider: str, model: str, base_url: str | None, api_key_env: str | None
+) -> None:
+    """What :func:`build_chat_client` would reject (bad provider/URL, missing key), without
+    opening anything: the plugin calls it before a run starts."""
+    _check_provider(provider)
+    if not model:
+        raise ProviderConfigError(f"{provider}: no model name given, e.g. {provider}:MODEL")
+    _api_key(provider, model, _base_url(provider, base_url), api_key_env)
 
 
 def build_chat_client(
