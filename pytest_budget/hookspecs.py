@@ -73,7 +73,7 @@ def pytest_budget_estimator(config: pytest.Config) -> Any | None:
 def pytest_budget_actor(config: pytest.Config) -> Any | None:
     """Return the environment actor: ``act(observation)`` returning an action or text.
 
-    The awareness suite rolls it out (Sokoban, Warehouse) with no budget constraint.
+    The awareness suite rolls it out (Sokoban, Warehouse, Search) with no budget constraint.
     ``observation`` has ``env``, ``rollout_id``, ``turn``, ``text`` (the prompt) and
     ``state`` (the environment's structured view); return the reply text, or a mapping
     ``{"text": ..., "usage": {"tokens": n}}`` to report your own token count.

@@ -260,7 +260,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 load_user_queries(session)
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
-        if options.search_url and "awareness" in options.suites and "search" in options.envs:
+        searches = "search" in options.envs and not options.rollouts
+        if options.search_url and "awareness" in options.suites and searches:
             _check_search_url(options.search_url)
         if options.rollouts and "awareness" in options.suites:
             from pytest_budget.fixtures.awareness import load_user_rollouts

@@ -22,7 +22,12 @@ from pytest_budget.awareness.probes import Probe, ProbeTruth
 from pytest_budget.awareness.rollouts import Rollout
 from pytest_budget.awareness.subsample import subsample_probes
 from pytest_budget.awareness.trajectories import SYNTHETIC_ENV
-from pytest_budget.fixtures.awareness import AwarenessCell, AwarenessRollouts, awareness_cells
+from pytest_budget.fixtures.awareness import (
+    AwarenessCell,
+    AwarenessRollouts,
+    RolloutGenerationError,
+    awareness_cells,
+)
 from pytest_budget.fixtures.core import agent_axis
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
@@ -100,7 +105,10 @@ def test_awareness(
     search_url = None
     if awareness_cell.env == "search" and not logged:
         search_url = request.getfixturevalue("awareness_search_url")
-    rollouts = awareness_rollouts.for_cell(awareness_cell, budget_actor, search_url)
+    try:
+        rollouts = awareness_rollouts.for_cell(awareness_cell, budget_actor, search_url)
+    except RolloutGenerationError as exc:
+        pytest.fail(str(exc), pytrace=False)
     probes = _probes(rollouts)
     outcome = anyio.run(
         lambda: run_awareness_cell(

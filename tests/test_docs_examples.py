@@ -10,7 +10,11 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import subprocess
 import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -223,16 +227,29 @@ def documented_lines(doc: str, *starts: str) -> list[str]:
     return [line for block in blocks for line in block.splitlines() if line.startswith(starts)]
 
 
+AWARENESS_ENVS = ("search", "sokoban-", "swe-synthetic", "warehouse")
+
+
 def test_awareness_tutorial_reference_table(pytester: pytest.Pytester) -> None:
-    """first-awareness-run.md, steps 1-3: every row of the table as printed there."""
+    """first-awareness-run.md, steps 1-4: every row of the default table, the report."""
     # gated: the reference estimators' baselines ship with the package
     result = run(pytester, "--budget-suite=awareness", "-p", "no:cacheprovider",
-                 "--budget-env=sokoban-8x8,sokoban-6x6")  # fmt: skip
-    result.assert_outcomes(passed=10)
-    shown = documented_lines("tutorial/first-awareness-run.md", "sokoban-")
+                 "--budget-report=report.json")  # fmt: skip
+    result.assert_outcomes(passed=25)
+    shown = documented_lines("tutorial/first-awareness-run.md", *AWARENESS_ENVS)
     expected = {line for line in shown if "doubling" not in line}
-    assert len(expected) == 12  # 10 cells and 2 summary lines
+    assert len(expected) == 30  # 25 cells and 5 summary lines
     assert expected <= set(result.outlines)
+    validate_report(pytester)
+    report = report_of(pytester)
+    cell = next(c for c in report["cells"] if c["cell"] == "sokoban-8x8" and c["agent"] == "linear")
+    printed = [
+        str(report["summary"]),
+        f"{cell['actor']} {cell['budget']} {cell['rollouts']}",
+        str({k: round(v, 3) for k, v in cell["scores"].items() if isinstance(v, float)}),
+    ]  # what the snippet of step 4 prints
+    tutorial = (DOCS / "tutorial" / "first-awareness-run.md").read_text(encoding="utf-8")
+    assert all(line in tutorial.splitlines() for line in printed)
 
 
 def test_estimator_example_on_generated_sokoban_rollouts(pytester: pytest.Pytester) -> None:
@@ -305,6 +322,293 @@ def test_awareness_snapshots_gate_the_estimator(pytester: pytest.Pytester) -> No
     )
 
 
+def test_environment_facts_stated_in_the_reference() -> None:
+    """environments.md: the Search world, its rollouts by hops, the swe-synthetic logs."""
+    from collections import Counter
+
+    import anyio
+    import numpy as np
+
+    from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
+    from pytest_budget.awareness.search_corpus import RELATIONS, build_corpus
+    from pytest_budget.awareness.subsample import subsample_probes
+    from pytest_budget.awareness.trajectories import bundled_swe_rollouts
+
+    text = (DOCS / "reference" / "environments.md").read_text(encoding="utf-8")
+    corpus = build_corpus(0)
+    assert len(corpus.documents) == 4830 and len(corpus.questions) == 1000
+    assert sum(1 for d in corpus.documents if d.title.endswith(")")) == 1666
+    assert sum(not q.answerable for q in corpus.questions) == 120
+    assert Counter(q.hops for q in corpus.questions) == {2: 334, 3: 333, 4: 333}
+    assert Counter(q.difficulty for q in corpus.questions) == {
+        "easy": 331, "medium": 513, "hard": 156,
+    }  # fmt: skip
+    assert sum(RELATIONS[q.plan.relations[-1]].literal for q in corpus.questions if q.plan) == 116
+    first = corpus.questions[0]
+    assert first.answer == "Troukeith" and first.gold_docs == ("university-0046-1", "person-0709")
+    assert f'*"{first.question}"*' in " ".join(text.split())
+
+    rollouts = anyio.run(
+        lambda: generate_env_rollouts("search", 128, seed=42, actor=ReferenceActor(42))
+    )  # in process: the same BM25 ranking as the suite's server
+    for hops in (2, 3, 4):
+        group = [r for r in rollouts if r.meta["hops"] == hops]
+        median = float(np.median([r.total()["tokens"] for r in group]))
+        row = (
+            f"| {hops} | {len(group)} | {sum(r.success for r in group)} | "
+            f"{sum(r.feasible for r in group)} | {median:,.1f} |"
+        )
+        assert row in text
+    assert Counter(r.meta["end_reason"] for r in rollouts) == {"answered": 125, "max_turns": 3}
+    seventh = next(r for r in rollouts if r.id == "search-s42-0007")
+    assert seventh.turns[1].observation in text
+    info = seventh.turns[0].info
+    assert (info["input_tokens"], info["output_tokens"]) == (145, 950)
+
+    swe = bundled_swe_rollouts()
+    assert len(swe) == 32 and swe[0].budget == {"tokens": 22497.0}
+    assert (sum(r.success for r in swe), sum(r.feasible for r in swe)) == (22, 12)
+    assert sum(r.T - 1 for r in swe) == 1493 and len(subsample_probes(swe)) == 512
+    assert "22,497" in text and "1,493" in text
+
+
+def test_chat_transcripts_example_imported_with_history_excluded(
+    pytester: pytest.Pytester,
+) -> None:
+    """replay-logged-rollouts.md and rollout-format.md: the transcripts, worked by hand."""
+    from pytest_budget.awareness.trajectories import load_trajectories
+
+    loaded = load_trajectories([EXAMPLES / "chat_transcripts_example.jsonl"])
+    assert [r.id for r in loaded] == ["chat-001", "chat-002", "chat-003", "chat-004"]
+    assert [[t.usage["tokens"] for t in r.turns] for r in loaded] == [
+        [480, 100, 70], [480, 180, 160, 90], [420, 80], [480, 170, 180],
+    ]  # fmt: skip
+    assert {r.env for r in loaded} == {"swe-support-7b"}
+    assert {r.budget["tokens"] for r in loaded} == {740.0}  # median of 650, 910, 500, 830
+    assert loaded[1].turns[3].info["clamped"] and loaded[1].meta["clamped_turns"] == 1
+    assert loaded[2].meta["success_rule"] == "success"
+    assert loaded[0].turns[0].action.endswith('[tool call] lookup_order({"order_id": "5521"})')
+
+    use_example(pytester, "chat_transcripts_example.jsonl", as_name="chats.jsonl")
+    median = run(pytester, *AWARENESS, "--budget-rollouts=chats.jsonl",
+                 "--budget-report=median.json")  # fmt: skip
+    median.assert_outcomes(passed=5)
+    capped = run(pytester, *AWARENESS, "--budget-rollouts=chats.jsonl",
+                 "--budget-rollout-cap=1000", "--budget-report=report.json")  # fmt: skip
+    capped.assert_outcomes(passed=5)
+    shown = documented_lines("how-to/replay-logged-rollouts.md", "swe-support-7b")
+    assert len(shown) == 9  # 5 rows and a summary at the median; 2 rows and a summary at 1000
+    assert set(shown[:6]) <= set(median.outlines)
+    assert set(shown[6:]) <= set(capped.outlines)
+    validate_report(pytester)
+
+    found = awareness_cells(pytester, "median.json")
+    oracle = found["swe-support-7b/oracle"]
+    assert oracle["actor"] == "logged" and oracle["budget"] == {"tokens": 740.0}
+    assert oracle["rollouts"] == {"rollouts": 4, "succeeded": 3, "feasible": 2, "mean_turns": 3.0}
+    assert oracle["scores"]["n_probes"] == 8
+    assert oracle["scores"]["reward"] == pytest.approx((3 * 1.8 + 5 * 0.2) / 8)
+    assert oracle["scores"]["saved_token_share"] == pytest.approx((430 + 350) / (910 + 830))
+    impossible = found["swe-support-7b/always-impossible"]["scores"]
+    assert impossible["fail_f1"] == pytest.approx(10 / 13)
+    found = awareness_cells(pytester)
+    oracle = found["swe-support-7b/oracle"]
+    assert oracle["budget"] == {"tokens": 1000.0} and oracle["rollouts"]["feasible"] == 3
+    assert oracle["scores"]["reward"] == pytest.approx((5 * 1.8 + 3 * 0.2) / 8)
+    assert oracle["scores"]["saved_token_share"] == pytest.approx(430 / 910)
+    assert found["swe-support-7b/always-impossible"]["scores"]["fail_f1"] == pytest.approx(6 / 11)
+
+
+def test_mini_swe_agent_example_and_the_verdicts_snippet(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """replay-logged-rollouts.md: import mini-swe-agent trajectories, with verdicts."""
+    from pytest_budget.awareness.rollouts import read_rollouts
+    from pytest_budget.awareness.trajectories import load_trajectories
+
+    (rollout,) = load_trajectories([EXAMPLES / "mini_swe_agent_example.traj.json"])
+    assert (rollout.id, rollout.env) == ("acme__textkit-142", "swe-coder-large")
+    assert [t.usage["tokens"] for t in rollout.turns] == [2250, 180, 440, 90]
+    assert rollout.success and rollout.meta["success_rule"] == "exit_status == 'Submitted'"
+
+    name = "mini_swe_agent_example.traj.json"
+    use_example(pytester, name, as_name=name)
+    result = run(pytester, *AWARENESS, f"--budget-rollouts={name}", "--budget-rollout-cap=2500")
+    result.assert_outcomes(passed=5)
+    shown = documented_lines("how-to/replay-logged-rollouts.md", "swe-coder-large")
+    assert len(shown) == 1 and shown[0] in result.outlines
+
+    folder = pytester.path / "runs" / "acme__textkit-142"
+    folder.mkdir(parents=True)
+    use_example(pytester, name, as_name=f"runs/acme__textkit-142/{name}")
+    (pytester.path / "evaluation.json").write_text('{"resolved_ids": []}', encoding="utf-8")
+    (code,) = [b for b in python_blocks("how-to/replay-logged-rollouts.md") if "resolved_ids" in b]
+    monkeypatch.chdir(pytester.path)
+    exec(compile(code, "replay-logged-rollouts.md", "exec"), {})
+    (replayed,) = read_rollouts(pytester.path / "runs.jsonl")
+    assert not replayed.success  # the evaluation did not resolve it
+    assert replayed.meta["success_rule"] == "resolved (given by the caller)"
+
+
+@contextmanager
+def example_server(*command: str) -> Iterator[str]:
+    """Run an example server in a subprocess; yields the URL it prints on its first line."""
+    process = subprocess.Popen(
+        [sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), f"no URL from {command[0]}: {url!r}"
+        yield url
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)  # reaps the process and closes its pipe
+
+
+def _json_blocks(doc: str) -> list[Any]:
+    text = (DOCS / doc).read_text(encoding="utf-8")
+    return [json.loads(b) for b in re.findall(r"```json\n(.*?)```", text, flags=re.DOTALL)]
+
+
+def test_retrieval_server_example_answers_as_documented() -> None:
+    """retrieval-api.md: the example server, the documented answers, errors and scoring."""
+    import math
+
+    import anyio
+    import httpx
+
+    from pytest_budget.awareness.retrieval import wait_until_healthy
+
+    api = (DOCS / "reference" / "retrieval-api.md").read_text(encoding="utf-8")
+    health_doc, search_doc = _json_blocks("reference/retrieval-api.md")
+    with example_server(str(EXAMPLES / "retrieval_server_example.py")) as url:
+        assert anyio.run(lambda: wait_until_healthy(url, 10.0)) == health_doc
+        with httpx.Client(base_url=url, trust_env=False, timeout=10) as client:
+            request = {"query": "Which river flows through Durnholm?", "k": 2}
+            assert json.dumps(request) in api  # the documented curl body
+            assert client.post("/search", json=request).json() == search_doc
+            bad = client.post("/search", json={"query": "Durnholm", "k": 0})
+            assert bad.status_code == 400
+            assert f"\n\n{bad.text}\n" in api and bad.headers["content-length"] == "44"
+            errors = [  # (request, status, message in the table)
+                (client.post("/search", json=[1]), 400, "body must be a JSON object, got list"),
+                (client.post("/search", json={"q": "x"}), 400, "unknown key(s) ['q']"),
+                (client.post("/search", json={"k": 2}), 400, "missing 'query'"),
+                (client.post("/search", json={"query": "x", "k": 2.0}), 400,
+                 "'k' must be an integer, got float"),
+                (client.post("/search", json={"query": "x" * 2001}), 400,
+                 "'query' is too long: 2001 characters > 2000"),
+                (client.get("/nope"), 404,
+                 "unknown path '/nope'; endpoints: GET /health, POST /search"),
+                (client.get("/search"), 405, "GET not allowed on /search; use POST"),
+                (client.post("/search", content=b"x" * 71680), 413,
+                 "body too large: 71680 bytes > 65536"),
+            ]  # fmt: skip
+            for response, status, message in errors:
+                assert response.status_code == status and message in response.json()["error"]
+                assert message in api
+            assert client.get("/search").headers["allow"] == "POST"
+
+    # The scoring formula of the page reproduces the served scores.
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from retrieval_server_example import DOCUMENTS  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    from pytest_budget.awareness.retrieval import tokenize
+
+    docs = [tokenize(f"{d.title}\n{d.text}") for d in DOCUMENTS]
+    avgdl = sum(map(len, docs)) / len(docs)
+
+    def score(query: str, doc: list[str]) -> float:
+        total = 0.0
+        for term in set(tokenize(query)):
+            df = sum(term in other for other in docs)
+            if df and term in doc:
+                idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+                tf = doc.count(term)
+                total += idf * tf * 2.5 / (tf + 1.5 * (1 - 0.75 + 0.75 * len(doc) / avgdl))
+        return total
+
+    for hit in search_doc["results"]:
+        doc = docs[[d.id for d in DOCUMENTS].index(hit["id"])]
+        assert score(search_doc["query"], doc) == pytest.approx(hit["score"], rel=1e-12)
+
+
+def test_own_retrieval_server_with_the_suite(pytester: pytest.Pytester) -> None:
+    """bring-your-own-retrieval-server.md: the exported corpus behind both example servers."""
+    from pytest_budget.awareness.search_corpus import build_corpus, dump_corpus
+
+    howto = "how-to/bring-your-own-retrieval-server.md"
+    text = (EXAMPLES / "minimal_search_server_example.py").read_text(encoding="utf-8")
+    (code,) = [b for b in python_blocks(howto) if "ThreadingHTTPServer" in b]
+    assert code == text  # the how-to shows the example file as it is
+    corpus = pytester.path / "search_corpus.jsonl"
+    dump_corpus(build_corpus(0), corpus)
+    first = corpus.read_text(encoding="utf-8").splitlines()[0]
+    assert first in (DOCS / howto).read_text(encoding="utf-8")
+
+    with example_server(
+        str(EXAMPLES / "minimal_search_server_example.py"), str(corpus), "0"
+    ) as url:
+        result = run(pytester, *AWARENESS, "--budget-env=search", f"--budget-search-url={url}",
+                     "--budget-report=report.json")  # fmt: skip
+    result.assert_outcomes(passed=5)
+    shown = documented_lines(howto, "search ", "search:")
+    assert len(shown) == 7  # 5 rows, this server's summary, the built-in server's summary
+    assert set(shown[:6]) <= set(result.outlines)
+    tutorial = documented_lines("tutorial/first-awareness-run.md", "search:")
+    assert shown[6] == tutorial[0]  # checked against a real run with the tutorial
+    validate_report(pytester)
+
+    # The built-in ranking behind --budget-search-url: the same rollouts, so the shipped
+    # baseline still passes.
+    with example_server(
+        str(EXAMPLES / "retrieval_server_example.py"), "--corpus", str(corpus)
+    ) as url:
+        same = run(pytester, "--budget-suite=awareness", "-p", "no:cacheprovider",
+                   "--budget-env=search", "--budget-agent=oracle",
+                   f"--budget-search-url={url}")  # fmt: skip
+    same.assert_outcomes(passed=1)
+    refused = run(pytester, *AWARENESS, "--budget-env=search", "--budget-search-url=localhost:8000")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    line = "ERROR: --budget-search-url: 'localhost:8000' is not an http(s) URL, e.g. http://127.0.0.1:8000"
+    assert line in refused.errlines and line in (DOCS / howto).read_text(encoding="utf-8")
+
+
+def test_awareness_reference_snippets_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Python snippets of the awareness reference pages run; their files replay."""
+    examples = pytester.path / "docs" / "examples"
+    examples.mkdir(parents=True)
+    use_example(pytester, "chat_transcripts_example.jsonl",
+                as_name="docs/examples/chat_transcripts_example.jsonl")  # fmt: skip
+    monkeypatch.chdir(pytester.path)
+    for doc in (
+        "reference/environments.md",
+        "reference/rollout-format.md",
+        "reference/retrieval-api.md",
+        "reference/metrics-awareness.md",
+    ):
+        for block in python_blocks(doc):
+            exec(compile(block, str(DOCS / doc), "exec"), {})
+    result = run(pytester, *AWARENESS, "--budget-rollouts=my_search_rollouts.jsonl",
+                 "--budget-rollouts=support_bot.jsonl",
+                 "--budget-rollouts=warehouse_rollouts.jsonl")  # fmt: skip
+    result.assert_outcomes(passed=15)  # search, support-bot, warehouse x 5 estimators
+    result.stdout.fnmatch_lines(["search: 8 rollouts by logged, 8 succeeded, 8 feasible*"])
+
+
+def test_suite_all_collects_every_cell(pytester: pytest.Pytester) -> None:
+    """index.md: --budget-suite=all is 209 cells at the default settings."""
+    result = run(pytester, "--budget-suite=all", "-p", "no:cacheprovider", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["209 tests collected*"])
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    assert "all three: 209 cells (64 + 25 + 120)" in index
+
+
 # --------------------------------------------------------------------------- planning
 
 #: The small planning grid of the examples: three dining queries.
@@ -329,7 +633,8 @@ def validate_report(pytester: pytest.Pytester) -> None:
 def python_blocks(doc: str) -> list[str]:
     """The ```python blocks of a doc page, in order."""
     text = (DOCS / doc).read_text(encoding="utf-8")
-    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    found = re.findall(r"^( *)```python\n(.*?)^ *```", text, flags=re.DOTALL | re.MULTILINE)
+    return [textwrap.dedent(block) if indent else block for indent, block in found]
 
 
 def test_planning_tutorial_reference_table(pytester: pytest.Pytester) -> None:

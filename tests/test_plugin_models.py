@@ -1,0 +1,154 @@
+"""The suites driven end to end through ``--budget-agent=openai:...`` / ``anthropic:...``.
+
+A real OpenAI-compatible (and Anthropic-compatible) HTTP server runs on loopback in this
+process and answers each role with scripted text; pytest runs the installed suites in a
+subprocess against it, as a user would against vLLM or a LiteLLM proxy.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+CANARY = "sk-CANARY-7f3e9a"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _ModelServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.server.lock:
+            self.server.requests.append(body)
+            self.server.auth.append(
+                self.headers.get("Authorization") or self.headers.get("x-api-key") or ""
+            )
+        text = self.server.answer(body)
+        if self.path.endswith("/messages"):
+            reply: dict[str, Any] = {
+                "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 50, "output_tokens": 7},
+            }  # fmt: skip
+        else:
+            reply = {
+                "id": "c1", "object": "chat.completion", "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": text}}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57},
+            }  # fmt: skip
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _ModelServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        self.auth: list[str] = []
+
+    @staticmethod
+    def answer(body: dict[str, Any]) -> str:
+        """A scripted reply per role, read from the prompt the suite sent."""
+        text = json.dumps(body.get("messages", [])) + json.dumps(body.get("system", ""))
+        if "How much more will the agent use" in text:
+            return "<think>about the same again</think><answer>[0, 900]</answer>"
+        if "How your plan is used" in text:  # the triage planner prompt
+            return '{"plan": []}'
+        return "Answer: 0"
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+
+@pytest.fixture
+def model_server() -> Iterator[_ModelServer]:
+    server = _ModelServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _chat_file(pytester: pytest.Pytester) -> str:
+    lines = []
+    for i in range(3):
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "fix it"}]
+        for prompt in (100, 200, 300):
+            usage = {"prompt_tokens": prompt, "completion_tokens": 10}
+            messages.append({"role": "assistant", "content": "working", "usage": usage})
+            messages.append({"role": "tool", "content": "ok"})
+        lines.append(json.dumps({"id": f"t{i}", "messages": messages, "resolved": i != 1}))
+    (pytester.path / "chats.jsonl").write_text("\n".join(lines) + "\n")
+    return "--budget-rollouts=chats.jsonl"
+
+
+@pytest.mark.parametrize(("agent", "base"), [("openai:test-model", "/v1"),
+                                             ("anthropic:claude-test", "")])  # fmt: skip
+def test_awareness_estimator_over_http(
+    pytester: pytest.Pytester,
+    model_server: _ModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    agent: str,
+    base: str,
+) -> None:
+    monkeypatch.setenv("MY_KEY", CANARY)
+    result = pytester.runpytest_subprocess(
+        "--budget-suite=awareness", _chat_file(pytester), f"--budget-agent={agent}",
+        f"--budget-base-url={model_server.url}{base}", "--budget-api-key-env=MY_KEY",
+        "--budget-gate=off", "--budget-report=r.json", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
+    # 3 transcripts of 3 calls: 2 probes each, every one answered [0, 900] through HTTP.
+    assert cell["agent"] == agent and cell["scores"]["n_probes"] == 6
+    assert cell["scores"]["invalid_rate"] == 0.0
+    assert len(model_server.requests) == 6
+    assert all(body["model"] == agent.split(":")[1] for body in model_server.requests)
+    assert all(CANARY in header for header in model_server.auth)  # sent, as a header only
+    for path in pytester.path.rglob("*"):
+        if path.is_file():
+            assert CANARY not in path.read_text(errors="replace"), path
+    assert CANARY not in result.stdout.str() + result.stderr.str()
+
+
+def test_triage_planner_and_solver_over_http(
+    pytester: pytest.Pytester, model_server: _ModelServer
+) -> None:
+    result = pytester.runpytest_subprocess(
+        "--budget-suite=triage", "--budget-agent=openai:test-model",
+        f"--budget-base-url={model_server.url}/v1", "--budget-pool-size=4",
+        "--budget-alpha=0.5", "--budget-unsolvable=0", "--budget-gate=off",
+        "--budget-report=r.json", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    cells = json.loads((pytester.path / "r.json").read_text())["cells"]
+    assert {c["agent"] for c in cells} == {"openai:test-model"}
+    # Phase 0 (4 items x 2 pools, by the LLM solver) plus one planner call per cell.
+    prompts = [json.dumps(body["messages"]) for body in model_server.requests]
+    assert sum("How your plan is used" in p for p in prompts) == 2
+    assert len(prompts) == 2 + 8
+    assert all(c["plan_status"] == "ok" for c in cells)
