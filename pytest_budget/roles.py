@@ -135,12 +135,19 @@ async def call_role(
 ) -> Any:
     """Call ``agent`` in ``role`` with ``args``; sync agents run in a worker thread.
 
+    An agent with ``run_inline = True`` (quick, never blocking) is called in the event loop.
+
     ``limiter`` bounds how many calls run at once (``--budget-concurrency``).  Any
     exception the agent raises comes back as :class:`AgentError` with a one-line reason.
     """
     fn = role_callable(agent, role)
     name = agent_name(agent)
     try:
+        if getattr(agent, "run_inline", False) is True:
+            # Cheap, non-blocking agents (the reference ones): a worker thread per call would
+            # cost more than the call itself.
+            result = fn(*args)
+            return await _await(result) if inspect.isawaitable(result) else result
         if _is_async(fn):
             if limiter is None:
                 return await fn(*args)

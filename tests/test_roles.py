@@ -104,3 +104,26 @@ def test_agent_names() -> None:
     assert agent_name(SyncPlanner()) == "sync-planner"
     assert agent_name(AsyncPlanner()) == "AsyncPlanner"
     assert agent_name(async_function) == "async_function"
+
+
+def test_inline_agents_run_in_the_event_loop_thread() -> None:
+    import threading
+
+    class Quick:
+        run_inline = True
+
+        def estimate(self, probe: object) -> str:
+            return threading.current_thread().name
+
+    class Slow:
+        def estimate(self, probe: object) -> str:
+            return threading.current_thread().name
+
+    async def both() -> tuple[str, str]:
+        return (
+            await call_role(Quick(), "estimator", None),
+            await call_role(Slow(), "estimator", None),
+        )
+
+    quick, slow = anyio.run(both)
+    assert quick == threading.current_thread().name and slow != quick

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from pytest_budget.awareness.probes import Probe, ProbeTruth
 
@@ -61,6 +62,7 @@ class _Hindsight:
     """Shared plumbing of the baselines that read ground truth through the side channel."""
 
     name = "hindsight"
+    run_inline = True  # microseconds per probe: no worker thread
 
     def __init__(self, truths: TruthLookup | None = None) -> None:
         self._truths: TruthLookup = truths or {}
@@ -123,6 +125,7 @@ class AlwaysFeasibleEstimator:
     """Always says feasible, with the widest sensible interval: [0, cap - used]."""
 
     name: str = "always-feasible"
+    run_inline: ClassVar[bool] = True
 
     def estimate(self, probe: Probe) -> str:
         return format_answer(
@@ -135,6 +138,7 @@ class AlwaysImpossibleEstimator:
     """Always says ``impossible`` (the floor for Fail-F1 and the false-abort rate)."""
 
     name: str = "always-impossible"
+    run_inline: ClassVar[bool] = True
 
     def estimate(self, probe: Probe) -> str:
         return IMPOSSIBLE
@@ -151,6 +155,7 @@ class RandomEstimator:
     seed: int = 42
     p_impossible: float = 0.5
     name: str = field(default="random")
+    run_inline: ClassVar[bool] = True
 
     def estimate(self, probe: Probe) -> str:
         key = (self.seed, probe.rollout_id, probe.k)

@@ -76,6 +76,7 @@ class _ReferenceToolAgent:
     """Shared turn logic: answer once the goal is held, else call the chosen tool."""
 
     name: ClassVar[str] = "reference"
+    run_inline: ClassVar[bool] = True  # pure, quick computation: no worker thread
     wants_reference: ClassVar[bool] = True
     wants_optimal_next: ClassVar[bool] = False
 
