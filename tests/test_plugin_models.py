@@ -152,3 +152,27 @@ def test_triage_planner_and_solver_over_http(
     assert sum("How your plan is used" in p for p in prompts) == 2
     assert len(prompts) == 2 + 8
     assert all(c["plan_status"] == "ok" for c in cells)
+
+
+def test_role_agents_ini_keeps_the_reference_actor(
+    pytester: pytest.Pytester, model_server: _ModelServer
+) -> None:
+    pytester.makeini("[pytest]\nbudget_role_agents =\n    actor = reference\n")
+    result = pytester.runpytest_subprocess(
+        "--budget-suite=awareness", "--budget-env=sokoban-6x6", "--budget-rollout-count=4",
+        "--budget-agent=openai:test-model", f"--budget-base-url={model_server.url}/v1",
+        "--budget-gate=off", "--budget-report=r.json", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
+    assert cell["actor"] == "reference-actor"
+    # Only the estimator went over HTTP: one request per probe.
+    assert len(model_server.requests) == cell["scores"]["n_probes"] > 0
+    assert all("How much more will the agent use" in json.dumps(b) for b in model_server.requests)
+
+
+def test_bad_role_agents_line_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nbudget_role_agents =\n    critic = openai:x\n")
+    result = pytester.runpytest_subprocess("--budget-suite=triage", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: budget_role_agents (ini): 'critic = openai:x' is not*"])
