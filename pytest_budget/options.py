@@ -156,6 +156,8 @@ class BudgetOptions:
     role_agents: dict[str, str] = field(default_factory=dict)
     model_timeout: float = 60.0
     rollout_format: str = "auto"
+    rollout_env: str | None = None
+    missing_usage: str = "error"
     rollout_cap: float | None = None
     search_url: str | None = None
     scenarios: tuple[Scenario, ...] = field(
@@ -397,6 +399,12 @@ def parse_options(
             f"--budget-rollout-format: unknown format {rollout_format!r}; choose from "
             f"{', '.join(ROLLOUT_FORMATS)}"
         )
+    missing_usage = str(get_option("budget_rollout_missing_usage") or "error").strip()
+    if missing_usage not in ("error", "skip"):
+        raise OptionError(
+            f"--budget-rollout-missing-usage: {missing_usage!r}; choose error (stop at the "
+            "first assistant call without usage) or skip (drop such turns and count them)"
+        )
     cap_value = get_option("budget_rollout_cap")
     rollout_cap: float | None = None
     if cap_value is not None:
@@ -471,6 +479,8 @@ def parse_options(
         parse=parse,
         warehouse_demand=warehouse_demand,
         rollout_format=rollout_format,
+        rollout_env=(get_option("budget_rollout_env") or None),
+        missing_usage=missing_usage,
         max_usd=max_usd,
         record_mode=record_mode,
         price_file=price_file,

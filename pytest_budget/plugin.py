@@ -112,6 +112,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "mini-swe-agent, openai-chat",
     )
     group.addoption(
+        "--budget-rollout-env",
+        metavar="LABEL",
+        help="awareness: env label for imported coding-agent logs (default swe-<model>)",
+    )
+    group.addoption(
+        "--budget-rollout-missing-usage",
+        help="awareness: an imported assistant call without usage: error (default) or skip",
+    )
+    group.addoption(
         "--budget-rollout-cap",
         metavar="TOKENS",
         help="awareness: token budget for imported coding-agent logs (default: the family's "

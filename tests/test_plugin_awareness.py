@@ -344,3 +344,22 @@ def test_search_url_that_does_not_answer_fails_with_one_line(pytester: pytest.Py
     result.stderr.fnmatch_lines(
         [f"ERROR: --budget-search-url: *127.0.0.1:{port}/health: not healthy within 5 s*"]
     )
+
+
+def test_imported_logs_label_and_missing_usage_policy(pytester: pytest.Pytester) -> None:
+    path = _chat_transcripts(pytester.path / "chats.jsonl")
+    lines = path.read_text().splitlines()
+    broken = json.loads(lines[0])
+    del broken["messages"][3]["usage"]  # the second assistant call of t1
+    path.write_text(json.dumps(broken) + "\n" + lines[1] + "\n")
+    strict = run(pytester, "--budget-rollouts=chats.jsonl", "--budget-gate=off")
+    assert strict.ret == pytest.ExitCode.USAGE_ERROR
+    strict.stderr.fnmatch_lines(["ERROR: *chats.jsonl*usage*"])
+    lenient = run(
+        pytester, "--budget-rollouts=chats.jsonl", "--budget-rollout-missing-usage=skip",
+        "--budget-rollout-env=support-bot", "--budget-agent=oracle", "--budget-gate=off",
+        "--budget-report=r.json",
+    )  # fmt: skip
+    lenient.assert_outcomes(passed=1)
+    (cell,) = report_of(pytester, "r.json")["cells"]
+    assert cell["env"] == "support-bot" and cell["rollouts"]["rollouts"] == 2

@@ -498,8 +498,8 @@ def _import_record(
             if call.usage is None:
                 raise RolloutFileError(
                     f"{where}: messages[{call.index}] (assistant) has no usage at "
-                    f"{_USAGE_AT[fmt]}; every call needs its token counts (or load with "
-                    "on_missing_usage='skip')"
+                    f"{_USAGE_AT[fmt]}; every call needs its token counts (or skip such "
+                    "calls: --budget-rollout-missing-usage=skip, on_missing_usage='skip')"
                 )
     truncated = len(calls) > max_turns
     kept = calls[:max_turns]
