@@ -380,11 +380,43 @@ def test_bad_search_bodies_get_400_and_the_server_keeps_answering(
     assert_still_serving(http)  # on the same keep-alive connection
 
 
-def test_oversized_body_gets_413(http: httpx.Client) -> None:
-    body = json.dumps({"query": "a" * MAX_BODY_BYTES}).encode()
+@pytest.mark.parametrize("chars", [MAX_BODY_BYTES, 500_000, 1_000_000])
+def test_huge_query_gets_400_even_over_the_body_limit(http: httpx.Client, chars: int) -> None:
+    # Bodies of up to 1 MiB are read, so an over-long query is a 400 whatever its size.
+    body = json.dumps({"query": "paris " * (chars // 6), "k": 3}).encode()
+    assert len(body) > MAX_BODY_BYTES
+    response = http.post("/search", content=body)
+    assert response.status_code == 400
+    query_chars = 6 * (chars // 6)
+    assert response.json() == {
+        "error": f"'query' is too long: {query_chars} characters > {MAX_QUERY_CHARS}"
+    }
+    assert_still_serving(http)  # the body was read: the keep-alive connection goes on
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b"x" * (MAX_BODY_BYTES + 1), id="not-json"),
+        pytest.param(b'{"query": "paris"}' + b" " * MAX_BODY_BYTES, id="short-query-padded"),
+        pytest.param(b"[" * (MAX_BODY_BYTES + 1), id="deeply-nested"),
+    ],
+)
+def test_oversized_body_without_a_huge_query_gets_413(http: httpx.Client, body: bytes) -> None:
     response = http.post("/search", content=body)
     assert response.status_code == 413
     assert response.json() == {"error": f"body too large: {len(body)} bytes > {MAX_BODY_BYTES}"}
+    assert_still_serving(http)
+
+
+def test_huge_query_over_the_read_limit_gets_413_and_a_close(
+    server: RetrievalServer, http: httpx.Client
+) -> None:
+    body = json.dumps({"query": "a" * (2 * 1024 * 1024)}).encode()
+    head = f"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    status, headers, answer = raw_exchange(server.url, head.encode() + body[:1000])
+    assert status == 413 and headers["connection"] == "close"
+    assert json.loads(answer) == {"error": f"body too large: {len(body)} bytes > {MAX_BODY_BYTES}"}
     assert_still_serving(http)
 
 

@@ -39,8 +39,11 @@ HTTP API (JSON in and out, ``Content-Type: application/json``)
         not an object, or has a bad ``query``/``k``/unknown key, or a bad ``Content-Length``;
         ``404`` for an unknown path; ``405`` (with ``Allow``) for a known path with the wrong
         method; ``411`` for a body without ``Content-Length`` (chunked); ``413`` for a body
-        over :data:`MAX_BODY_BYTES`; ``500`` if the index itself fails.  A bad request never
-        stops the server.  The server writes nothing to stderr.
+        over :data:`MAX_BODY_BYTES`, except that a huge *query* is still a ``400``: a body
+        of up to 1 MiB is read, and if it is a JSON object whose ``query`` string is over
+        :data:`MAX_QUERY_CHARS` the answer is the same ``400`` as for any over-long query;
+        ``500`` if the index itself fails.  A bad request never stops the server.  The
+        server writes nothing to stderr.
 
 Usage::
 
@@ -94,12 +97,13 @@ MAX_K = 50
 MAX_QUERY_CHARS = 2_000
 """Longest query the server accepts (characters)."""
 MAX_BODY_BYTES = 64 * 1024
-"""Largest request body the server reads; larger ones get 413."""
+"""Largest request body the server serves; larger ones get 413 (400 for an over-long query)."""
 
 _TOKEN = re.compile(r"\w+")
 _ERROR_CHARS = 300
-# Oversized bodies up to this size are read and dropped before the 413, so the client reliably
-# sees the answer (closing a socket with unread data makes Linux send RST, losing the reply).
+# Oversized bodies up to this size are read before the answer (a 400 if they hold an over-long
+# query, else a 413), so the client reliably sees it (closing a socket with unread data makes
+# Linux send RST, losing the reply).
 _DRAIN_LIMIT = 1024 * 1024
 
 
@@ -263,6 +267,10 @@ class _BadRequest(Exception):
         self.close = close
 
 
+def _query_too_long(query: str) -> _BadRequest:
+    return _BadRequest(400, f"'query' is too long: {len(query)} characters > {MAX_QUERY_CHARS}")
+
+
 def _parse_search(body: bytes) -> tuple[str, int]:
     try:
         payload = json.loads(body)
@@ -282,13 +290,24 @@ def _parse_search(body: bytes) -> tuple[str, int]:
     if not query.strip():
         raise _BadRequest(400, "'query' must not be empty or whitespace")
     if len(query) > MAX_QUERY_CHARS:
-        raise _BadRequest(400, f"'query' is too long: {len(query)} characters > {MAX_QUERY_CHARS}")
+        raise _query_too_long(query)
     k = payload.get("k", DEFAULT_K)
     if isinstance(k, bool) or not isinstance(k, int):
         raise _BadRequest(400, f"'k' must be an integer, got {type(k).__name__}")
     if not 1 <= k <= MAX_K:
         raise _BadRequest(400, f"'k' must be within 1..{MAX_K}, got {k}")
     return query, k
+
+
+def _refuse_huge_query(body: bytes) -> None:
+    """An oversized body holding an over-long query gets that query's 400, not a 413."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    query = payload.get("query") if isinstance(payload, dict) else None
+    if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
+        raise _query_too_long(query)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -361,30 +380,36 @@ class _Handler(BaseHTTPRequestHandler):
             raise _BadRequest(400, f"bad Content-Length {raw!r}", close=True)
         return length
 
-    def _drain(self, length: int) -> bool:
-        """Read and drop ``length`` body bytes; False if it is too much to bother."""
+    def _drain(self, length: int, *, keep: bool = False) -> bytes | None:
+        """Read ``length`` body bytes (kept only if ``keep``); None if it is too much to
+        bother or the client stopped sending."""
         if length > _DRAIN_LIMIT:
-            return False
+            return None
+        chunks: list[bytes] = []
         while length > 0:
             chunk = self.rfile.read(min(length, 65536))
             if not chunk:
-                return False
+                return None
+            if keep:
+                chunks.append(chunk)
             length -= len(chunk)
-        return True
+        return b"".join(chunks)
 
     def _read_body(self) -> bytes:
         length = self._content_length()
         if length > MAX_BODY_BYTES:
-            close = not self._drain(length)
+            body = self._drain(length, keep=True)
+            if body is not None:
+                _refuse_huge_query(body)
             raise _BadRequest(
-                413, f"body too large: {length} bytes > {MAX_BODY_BYTES}", close=close
+                413, f"body too large: {length} bytes > {MAX_BODY_BYTES}", close=body is None
             )
         return self.rfile.read(length) if length else b""
 
     def _skip_body(self) -> None:
         """Consume an unused body so the next request on this connection parses cleanly."""
         length = self._content_length()
-        if length and not self._drain(length):
+        if length and self._drain(length) is None:
             self.close_connection = True
 
     # -- routing ----------------------------------------------------------------------------
