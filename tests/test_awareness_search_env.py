@@ -129,6 +129,19 @@ def test_corpus_size_shape_and_build_time(corpus: SearchCorpus) -> None:
     assert time.perf_counter() - start < 3.0
 
 
+def test_corpus_and_index_are_cached_within_the_process(corpus: SearchCorpus) -> None:
+    assert build_corpus(0) is corpus
+    index = corpus_index(corpus)
+    assert corpus_index(build_corpus(0)) is index
+    assert len(index) == len(corpus.documents)
+    other = build_corpus(5, n_questions=20)
+    start = time.perf_counter()
+    fresh = corpus_index(other)  # a corpus no other test indexes: really built
+    assert time.perf_counter() - start < 3.0
+    assert fresh is not index and corpus_index(other) is fresh
+    assert [d.text for d in fresh.documents] == [d.text for d in other.documents]
+
+
 def test_build_corpus_checks_arguments() -> None:
     with pytest.raises(ValueError, match="n_questions"):
         build_corpus(0, n_questions=0)

@@ -46,6 +46,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -170,9 +171,15 @@ class IndexSearcher:
         return self.index.search(query, k)
 
 
+@lru_cache(maxsize=4)
 def corpus_index(corpus: SearchCorpus) -> BM25Index:
     """A ``retrieval.BM25Index`` over the corpus documents (serve it, or wrap it in
-    :class:`IndexSearcher`)."""
+    :class:`IndexSearcher`).
+
+    Cached within the process (the index is immutable): an equal corpus, e.g. the same
+    :func:`~pytest_budget.awareness.search_corpus.build_corpus` result, gets the same index
+    object back without rebuilding it.
+    """
     from pytest_budget.awareness.retrieval import BM25Index, Document
 
     return BM25Index(Document(d.id, d.title, d.text) for d in corpus.documents)
