@@ -135,6 +135,7 @@ def test_awareness(
             "scores": outcome.scores,
             "rollouts": dict(summarize_rollouts(rollouts)),
             "invalid_reasons": outcome.invalid_reasons,
+            "notes": outcome.notes,
             "first_error": outcome.first_error,
             "sort_key": [awareness_cell.env, agent],
         }

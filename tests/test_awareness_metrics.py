@@ -54,6 +54,7 @@ from pytest_budget.awareness import (
     rewards,
     score_probes,
 )
+from pytest_budget.awareness.metrics import score_notes
 
 BAD = Invalid("<answer>?</answer>", "no number in the answer")
 
@@ -141,6 +142,63 @@ def test_empty_classes_give_zero_with_a_reason() -> None:
     assert macro_f1(perfect_but_one_class) == 0.5
     with pytest.raises(ValueError, match="positive"):
         class_f1(perfect_but_one_class, "maybe")
+
+
+def test_empty_class_reasons_reach_the_score_notes(table: ProbeTable) -> None:
+    # The shared set has both classes over all turns; on first turns nobody says impossible.
+    assert score_notes(table) == {
+        "macro_f1_first": "F1_impossible = 0: no probe is predicted impossible"
+    }
+    one_class = [_p("x", 1, 2, 5, 10, 20, True, Interval(5, 5))]
+    reason = "F1_impossible = 0: no probe is truly impossible; no probe is predicted impossible"
+    assert score_notes(one_class) == {
+        "macro_f1_all": reason,
+        "macro_f1_first": reason,
+        "fail_f1": reason,
+    }
+    # Only invalid answers: neither class is ever predicted.
+    notes = score_notes([_p("y", 1, 2, 5, 10, 20, True, BAD)])
+    assert notes["macro_f1_all"].startswith("F1_feasible = 0: no probe is predicted feasible; ")
+    assert score_notes([]) == {
+        key: "F1_feasible = 0: no probe is truly feasible; no probe is predicted feasible; "
+        "F1_impossible = 0: no probe is truly impossible; no probe is predicted impossible"
+        for key in ("macro_f1_all", "macro_f1_first")
+    } | {"fail_f1": reason}
+
+
+def test_ties_on_interval_bounds_progress_edges_and_the_linear_baseline() -> None:
+    # Rollout t (feasible, T=5, C_T=60):
+    #   k=1 C=10 R=50 [50, 70]: lo == R covers, 1 - 20/50 = 0.6; k/T = 0.2 -> bin 1
+    #   k=2 C=20 R=40 [20, 40]: hi == R covers, 1 - 20/40 = 0.5; k/T = 0.4 -> bin 2
+    #   k=4 C=50 R=10 [10, 10]: exact, 1;                        k/T = 0.8 -> bin 4
+    # Rollout u (succeeded over budget: 150 > 100), impossible at k=1 (C=30) and k=2.
+    probes = [
+        _p("t", 1, 5, 10, 60, 100, True, Interval(50, 70)),
+        _p("t", 2, 5, 20, 60, 100, True, Interval(20, 40)),
+        _p("t", 4, 5, 50, 60, 100, True, Interval(10, 10)),
+        _p("u", 1, 3, 30, 150, 100, True, Impossible()),
+        _p("u", 2, 3, 90, 150, 100, True, Impossible()),
+    ]
+    assert interval_scores(probes).tolist() == pytest.approx([0.6, 0.5, 1.0, 0.0, 0.0])
+    assert interval_score(probes) == pytest.approx(0.7)
+    assert hit_rate(probes) == 1.0
+    # a bound equal to R_k is a hit, so neither bin counts a miss
+    bins = miss_bins(probes)
+    assert bins.n == (0, 1, 1, 0, 1)
+    assert bins.optimistic == (None, 0.0, 0.0, None, 0.0)
+    assert bins.conservative == (None, 0.0, 0.0, None, 0.0)
+    # MRE: 10/50 = 0.2, 10/40 = 0.25, 0 -> P50 = 0.2
+    assert midpoint_relative_error(probes)[0] == pytest.approx(0.2)
+    # R_lin = (C_k/k) T - C_k: 40, 30, 12.5. Errors linear 10, 10, 2.5; agent 10, 10, 0.
+    # Two exact ties: no reduction and no win; only k=4 is a win.
+    lb = linear_baseline(probes)
+    assert lb.mean_reduction == pytest.approx(2.5 / 3)
+    assert lb.win_rate == pytest.approx(1 / 3)
+    # the first of two impossible answers decides: C_1 = 30 of cap 100, saves 120 of 150
+    assert late_recognition(probes).shares == (0.3,)
+    assert early_stop(probes).saved_token_share == pytest.approx(0.8)
+    assert macro_f1(probes) == 1.0 and fail_f1(probes).f1 == 1.0
+    assert score_notes(probes) == {}
 
 
 def test_interval_scores(table: ProbeTable) -> None:
@@ -348,6 +406,41 @@ def test_multi_dimension_scores() -> None:
     est = project_dimension([partial], "c")[0].estimate
     assert isinstance(est, Invalid)
     assert est.reason == "no interval for 'c'"
+
+
+def test_multi_dimension_linear_baseline_and_misses_per_dimension() -> None:
+    # One feasible rollout m, T = 4, caps t 10 / c 500, totals t 8 / c 250.
+    #   k=1: used (2, 100), R = (6, 150); R_lin = (6, 300); answer t [4, 6], c [100, 200]
+    #        both covered (t on its upper bound); progress 0.25 -> bin 1
+    #        errors agent (1, 0), linear (0, 150): reduction t -1, c 150
+    #   k=2: used (4, 150), R = (4, 100); R_lin = (4, 150); answer t [1, 2], c [120, 160]
+    #        t optimistic miss, c conservative miss; progress 0.5 -> bin 2
+    #        errors agent (2.5, 40), linear (0, 50): reduction t -2.5, c 10
+    def rec(k: int, used: tuple[float, float], est: IntervalMap) -> MultiProbeRecord:
+        return MultiProbeRecord(
+            "m", k, 4, dict(zip("tc", used, strict=True)), {"t": 8, "c": 250},
+            {"t": 10, "c": 500}, True, True, est,
+        )  # fmt: skip
+
+    records = [
+        rec(1, (2, 100), IntervalMap((("t", Interval(4, 6)), ("c", Interval(100, 200))))),
+        rec(2, (4, 150), IntervalMap((("t", Interval(1, 2)), ("c", Interval(120, 160))))),
+    ]
+    s = per_dimension_scores(records, ["t", "c"])
+    assert s["linear_error_reduction_t"] == pytest.approx(-1.75)
+    assert s["linear_error_reduction_c"] == pytest.approx(80.0)
+    assert "linear_error_reduction" not in s  # weeks and dollars do not average
+    assert (s["linear_win_rate_t"], s["linear_win_rate_c"]) == (0.0, 1.0)
+    assert s["linear_win_rate"] == 0.5
+    assert (s["optimistic_bin1_t"], s["optimistic_bin2_t"]) == (0.0, 1.0)
+    assert (s["conservative_bin2_t"], s["optimistic_bin2_c"], s["conservative_bin2_c"]) == (
+        0.0,
+        0.0,
+        1.0,
+    )
+    assert (s["optimistic_bin2"], s["conservative_bin2"]) == (0.5, 0.5)
+    assert s["optimistic_bin0"] is None and s["conservative_bin4_c"] is None
+    assert s["hit_rate_t"] == 0.5 and s["hit_rate_c"] == 0.5
 
 
 _estimates = st.one_of(

@@ -271,12 +271,38 @@ def test_multi_dimension_cell_scores_each_dimension() -> None:
         # k=1: R = (4, 50); k=2: R = (2, 20).  Exact on time, [0, 100] on cost.
         return format_answer({"time_weeks": (6 - 2 * probe.k,) * 2, "cost": (0, 100)})
 
-    s = _run([good, bad], estimator).scores
+    outcome = _run([good, bad], estimator)
+    s = outcome.scores
     assert s["interval_score_time_weeks"] == 1.0 and s["interval_score_cost"] == 0.0
     assert s["interval_score"] == 0.5 and s["hit_rate"] == 1.0
     assert s["macro_f1_all"] == 1.0
-    single = _run([good], lambda p: "<answer>[1, 2]</answer>").scores
-    assert single["invalid_rate"] == 1.0
+    # Linear baseline per dimension. k=1: R_lin = (4, 20), R = (4, 50), midpoints (4, 50);
+    # k=2: R_lin = (2, 20), R = (2, 20), midpoints (2, 50). Cost: reductions 30 and -30.
+    assert s["linear_error_reduction_time_weeks"] == 0.0
+    assert s["linear_error_reduction_cost"] == 0.0
+    assert (s["linear_win_rate_time_weeks"], s["linear_win_rate_cost"]) == (0.0, 0.5)
+    assert s["linear_win_rate"] == 0.25
+    assert s["linear_error_reduction"] is None
+    # cost [0, 100] covers at both k: no misses in bins 1 (k/T = 1/3) and 3 (2/3)
+    assert (s["optimistic_bin1_cost"], s["conservative_bin3_cost"]) == (0.0, 0.0)
+    assert list(outcome.notes) == ["linear_error_reduction"]
+    single = _run([good], lambda p: "<answer>[1, 2]</answer>")
+    assert single.scores["invalid_rate"] == 1.0
+    assert single.notes["macro_f1_all"] == (
+        "F1_feasible = 0: no probe is predicted feasible; F1_impossible = 0: no probe is "
+        "truly impossible; no probe is predicted impossible"
+    )
+
+
+def test_single_dimension_cell_notes_only_empty_classes() -> None:
+    # A and C: one feasible, one over budget; the oracle predicts both classes.
+    assert _run([A, C], OracleEstimator()).notes == {}
+    # Only A: nothing is truly impossible, and the oracle never says so.
+    notes = _run([A], OracleEstimator()).notes
+    assert set(notes) == {"macro_f1_all", "macro_f1_first", "fail_f1"}
+    assert notes["fail_f1"] == (
+        "F1_impossible = 0: no probe is truly impossible; no probe is predicted impossible"
+    )
 
 
 def test_interval_map_objects_are_accepted() -> None:

@@ -30,6 +30,7 @@ from pytest_budget.awareness.metrics import (
     ProbeRecord,
     per_dimension_scores,
     project_dimension,
+    score_notes,
     score_probes,
 )
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
@@ -41,6 +42,7 @@ __all__ = [
     "AwarenessOutcome",
     "ProbeResult",
     "parse_answer",
+    "result_notes",
     "run_awareness_cell",
     "score_results",
     "summarize_rollouts",
@@ -70,6 +72,7 @@ class AwarenessOutcome:
     n_probes: int
     n_errors: int
     invalid_reasons: dict[str, int] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
     first_error: str | None = None
     outcome: str = "ok"
     reason: str = ""
@@ -160,24 +163,47 @@ def score_results(
     One dimension: :func:`~pytest_budget.awareness.metrics.score_probes`.  Several (Warehouse):
     the feasibility metrics do not depend on the dimension, so they come from the first
     dimension's projection (so do the early-stop shares, measured in that dimension);
-    interval score, hit rate, MRE and reward are scored per dimension (``<metric>_<dim>``)
-    and their mean replaces the single-dimension value.
+    interval score, hit rate, MRE, reward, the miss bins and the linear baseline are scored
+    per dimension (``<metric>_<dim>``) and their mean replaces the single-dimension value,
+    except ``linear_error_reduction``, which is in each dimension's own units: it is only
+    reported per dimension and the plain key is ``None``.
     """
     answered = [r for r in results if r.estimate is not None]
     multi = _records(answered)
     if len(dimensions) > 1:
         scores = score_probes(project_dimension(multi, dimensions[0]))
         scores.update(per_dimension_scores(multi, dimensions))
+        scores["linear_error_reduction"] = None
         return scores
+    return score_probes(_plain(multi, dimensions[0]))
+
+
+def _plain(multi: Sequence[MultiProbeRecord], dim: str) -> list[ProbeRecord]:
     # A one-dimension answer is a plain Interval (project_dimension expects a map).
-    plain = [
+    return [
         ProbeRecord(
-            r.rollout_id, r.k, r.T, r.used[dimensions[0]], r.total[dimensions[0]],
-            r.budget[dimensions[0]], r.success, r.feasible, r.estimate,
+            r.rollout_id, r.k, r.T, r.used[dim], r.total[dim], r.budget[dim], r.success,
+            r.feasible, r.estimate,
         )
         for r in multi
     ]  # fmt: skip
-    return score_probes(plain)
+
+
+def result_notes(results: Sequence[ProbeResult], dimensions: Sequence[str]) -> dict[str, str]:
+    """Why some scores are 0 or absent by definition (see ``score_notes``), per score name.
+
+    Feasibility notes come from :func:`~pytest_budget.awareness.metrics.score_notes`; a
+    multi-dimension cell also says that ``linear_error_reduction`` is per dimension only.
+    """
+    multi = _records([r for r in results if r.estimate is not None])
+    if len(dimensions) > 1:
+        notes = score_notes(project_dimension(multi, dimensions[0]))
+        notes["linear_error_reduction"] = (
+            "reported per dimension only (linear_error_reduction_<dim>): the dimensions "
+            "have different units"
+        )
+        return notes
+    return score_notes(_plain(multi, dimensions[0]))
 
 
 async def run_awareness_cell(
@@ -235,6 +261,7 @@ async def run_awareness_cell(
         return outcome
     outcome.scores = score_results(done, dimensions)
     outcome.scores["n_errors"] = len(errors)
+    outcome.notes = result_notes(done, dimensions)
     return outcome
 
 

@@ -27,7 +27,9 @@ Conventions (where the paper leaves room, the choice made here):
   interval and R_k > 0; percentiles use linear interpolation; ``None`` when there is none.
 * "First turn" is the smallest ``k`` of each rollout.
 * Several budgets (Warehouse): :class:`MultiProbeRecord` holds usage per dimension;
-  :func:`per_dimension_scores` scores coverage and tightness per dimension and their mean.
+  :func:`per_dimension_scores` scores coverage, tightness, misses and the linear baseline
+  per dimension, and their mean where the metric is unit-free.
+* A score that is 0 only because a class is empty says so in :func:`score_notes`.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ __all__ = [
     "reward",
     "reward_from_text",
     "rewards",
+    "score_notes",
     "score_probes",
 ]
 
@@ -560,6 +563,7 @@ def score_probes(probes: Probes, *, bins: int = 5) -> dict[str, float | int | No
         "failed_rollouts_stopped": stop.failed_stopped,
         "failed_rollouts": stop.failed_rollouts,
         "linear_error_reduction": lin.mean_reduction,
+        "linear_win_rate": lin.win_rate,
         "reward": reward(t),
     }
     bins_ = miss_bins(t, bins)
@@ -568,6 +572,32 @@ def score_probes(probes: Probes, *, bins: int = 5) -> dict[str, float | int | No
     ):
         out[f"optimistic_bin{i}"] = lo_share
         out[f"conservative_bin{i}"] = hi_share
+    return out
+
+
+def score_notes(probes: Probes) -> dict[str, str]:
+    """Why a feasibility score is 0 by definition rather than by the estimator's answers.
+
+    Keys are score names (``macro_f1_all``, ``macro_f1_first``, ``fail_f1``); a key is
+    present only when one of its classes has no true or no predicted probe, and the value
+    names the class and what is missing (e.g. ``"F1_impossible = 0: no probe is truly
+    impossible"``).  Empty when every F1 is defined.
+    """
+    t = _table(probes)
+    first = t.subset(t.first_turn_mask())
+    out: dict[str, str] = {}
+    for key, table, classes in (
+        ("macro_f1_all", t, ("feasible", "impossible")),
+        ("macro_f1_first", first, ("feasible", "impossible")),
+        ("fail_f1", t, ("impossible",)),
+    ):
+        parts = [
+            f"F1_{cls} = 0: {res.note}"
+            for cls in classes
+            if (res := class_f1(table, cls)).note is not None
+        ]
+        if parts:
+            out[key] = "; ".join(parts)
     return out
 
 
@@ -623,28 +653,43 @@ def project_dimension(records: Sequence[MultiProbeRecord], dim: str) -> list[Pro
     return out
 
 
-_PER_DIMENSION = ("interval_score", "hit_rate", "mre_p50", "mre_p90", "reward")
+def _per_dimension_names(bins: int) -> tuple[str, ...]:
+    """Scores that are unit-free, so their mean over dimensions means something."""
+    names = ["interval_score", "hit_rate", "mre_p50", "mre_p90", "reward", "linear_win_rate"]
+    for i in range(bins):
+        names += [f"optimistic_bin{i}", f"conservative_bin{i}"]
+    return tuple(names)
 
 
 def per_dimension_scores(
-    records: Sequence[MultiProbeRecord], dimensions: Sequence[str]
+    records: Sequence[MultiProbeRecord], dimensions: Sequence[str], *, bins: int = 5
 ) -> dict[str, float | None]:
-    """Coverage and tightness scored per dimension, then averaged.
+    """Coverage, tightness, misses and the linear baseline scored per dimension.
 
-    Keys ``<metric>_<dim>`` for each of interval_score, hit_rate, mre_p50, mre_p90 and
-    reward, plus ``<metric>`` = mean over the dimensions that have a value (``None`` when
-    none has). Feasibility metrics do not depend on the dimension: score any projection.
+    Keys ``<metric>_<dim>`` for each of interval_score, hit_rate, mre_p50, mre_p90, reward,
+    linear_error_reduction, linear_win_rate and the miss bins ``optimistic_bin<i>`` /
+    ``conservative_bin<i>``, plus ``<metric>`` = mean over the dimensions that have a value
+    (``None`` when none has) for every one of them except ``linear_error_reduction``, which
+    is in each dimension's own units (weeks, item-weeks, USD) and has no meaningful mean.
+    Feasibility metrics do not depend on the dimension: score any projection.
     """
     out: dict[str, float | None] = {}
     for dim in dimensions:
         t = ProbeTable.from_records(project_dimension(records, dim))
         p50, p90 = midpoint_relative_error(t)
+        lin = linear_baseline(t)
         out[f"interval_score_{dim}"] = interval_score(t)
         out[f"hit_rate_{dim}"] = hit_rate(t)
         out[f"mre_p50_{dim}"] = p50
         out[f"mre_p90_{dim}"] = p90
         out[f"reward_{dim}"] = reward(t)
-    for name in _PER_DIMENSION:
+        out[f"linear_error_reduction_{dim}"] = lin.mean_reduction
+        out[f"linear_win_rate_{dim}"] = lin.win_rate
+        misses = miss_bins(t, bins)
+        for i, (low, high) in enumerate(zip(misses.optimistic, misses.conservative, strict=True)):
+            out[f"optimistic_bin{i}_{dim}"] = low
+            out[f"conservative_bin{i}_{dim}"] = high
+    for name in _per_dimension_names(bins):
         values = [v for d in dimensions if (v := out[f"{name}_{d}"]) is not None]
         out[name] = sum(values) / len(values) if values else None
     return out
