@@ -2,33 +2,49 @@
 
 Run with::
 
-    /tmp/venv/bin/python benchmarks/bench_awareness_retrieval.py [--docs 5000] [--queries 2000] \\
-        [--concurrency 16] [--child-server]
+    .venv/bin/python benchmarks/bench_awareness_retrieval.py [--corpus bundled|random] \\
+        [--docs 5000] [--queries 2000] [--concurrency 16] [--child-server]
 
-Builds a :class:`~pytest_budget.awareness.retrieval.BM25Index` over ``--docs`` synthetic short
-documents (generated deterministically from ``--seed``), starts a
+``--corpus bundled`` (the default) indexes the search environment's own corpus
+(``build_corpus(SEARCH_CORPUS_SEED)``, about 4,800 documents) and queries it the way actors
+do: half whole questions, half decomposed hop queries (start entity plus a relation keyword,
+as the reference actor writes them).  ``--corpus random`` indexes ``--docs`` made-up
+Zipf-distributed documents instead.  The script starts a
 :class:`~pytest_budget.awareness.retrieval.RetrievalServer` in this process (as the session
 fixture does) and prints:
 
-* index build time (best of 3) and in-process ``search`` latency;
+* corpus generation (first in process, then cached) and index build time (best of 3);
+* in-process ``BM25Index.search`` latency;
 * p50/p95/p99 latency of sequential ``POST /search`` calls through one
-  :class:`~pytest_budget.awareness.retrieval.RetrievalClient` (keep-alive), target p50 < 5 ms;
-* throughput with ``--concurrency`` clients issuing queries at once, target >= 500 queries/s.
+  :class:`~pytest_budget.awareness.retrieval.RetrievalClient` (httpx, keep-alive), target
+  p50 < 5 ms;
+* throughput with ``--concurrency`` ``RetrievalClient`` clients issuing queries at once,
+  target >= 500 queries/s;
+* for comparison, the same throughput with ``--concurrency`` threads of the standard
+  library's ``http.client`` (a cheap client): what the server itself sustains.
 
 Client and server share this process (and its GIL), so the HTTP figures are conservative;
 ``--child-server`` also runs the server in its own process and reports its CPU per query.
-Exits with status 1 if a target is missed.
+Through httpx the client is the bottleneck: httpcore looks for ``sniffio`` on every request
+and, when it is not installed, that failed import (a ``sys.path`` scan) costs more than the
+server's whole answer; the script says whether ``sniffio`` is importable.  Exits with
+status 1 if a target is missed.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import importlib.util
 import itertools
+import json
 import multiprocessing
 import random
 import statistics
+import threading
 import time
 from multiprocessing.connection import Connection
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -39,6 +55,7 @@ from pytest_budget.awareness.retrieval import (
     RetrievalServer,
     wait_until_healthy,
 )
+from pytest_budget.awareness.search_corpus import RELATIONS, build_corpus
 
 P50_TARGET_MS = 5.0
 THROUGHPUT_TARGET = 500.0
@@ -77,6 +94,35 @@ def make_queries(docs: list[Document], n: int, seed: int) -> list[str]:
         words = rng.choice(docs).text.rstrip(".").split()
         queries.append(" ".join(rng.sample(words, k=min(len(words), rng.randint(2, 6)))))
     return queries
+
+
+def bundled_corpus() -> tuple[list[Document], float, float]:
+    """The search environment's corpus as documents; (docs, first build s, cached build s)."""
+    from pytest_budget.awareness.environments import SEARCH_CORPUS_SEED
+
+    start = time.perf_counter()
+    corpus = build_corpus(SEARCH_CORPUS_SEED)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    build_corpus(SEARCH_CORPUS_SEED)
+    cached = time.perf_counter() - start
+    docs = [Document(d.id, d.title, d.text) for d in corpus.documents]
+    return docs, first, cached
+
+
+def bundled_queries(n: int, seed: int) -> list[str]:
+    """Half whole questions, half hop queries (entity + relation keyword), seeded order."""
+    from pytest_budget.awareness.environments import SEARCH_CORPUS_SEED
+
+    corpus = build_corpus(SEARCH_CORPUS_SEED)
+    pool: list[str] = []
+    for question in corpus.questions:
+        pool.append(question.question)
+        if question.plan is not None:
+            keyword = RELATIONS[question.plan.relations[0]].keywords[0]
+            pool.append(f"{question.plan.start} {keyword}")
+    rng = random.Random(seed)
+    return [rng.choice(pool) for _ in range(n)]
 
 
 def _ms(seconds: float) -> str:
@@ -121,6 +167,42 @@ async def _concurrent(url: str, queries: list[str], k: int, concurrency: int) ->
             await client.aclose()
 
 
+def _stdlib_concurrent(url: str, queries: list[str], k: int, concurrency: int) -> float:
+    """Queries per second with ``concurrency`` threads, each on its own keep-alive
+    ``http.client`` connection: the server's throughput with a cheap client."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    failures: list[str] = []
+
+    def worker(share: list[str], ready: threading.Barrier) -> None:
+        conn = http.client.HTTPConnection(host, port, timeout=30)
+        headers = {"Content-Type": "application/json"}
+        ready.wait()
+        for query in share:
+            conn.request("POST", "/search", json.dumps({"query": query, "k": k}), headers)
+            response = conn.getresponse()
+            response.read()
+            if response.status != 200:
+                failures.append(f"HTTP {response.status}")
+        conn.close()
+
+    ready = threading.Barrier(concurrency + 1)
+    threads = [
+        threading.Thread(target=worker, args=(queries[i::concurrency], ready))
+        for i in range(concurrency)
+    ]
+    for thread in threads:
+        thread.start()
+    ready.wait()
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    if failures:
+        raise RuntimeError(f"{len(failures)} failed requests, first: {failures[0]}")
+    return len(queries) / elapsed
+
+
 def _serve_in_child(docs: list[Document], conn: Connection) -> None:
     """Child process: serve ``docs``, send the URL, then report CPU seconds between two pings."""
     with RetrievalServer(BM25Index(docs)) as server:
@@ -157,7 +239,8 @@ def _child_server_figures(docs: list[Document], queries: list[str], k: int, c: i
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=5_000)
+    parser.add_argument("--corpus", choices=("bundled", "random"), default="bundled")
+    parser.add_argument("--docs", type=int, default=5_000, help="--corpus random only")
     parser.add_argument("--queries", type=int, default=2_000)
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=16)
@@ -169,10 +252,25 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    start = time.perf_counter()
-    docs = make_corpus(args.docs, args.seed)
-    print(f"corpus: {len(docs)} documents generated in {time.perf_counter() - start:.2f} s")
-    queries = make_queries(docs, args.queries, args.seed)
+    if args.corpus == "bundled":
+        docs, first, cached = bundled_corpus()
+        print(
+            f"corpus: bundled search corpus, {len(docs)} documents generated in {first:.2f} s "
+            f"(again in process, cached: {1e3 * cached:.3f} ms)"
+        )
+        queries = bundled_queries(args.queries, args.seed)
+    else:
+        start = time.perf_counter()
+        docs = make_corpus(args.docs, args.seed)
+        print(
+            f"corpus: {len(docs)} random documents generated in {time.perf_counter() - start:.2f} s"
+        )
+        queries = make_queries(docs, args.queries, args.seed)
+    sniffio = importlib.util.find_spec("sniffio") is not None
+    print(
+        f"sniffio importable: {sniffio}"
+        + ("" if sniffio else " (httpcore retries the import on every request: slower client)")
+    )
 
     builds = []
     for _ in range(3):
@@ -207,6 +305,11 @@ def main() -> int:
         print(
             f"POST /search with {args.concurrency} concurrent clients: {qps:.0f} queries/s"
             f"  [target >= {THROUGHPUT_TARGET:g}]"
+        )
+        raw_qps = _stdlib_concurrent(server.url, queries, args.k, args.concurrency)
+        print(
+            f"  same with {args.concurrency} http.client threads (cheap client, not gated): "
+            f"{raw_qps:.0f} queries/s"
         )
     if args.child_server:
         _child_server_figures(docs, queries, args.k, args.concurrency)
