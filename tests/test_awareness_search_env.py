@@ -448,16 +448,86 @@ def test_observation_text_and_state() -> None:
     assert not rollout.success and rollout.meta["f1"] == 0.0
 
 
-def test_reported_tokens_replace_the_count() -> None:
-    actor = Scripted(
-        {"text": "<search>Alpha Books founder</search>", "usage": {"tokens": 900}},
-        {"text": "<answer>Cima</answer>", "usage": {"input_tokens": 40, "output_tokens": 2}},
+def test_reported_tokens_exclude_the_resent_history() -> None:
+    replies = (
+        "<search>Alpha Books founder</search>",
+        "<search>Bero Tal born</search>",
+        "<answer>Cima</answer>",
     )
-    rollout = play(actor, FixedSearcher(TINY_SEARCHER_RESULTS))
-    assert [t.usage["tokens"] for t in rollout.turns] == [900, 42]
+    # A provider's input/output split: differenced as BAGEN does chat logs.
+    split = Scripted(
+        *(
+            {"text": text, "usage": {"input_tokens": read, "output_tokens": wrote}}
+            for text, read, wrote in zip(replies, (400, 520, 610), (50, 60, 5), strict=True)
+        )
+    )
+    rollout = play(split, FixedSearcher(TINY_SEARCHER_RESULTS))
+    # 400 + 50;  (520 - 400) + 60;  (610 - 520) + 5
+    assert [t.usage["tokens"] for t in rollout.turns] == [450, 180, 95]
+    assert rollout.turns[2].info["reported_input_tokens"] == 610
+    assert rollout.turns[2].info["reported_output_tokens"] == 5
+    # A total only: the parts of the prompt read before are taken out, as the env counts them.
+    mixed = Scripted(
+        {"text": replies[0], "usage": {"tokens": 900}},
+        {"text": replies[1], "usage": {"tokens": 1500}},
+        {"text": replies[2], "usage": {"input_tokens": 700, "output_tokens": 30}},
+    )
+    rollout = play(mixed, FixedSearcher(TINY_SEARCHER_RESULTS))
+    third = mixed.seen[2].text
+    earlier = third.split("\n\nEarlier results:\n")[1].split("\n\nLatest result:")[0]
+    earlier_tokens = count_tokens("Earlier results:\n" + earlier)
+    assert earlier_tokens == 33  # 'Earlier results:' 3 + the turn-1 search block 30
+    # 900 (turn 1 re-sends nothing);  1500 - instructions;  turn 2 gave no split, so
+    # 700 - (instructions + earlier results) + 30
+    assert [t.usage["tokens"] for t in rollout.turns] == [
+        900,
+        1500 - INTRO_TOKENS,
+        700 - INTRO_TOKENS - earlier_tokens + 30,
+    ]
+    assert rollout.turns[1].info["reported_tokens"] == 1500
     bad = Scripted({"text": "<answer>Cima</answer>", "usage": {"tokens": float("nan")}})
     turn = play(bad, FixedSearcher({})).turns[0]
     assert turn.usage["tokens"] == INTRO_TOKENS + 13 + 8 and "usage_note" in turn.info
+
+
+class WholePromptReporter:
+    """Reports what a model reads: the whole prompt (every turn) plus its reply."""
+
+    name = "whole-prompt"
+
+    def __init__(self, inner: object, split: bool) -> None:
+        self.inner = inner
+        self.split = split
+
+    def act(self, observation: ActorObservation) -> dict[str, Any]:
+        text = SearchReferenceActor.act(self.inner, observation)  # type: ignore[arg-type]
+        read, wrote = count_tokens(observation.text), count_tokens(text)
+        if self.split:
+            return {"text": text, "usage": {"input_tokens": read, "output_tokens": wrote}}
+        return {"text": text, "usage": {"tokens": read + wrote}}
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["input-output", "total"])
+def test_a_model_reading_the_whole_prompt_is_not_charged_for_history_again(
+    corpus: SearchCorpus, searcher: IndexSearcher, split: bool
+) -> None:
+    plain = batch(corpus, 12, 7, SearchReferenceActor(0), searcher)
+    reported = batch(corpus, 12, 7, WholePromptReporter(SearchReferenceActor(0), split), searcher)
+    long_ones = 0
+    for counted, model in zip(plain, reported, strict=True):
+        assert [t.action for t in counted.turns] == [t.action for t in model.turns]
+        for k, (mine, theirs) in enumerate(zip(counted.turns, model.turns, strict=True)):
+            # Only the footer ("Turn k of at most 10. Your reply:"), separators and (in a
+            # difference of prompts) the re-stated question differ; the history re-sent is
+            # at least the 129 tokens of instructions.
+            assert abs(theirs.usage["tokens"] - mine.usage["tokens"]) <= 40, (k, model.id)
+        long_ones += counted.T >= 3
+        # Charging the whole prompt every turn: at least the instructions (129) more per turn.
+        whole = sum(
+            count_tokens(t.observation or "") + t.info["output_tokens"] for t in model.turns
+        )
+        assert model.total()["tokens"] <= whole - 100 * (model.T - 1)
+    assert long_ones >= 3
 
 
 def test_max_turns_and_top_k(corpus: SearchCorpus) -> None:

@@ -23,8 +23,26 @@ Usage (one dimension, ``"tokens"``)
     re-sent history is not counted again: turn 1 reads the instructions and the question;
     turn k > 1 reads the question (re-stated every turn) and the *latest result* block (the
     passages retrieved by turn k-1's search, or the note that turn k-1 was not used).
-    ``info["input_tokens"]`` and ``info["output_tokens"]`` keep the two parts.  When the
-    actor reports its own count (``actor_reply(...).tokens``) that count is the turn's usage.
+    ``info["input_tokens"]`` and ``info["output_tokens"]`` keep the two parts.
+
+    An actor may report the provider's counts instead (a reply ``{"text": ..., "usage":
+    {...}}``).  A model reads the whole self-contained prompt every turn, so its reported
+    input includes the re-sent history, which is taken out again:
+
+    * ``usage`` with ``input_tokens`` and ``output_tokens``: as BAGEN differences chat logs,
+      the turn's new input is ``input_1`` on turn 1 and ``max(0, input_k - input_(k-1))``
+      after it (the prompt grows by what is new; it never contains the previous reply, so
+      nothing else is subtracted), and the turn's usage is that plus ``output_k`` in full
+      (hidden reasoning included).  When turn k-1 reported no split, the re-sent part is
+      subtracted as below.
+    * ``usage`` with a total ``tokens`` only: usage = ``max(0, tokens - resent_k)``, where
+      ``resent_k`` is what the environment counts for the parts of the prompt the model has
+      read before (the instructions and the earlier results; 0 on turn 1).
+    * Nothing usable (absent, negative, not finite): the environment's own count above, with
+      ``info["usage_note"]`` saying why.
+
+    ``info["reported_input_tokens"]`` / ``["reported_output_tokens"]`` /
+    ``["reported_tokens"]`` keep what was reported.
 
 Outcome
     ``success`` is SQuAD-style normalized exact match of the answer with the gold answer or
@@ -366,6 +384,19 @@ def _new_input_tokens(
     return count_tokens(question_block) + count_tokens("Latest result:\n" + latest)
 
 
+def _resent_tokens(
+    question: str, history: Sequence[SearchStep], *, preset: SearchPreset, turn: int
+) -> int:
+    """Tokens of the prompt's parts the model read on earlier turns (0 on turn 1)."""
+    if not history:
+        return 0
+    intro, _, earlier, _ = _sections(question, history, preset=preset, turn=turn)
+    resent = count_tokens(intro)
+    if earlier:
+        resent += count_tokens("Earlier results:\n" + earlier)
+    return resent
+
+
 # --------------------------------------------------------------------------- rollouts
 
 
@@ -397,15 +428,64 @@ def question_order(corpus: SearchCorpus, n: int, seed: int) -> list[Question]:
     return out[:n]
 
 
-def _turn_tokens(read: int, reply: ActorReply) -> tuple[float, str | None]:
-    """Tokens for the turn and, when a reported count had to be ignored, why."""
+def _count_or_none(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _reported_split(raw: Any) -> tuple[float, float] | None:
+    """``(input_tokens, output_tokens)`` when the raw reply reports both, usable."""
+    usage = raw.get("usage") if isinstance(raw, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return None
+    read = _count_or_none(usage.get("input_tokens"))
+    wrote = _count_or_none(usage.get("output_tokens"))
+    return None if read is None or wrote is None else (read, wrote)
+
+
+def _whole(number: float) -> float:
+    return int(number) if float(number).is_integer() else number
+
+
+@dataclass(frozen=True)
+class _TurnUsage:
+    tokens: float
+    info: dict[str, Any]
+    prompt_tokens: float | None  # the reported input, for the next turn's difference
+
+
+def _turn_usage(
+    read: int,
+    resent: int,
+    reply: ActorReply,
+    split: tuple[float, float] | None,
+    previous_prompt: float | None,
+    turn: int,
+) -> _TurnUsage:
+    """The turn's tokens by the rules of the module docstring."""
+    if split is not None:
+        reported_in, reported_out = split
+        if turn == 1:
+            new_input = reported_in
+        elif previous_prompt is not None:
+            new_input = max(0.0, reported_in - previous_prompt)
+        else:
+            new_input = max(0.0, reported_in - resent)
+        info = {
+            "reported_input_tokens": _whole(reported_in),
+            "reported_output_tokens": _whole(reported_out),
+        }
+        return _TurnUsage(_whole(new_input + reported_out), info, reported_in)
     counted = read + count_tokens(reply.text)
     if reply.tokens is None:
-        return counted, None
+        return _TurnUsage(counted, {}, None)
     if not math.isfinite(reply.tokens) or reply.tokens < 0:
-        return counted, f"reported tokens {reply.tokens!r} ignored; counted instead"
-    reported = reply.tokens
-    return (int(reported) if float(reported).is_integer() else reported), None
+        note = f"reported tokens {reply.tokens!r} ignored; counted instead"
+        return _TurnUsage(counted, {"usage_note": note}, None)
+    tokens = max(0.0, reply.tokens - resent)
+    return _TurnUsage(_whole(tokens), {"reported_tokens": _whole(reply.tokens)}, None)
 
 
 async def _search(
@@ -443,9 +523,11 @@ async def run_rollout(
     end_reason = "max_turns"
     prediction: str | None = None
     agent_error: str | None = None
+    previous_prompt: float | None = None  # the reported input of the previous turn
     for number in range(1, preset.max_turns + 1):
         text = search_prompt(question.question, history, preset=preset, turn=number)
         read = _new_input_tokens(question.question, history, preset=preset, turn=number)
+        resent = _resent_tokens(question.question, history, preset=preset, turn=number)
         state = SearchState(
             question.id,
             question.question,
@@ -469,15 +551,15 @@ async def run_rollout(
             turns.append(Turn({"tokens": read}, text, None, failed))
             break
         reply = actor_reply(raw)
-        tokens, usage_note = _turn_tokens(read, reply)
+        usage = _turn_usage(read, resent, reply, _reported_split(raw), previous_prompt, number)
+        tokens, previous_prompt = usage.tokens, usage.prompt_tokens
         parsed = parse_action(reply.text)
         info: dict[str, Any] = {
             "action": parsed.kind or "invalid",
             "input_tokens": read,
             "output_tokens": count_tokens(reply.text),
         }
-        if usage_note is not None:
-            info["usage_note"] = usage_note
+        info.update(usage.info)
         if parsed.kind == "search":
             passages = await _search(searcher, parsed.text, preset.top_k, rollout_id, number)
             info["query"] = parsed.text
