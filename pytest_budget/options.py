@@ -47,6 +47,8 @@ AWARENESS_ENVS: tuple[str, ...] = (
 )  # fmt: skip
 #: ``--budget-record-mode``: how model calls are recorded and replayed (VCR-style).
 RECORD_MODES = ("none", "once", "new", "all")
+#: Retries of a transient model-call failure after the first attempt.
+DEFAULT_RETRIES = 5
 #: Roles whose agent may be named per role in ini ``budget_role_agents``.
 ROLE_NAMES = ("planner", "solver", "estimator", "actor", "tool_agent")
 #: ``--budget-rollout-format``: how ``--budget-rollouts`` files are read.
@@ -153,6 +155,8 @@ class BudgetOptions:
     record_mode: str = "new"
     price_file: str | None = None
     prices: tuple[str, ...] = ()
+    retries: int = 5
+    retry_max_s: float = 300.0
     role_agents: dict[str, str] = field(default_factory=dict)
     model_timeout: float = 60.0
     rollout_format: str = "auto"
@@ -305,11 +309,14 @@ def parse_options(
     except ValueError as exc:
         raise OptionError(str(exc)) from None
 
-    cache_value = get_ini("budget_cache_dir")
+    cache_option = get_option("budget_cache_dir")
+    cache_value = cache_option or get_ini("budget_cache_dir")
     cache_dir: str | None = None
     if cache_value:
         cache_path = Path(str(cache_value))
-        cache_dir = str(cache_path if cache_path.is_absolute() else Path(rootdir) / cache_path)
+        # A command-line path is relative to where pytest was started, an ini one to rootdir.
+        anchor = Path(invocation_dir) if cache_option else Path(rootdir)
+        cache_dir = str(cache_path if cache_path.is_absolute() else anchor / cache_path)
 
     report_value = get_option("budget_report")
     report_path = str((base / report_value).resolve()) if report_value else None
@@ -369,6 +376,25 @@ def parse_options(
     price_file = str((base / price_value).resolve()) if price_value else None
     if price_file and not Path(price_file).is_file():
         raise OptionError(f"--budget-price-file: no such file {price_file}")
+    prices = tuple(str(line) for line in (get_ini("budget_prices") or ()))
+    from pytest_budget.models.prices import PriceTableError, load_price_table
+
+    try:
+        load_price_table(prices, price_file)  # a typo is a usage error before anything runs
+    except PriceTableError as exc:
+        raise OptionError(str(exc)) from None
+    retries = _positive_int(
+        "--budget-retries",
+        get_option("budget_retries") or get_ini("budget_retries") or DEFAULT_RETRIES,
+        minimum=0,
+    )
+    retry_value = get_option("budget_retry_max_s") or get_ini("budget_retry_max_s") or 300
+    try:
+        retry_max_s = float(retry_value)
+    except ValueError:
+        raise OptionError(f"--budget-retry-max-s: {retry_value!r} is not seconds") from None
+    if not math.isfinite(retry_max_s) or retry_max_s < 0:
+        raise OptionError(f"--budget-retry-max-s: must be >= 0, got {retry_value}")
     role_agents: dict[str, str] = {}
     for line in get_ini("budget_role_agents") or ():
         text = str(line).strip()
@@ -484,7 +510,9 @@ def parse_options(
         max_usd=max_usd,
         record_mode=record_mode,
         price_file=price_file,
-        prices=tuple(str(line) for line in (get_ini("budget_prices") or ())),
+        prices=prices,
+        retries=retries,
+        retry_max_s=retry_max_s,
         role_agents=role_agents,
         model_timeout=model_timeout,
         rollout_cap=rollout_cap,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -183,6 +185,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="price table for model calls (USD per million input/output/cached tokens)",
     )
     group.addoption("--budget-model-timeout", help="seconds per model HTTP call (default 60)")
+    group.addoption(
+        "--budget-cache-dir",
+        metavar="DIR",
+        help="where Phase 0 results and recorded model calls are kept (default: inside "
+        "pytest's cache directory, .pytest_cache/d/pytest_budget)",
+    )
+    group.addoption(
+        "--budget-retries",
+        help="retries of a model call after a 429, 5xx, timeout or dropped connection (default 5)",
+    )
+    group.addoption(
+        "--budget-retry-max-s",
+        help="give up retrying a model call after this many seconds in all (default 300)",
+    )
     parser.addini(
         "budget_snapshot_dir",
         "directory for score snapshots, relative to rootdir",
@@ -219,6 +235,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini("budget_model_timeout", "seconds per model HTTP call", default="")
+    parser.addini("budget_retries", "retries of a failed model call (default 5)", default="")
+    parser.addini(
+        "budget_retry_max_s", "seconds after which a model call stops retrying", default=""
+    )
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -246,6 +266,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(_RunReporter(config, session), "budget-run")
     _check_model_agents(options)
+    _set_up_model_runtime(config, session)
     if options.suites:
         _add_suite_paths(config, options)
         if options.pools:
@@ -304,6 +325,79 @@ def _check_model_agents(options: BudgetOptions) -> None:
             check_provider_config(provider, model, options.base_url, options.api_key_env)
         except (ProviderConfigError, ValueError) as exc:
             raise pytest.UsageError(f"--budget-agent={name}: {exc}") from None
+
+
+RUNTIME_PAYLOAD_KEY = "budget_model_runtime"
+
+
+def _pytest_cache_root(config: pytest.Config) -> Path:
+    """Where pytest's cache plugin keeps plugin data (``<cache_dir>/d/pytest_budget``)."""
+    try:
+        value = str(config.getini("cache_dir") or ".pytest_cache")
+    except ValueError:  # -p no:cacheprovider: the ini key is not registered
+        value = ".pytest_cache"
+    root = Path(value).expanduser()
+    if not root.is_absolute():
+        root = config.rootpath / root
+    return root / "d" / "pytest_budget"
+
+
+def _set_up_model_runtime(config: pytest.Config, session: BudgetSession) -> None:
+    """Give the run's model agents their runtime (record/replay, retries, spend cap).
+
+    The controller decides the settings, checks prices and the endpoints up front, and
+    hands the settings to xdist workers through ``workerinput``.
+    """
+    from pytest_budget.models.run import (
+        config_from_payload,
+        model_agents,
+        new_runtime_config,
+        price_table,
+        unpriced_models,
+    )
+    from pytest_budget.models.runtime import ModelRuntime
+
+    options = session.options
+    agents = model_agents(options)
+    if not agents:
+        return
+    if _is_worker(config):
+        payload = config.workerinput.get(RUNTIME_PAYLOAD_KEY)  # type: ignore[attr-defined]
+        if payload is None:
+            return
+        runtime_config = config_from_payload(json.loads(payload))
+    else:
+        table = price_table(options)
+        missing = unpriced_models(options, table)
+        if options.max_usd is not None and missing:
+            raise pytest.UsageError(
+                f"--budget-max-usd: no price for {', '.join(missing)}; add a line "
+                "'MODEL = INPUT_USD OUTPUT_USD' (per million tokens) to ini budget_prices or "
+                "--budget-price-file"
+            )
+        cache_root = options.cache_dir or str(_pytest_cache_root(config))
+        runtime_config = new_runtime_config(
+            options, cache_root=cache_root, run_id=f"{os.getpid()}-{os.urandom(6).hex()}"
+        )
+        if options.suites:
+            _preflight(options, agents, runtime_config)
+    session.memo["model-runtime-config"] = runtime_config
+    session.memo["model-runtime-factory"] = ModelRuntime(runtime_config, price_table(options))
+
+
+def _preflight(options: BudgetOptions, agents: list[tuple[str, str]], runtime_config: Any) -> None:
+    """One free request per endpoint before any call is paid for (skipped when every
+    model's calls will be replayed)."""
+    from pytest_budget.models.preflight import PreflightError, preflight
+    from pytest_budget.models.provider import ProviderConfigError
+
+    for provider, model in agents:
+        if runtime_config.mode_for(provider, model) == "none":
+            continue
+        try:
+            preflight(provider, model, base_url=options.base_url, api_key_env=options.api_key_env)
+        except (PreflightError, ProviderConfigError) as exc:
+            raise pytest.UsageError(f"--budget-agent={provider}:{model}: {exc}") from None
 
 
 def _check_search_url(url: str) -> None:
@@ -368,40 +462,114 @@ def pytest_runtest_makereport(
     return report
 
 
+_PROGRESS_EVERY_S = 2.0
+
+
 class _RunReporter:
     """Registered per run in ``pytest_configure``: merges cells, prints tables, writes JSON."""
 
     def __init__(self, config: pytest.Config, session: BudgetSession) -> None:
         self.config = config
         self.session = session
+        self.tests_total = 0
+        self.tests_done = 0
+        self.spend_skipped = 0
+        self._last_progress = -math.inf
 
     def pytest_sessionstart(self) -> None:
         # config.cache exists only after every plugin's pytest_configure has run.
         self.session.options = _with_cache_dir(self.session.options, self.config)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist: every worker gets the controller's runtime settings (one ledger, one
+        record-mode decision)."""
+        from pytest_budget.models.run import config_to_payload
+
+        runtime_config = self.session.memo.get("model-runtime-config")
+        if runtime_config is not None:
+            node.workerinput[RUNTIME_PAYLOAD_KEY] = json.dumps(config_to_payload(runtime_config))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not _is_worker(self.config) and session.items:
+            self.tests_total = len(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.tests_total = max(self.tests_total, len(ids))
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if _is_worker(self.config):
+            return
+        from pytest_budget.models.run import SPEND_SKIP_MARK
+
+        if report.skipped and SPEND_SKIP_MARK in str(report.longrepr):
+            self.spend_skipped += 1
+        if report.when == "teardown":
+            self.tests_done += 1
+            self._progress()
         record = getattr(report, "budget_cell", None)
-        if record is None or report.when != "call" or _is_worker(self.config):
+        if record is None or report.when != "call":
             return
         cell = json.loads(record)
         cell["test_outcome"] = report.outcome
         cell["duration_s"] = round(report.duration, 4)
         self.session.add_cell(cell)
 
+    def _ledger_state(self) -> Any:
+        from pytest_budget.models.ledger import SpendLedger
+
+        runtime_config = self.session.memo.get("model-runtime-config")
+        if runtime_config is None or runtime_config.ledger_path is None:
+            return None, None
+        return runtime_config, SpendLedger(runtime_config.ledger_path).read()
+
+    def _progress(self) -> None:
+        """A live line of model calls, tokens and spend (throttled; silent under -q)."""
+        from pytest_budget.models.run import progress_line
+
+        if self.config.get_verbosity() < 0:
+            return
+        now = time.monotonic()
+        if now - self._last_progress < _PROGRESS_EVERY_S:
+            return
+        runtime_config, state = self._ledger_state()
+        if state is None or not (state.count("calls") or state.count("replayed")):
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        self._last_progress = now
+        reporter.ensure_newline()
+        reporter.write_line(progress_line(runtime_config, state, self.tests_done, self.tests_total))
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_budget.models.run import summary_line
+
         if _is_worker(self.config):
             return
         for title, lines in self.session.table_lines():
             terminalreporter.write_sep("=", title)
             for line in lines:
                 terminalreporter.write_line(line)
+        runtime_config, state = self._ledger_state()
+        if state is not None:
+            terminalreporter.write_sep("=", "budget: model calls")
+            for line in summary_line(runtime_config, state, self.spend_skipped):
+                terminalreporter.write_line(line)
         if self.session.options.report_path:
             terminalreporter.write_line(f"budget report: {self.session.options.report_path}")
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
-        if not _is_worker(self.config):
-            self.session.write_report()
+        from pytest_budget.models.run import models_report
+
+        if _is_worker(self.config):
+            return
+        runtime_config, state = self._ledger_state()
+        if state is not None:
+            self.session.extra["models"] = models_report(runtime_config, state, self.spend_skipped)
+        self.session.write_report()
 
 
 def pytest_assertrepr_compare(

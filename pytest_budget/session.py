@@ -37,6 +37,8 @@ class BudgetSession:
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Per-worker memo for expensive shared work (pools, Phase 0), keyed by the caller.
     memo: dict[Any, Any] = field(default_factory=dict)
+    # Run-level report blocks besides the cells (e.g. ``models``: calls, tokens, spend).
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def add_cell(self, record: Mapping[str, Any]) -> None:
         """Keep the latest record per node id (a rerun replaces the earlier one)."""
@@ -66,4 +68,5 @@ class BudgetSession:
             duration_s=time.perf_counter() - self.started,
             seed=self.options.seed,
         )
+        report.update(self.extra)
         return write_report(self.options.report_path, report)

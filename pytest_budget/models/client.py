@@ -2,7 +2,8 @@
 
 No vendor SDK: each client builds the provider's JSON request, posts it with
 ``httpx.AsyncClient`` and parses the answer into one :class:`ChatResult`.  There are no
-retries here; a failed call raises :class:`ModelCallError` once.
+retries here; a failed call raises :class:`ModelCallError` once (the runtime in
+:mod:`pytest_budget.models.runtime` retries the transient ones).
 
 Messages are provider-style dicts (``{"role": "user", "content": "..."}``).  The OpenAI client
 sends them as they are; the Anthropic client moves ``system`` messages into the top-level
@@ -52,7 +53,12 @@ class ModelCallError(Exception):
 
     ``status`` is the HTTP status (None when no response arrived), ``reason`` a short,
     key-free explanation (an error body is truncated), ``retry_after`` the raw
-    ``Retry-After`` header if the server sent one.
+    ``Retry-After`` header and ``retry_after_ms`` the raw ``retry-after-ms`` header if the
+    server sent them.  ``kind`` says what went wrong: ``"http"`` (an error status),
+    ``"timeout"``, ``"transport"`` (refused or dropped connection), ``"malformed"`` (a 2xx
+    answer whose body is not a JSON object, e.g. truncated), ``"unusable"`` (valid JSON
+    without what the provider's format needs), or, from the runtime, ``"not_recorded"``
+    (replay-only mode without a recording) and ``"spend_cap"`` (``--budget-max-usd`` reached).
     """
 
     def __init__(
@@ -63,12 +69,16 @@ class ModelCallError(Exception):
         *,
         status: int | None = None,
         retry_after: str | None = None,
+        retry_after_ms: str | None = None,
+        kind: str = "http",
     ) -> None:
         self.provider = provider
         self.model = model
         self.reason = reason
         self.status = status
         self.retry_after = retry_after
+        self.retry_after_ms = retry_after_ms
+        self.kind = kind
         where = f"{provider}:{model}"
         if status is not None:
             where = f"{where}: HTTP {status}"
@@ -280,35 +290,52 @@ class ChatClient:
                 timeout=httpx.Timeout(self.timeout),
             )
         except httpx.TimeoutException:
-            raise self._error(f"timed out after {self.timeout:g} s") from None
+            raise self._error(f"timed out after {self.timeout:g} s", kind="timeout") from None
         except httpx.HTTPError as exc:
             detail = _truncate(_mask(str(exc), self._key)) or "no detail"
-            raise self._error(f"{type(exc).__name__}: {detail}") from None
+            raise self._error(f"{type(exc).__name__}: {detail}", kind="transport") from None
         if not response.is_success:
             reason = _truncate(_mask(_error_reason(response), self._key))
             raise self._error(
-                reason, status=response.status_code, retry_after=response.headers.get("retry-after")
+                reason,
+                status=response.status_code,
+                retry_after=response.headers.get("retry-after"),
+                retry_after_ms=response.headers.get("retry-after-ms"),
             )
         try:
             body = response.json()
         except ValueError:
             snippet = _truncate(_mask(response.text, self._key), 80)
             raise self._error(
-                f"response is not JSON: {snippet!r}", status=response.status_code
+                f"response is not JSON: {snippet!r}", status=response.status_code, kind="malformed"
             ) from None
         if not isinstance(body, Mapping):
-            raise self._error("response is not a JSON object", status=response.status_code)
+            raise self._error(
+                "response is not a JSON object", status=response.status_code, kind="malformed"
+            )
         try:
             return self.parse_response(body)
         except ValueError as exc:
             reason = _truncate(_mask(f"malformed response: {exc}", self._key))
-            raise self._error(reason, status=response.status_code) from None
+            raise self._error(reason, status=response.status_code, kind="unusable") from None
 
     def _error(
-        self, reason: str, *, status: int | None = None, retry_after: str | None = None
+        self,
+        reason: str,
+        *,
+        status: int | None = None,
+        retry_after: str | None = None,
+        retry_after_ms: str | None = None,
+        kind: str = "http",
     ) -> ModelCallError:
         return ModelCallError(
-            self.provider, self.model, reason, status=status, retry_after=retry_after
+            self.provider,
+            self.model,
+            reason,
+            status=status,
+            retry_after=retry_after,
+            retry_after_ms=retry_after_ms,
+            kind=kind,
         )
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "ProviderConfigError",
     "build_chat_client",
     "check_provider_config",
+    "endpoint_settings",
     "key_required",
     "provider_factory",
 ]
@@ -127,6 +128,19 @@ def check_provider_config(
     if not model:
         raise ProviderConfigError(f"{provider}: no model name given, e.g. {provider}:MODEL")
     _api_key(provider, model, _base_url(provider, base_url), api_key_env)
+
+
+def endpoint_settings(
+    provider: str, model: str, base_url: str | None, api_key_env: str | None
+) -> tuple[str, str | None]:
+    """The base URL a client for ``provider:model`` would use, and its key (or None).
+
+    For callers that talk to the endpoint outside a chat call (the preflight check); the key
+    must only ever go into a request header.
+    """
+    _check_provider(provider)
+    url = _base_url(provider, base_url)
+    return url, _api_key(provider, model, url, api_key_env)
 
 
 def build_chat_client(

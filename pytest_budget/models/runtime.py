@@ -1,0 +1,296 @@
+"""The model runtime: what happens around every model call of a run.
+
+:meth:`ModelRuntime.wrap` turns a bare chat client into a :class:`RuntimeChatModel` with the
+client's ``complete`` signature.  Each call, in order:
+
+1. **Replay**: the request's recording is returned when the record mode allows it
+   (:mod:`pytest_budget.models.recorder`); nothing is sent and nothing is spent.
+2. **Spend cap**: the call's worst-case cost is reserved in the run's shared ledger
+   (:mod:`pytest_budget.models.ledger`); past ``--budget-max-usd`` the call is refused.
+3. **Concurrency**: at most ``--budget-concurrency`` calls per process are in flight; after
+   a 429 that limit is halved (at most once a second, never below 1), and it grows back by
+   one after every 20 successes in a row (additive increase, multiplicative decrease).
+4. **Retries**: transient failures are retried with backoff, honouring the server's
+   ``Retry-After`` (:mod:`pytest_budget.models.retry`).
+5. **Bookkeeping**: the answer is recorded, its cost (from the price table) and token counts
+   go to the ledger, and its usage is charged to the current :class:`~pytest_budget.budget.
+   Meter` if one is active (replayed calls charge it too, so caps bind the same way).
+
+A failure that survives the retries, a refused call and a missing recording raise
+:class:`~pytest_budget.models.client.ModelCallError` with a one-line reason; the suites
+report it as that probe's or turn's error and the cell goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from pytest_budget.budget import Usage, current_meter
+from pytest_budget.models.client import ChatClient, ChatResult, ModelCallError, ToolSpec
+from pytest_budget.models.ledger import SpendLedger
+from pytest_budget.models.prices import PriceTable
+from pytest_budget.models.recorder import CallRecorder, request_key
+from pytest_budget.models.retry import RetryPolicy, call_with_retries
+from pytest_budget.models.usage import TokenUsage
+from pytest_budget.tokens import count_tokens
+
+__all__ = ["AdaptiveLimit", "ModelRuntime", "RuntimeChatModel", "RuntimeConfig"]
+
+_GROW_AFTER = 20  # successes in a row before the limit grows by one
+_SHRINK_EVERY_S = 1.0  # at most one halving per second (a burst of 429s is one signal)
+# Prompt tokens are estimated for the reservation; real tokenizers split finer than the
+# reference one, so the estimate is padded.
+_PROMPT_PAD = 1.5
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """Settings of one run's runtime (plain values, the same in every process)."""
+
+    record_mode: str = "new"
+    cache_dir: str | None = None
+    ledger_path: str | None = None
+    max_usd: float | None = None
+    concurrency: int = 8
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # ``once`` resolved per "provider:model" by the controller before the run.
+    resolved_modes: Mapping[str, str] = field(default_factory=dict)
+
+    def mode_for(self, provider: str, model: str) -> str:
+        return self.resolved_modes.get(f"{provider}:{model}", self.record_mode)
+
+
+class AdaptiveLimit:
+    """A per-process limit on calls in flight that backs off on 429s (AIMD).
+
+    anyio primitives belong to one event loop and the suites open one loop per cell, so
+    the :class:`anyio.CapacityLimiter` is rebuilt when the loop changes; the current limit
+    carries over.
+    """
+
+    def __init__(self, maximum: int) -> None:
+        if maximum < 1:
+            raise ValueError(f"concurrency must be >= 1, got {maximum}")
+        self.maximum = maximum
+        self.limit = maximum
+        self.lowest = maximum
+        self._streak = 0
+        self._last_shrink = -math.inf
+        self._token: object | None = None
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._lock = threading.Lock()
+
+    def limiter(self) -> anyio.CapacityLimiter:
+        token = anyio.lowlevel.current_token()
+        if self._limiter is None or self._token is not token:
+            self._token = token
+            self._limiter = anyio.CapacityLimiter(self.limit)
+        return self._limiter
+
+    def _apply(self) -> None:
+        if self._limiter is not None:
+            self._limiter.total_tokens = self.limit
+
+    def rate_limited(self) -> None:
+        with self._lock:
+            self._streak = 0
+            now = time.monotonic()
+            if now - self._last_shrink < _SHRINK_EVERY_S:
+                return
+            self._last_shrink = now
+            self.limit = max(1, self.limit // 2)
+            self.lowest = min(self.lowest, self.limit)
+        self._apply()
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._streak += 1
+            if self._streak < _GROW_AFTER or self.limit >= self.maximum:
+                return
+            self._streak = 0
+            self.limit += 1
+        self._apply()
+
+
+@dataclass
+class _Stats:
+    """This process's counters (the ledger holds the run's)."""
+
+    calls: int = 0
+    replayed: int = 0
+    errors: int = 0
+    refused: int = 0
+
+
+class ModelRuntime:
+    """One per process: the recorder, the ledger, the price table and the limit."""
+
+    def __init__(self, config: RuntimeConfig, prices: PriceTable | None = None) -> None:
+        self.config = config
+        self.prices = prices or PriceTable({})
+        self.recorder = CallRecorder(config.cache_dir) if config.cache_dir else None
+        self.ledger = (
+            SpendLedger(config.ledger_path, config.max_usd) if config.ledger_path else None
+        )
+        self.limit = AdaptiveLimit(config.concurrency)
+        self.stats = _Stats()
+        self._rng = random.Random()  # jitter only: timing, never results
+
+    def wrap(self, client: ChatClient) -> RuntimeChatModel:
+        return RuntimeChatModel(client, self)
+
+    __call__ = wrap  # the provider factory's ``chat_model`` callable
+
+    def exhausted(self) -> bool:
+        """Whether the run's spend cap is reached (no ledger or no cap: never)."""
+        return self.ledger is not None and self.ledger.exhausted()
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    def _count(self, cost: float = 0.0, release: float = 0.0, **counts: int) -> None:
+        if self.ledger is not None:
+            self.ledger.record(cost_usd=cost, release_usd=release, counts=counts)
+
+    def _usage_counts(self, usage: TokenUsage) -> dict[str, int]:
+        if not usage.reported:
+            return {"unreported_usage": 1}
+        return {
+            "input_tokens": usage.input,
+            "output_tokens": usage.output,
+            "reasoning_tokens": usage.reasoning,
+            "cached_read_tokens": usage.cached_read,
+            "cached_write_tokens": usage.cached_write,
+        }
+
+
+def _charge_meter(usage: TokenUsage, cost: float) -> None:
+    meter = current_meter()
+    if meter is None:
+        return
+    amounts: dict[str, float] = {}
+    if usage.reported:
+        amounts["tokens"] = float(usage.total)
+    if cost:
+        amounts["usd"] = cost
+    if amounts:
+        meter.charge(Usage(**amounts))
+
+
+class RuntimeChatModel:
+    """A chat client behind the runtime; has the client's ``complete`` signature."""
+
+    def __init__(self, client: ChatClient, runtime: ModelRuntime) -> None:
+        self.client = client
+        self.runtime = runtime
+        self.provider = client.provider
+        self.model = client.model
+
+    def __repr__(self) -> str:
+        return f"RuntimeChatModel({self.client!r})"
+
+    def _error(self, reason: str, kind: str) -> ModelCallError:
+        return ModelCallError(self.provider, self.model, reason, kind=kind)
+
+    def _reservation(
+        self, messages: Sequence[Mapping[str, Any]], max_tokens: int, tools: object
+    ) -> float:
+        price = self.runtime.prices.lookup(self.provider, self.model)
+        if price is None:
+            return 0.0
+        prompt = json.dumps([dict(m) for m in messages], default=str) + json.dumps(
+            tools, default=str
+        )
+        estimate = TokenUsage(
+            input=math.ceil(count_tokens(prompt) * _PROMPT_PAD), output=max_tokens, reported=True
+        )
+        return price.cost(estimate)
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> ChatResult:
+        runtime = self.runtime
+        mode = runtime.config.mode_for(self.provider, self.model)
+        body = self.client.build_request(
+            messages, max_tokens=max_tokens, temperature=temperature, tools=tools
+        )
+        key = request_key(self.provider, body)
+        recorder = runtime.recorder
+        if recorder is not None and mode in ("new", "none"):
+            recorded = recorder.load(self.provider, self.model, key, body)
+            if recorded is not None:
+                runtime.stats.replayed += 1
+                runtime._count(replayed=1)  # token counters are for live (paid) calls
+                price = runtime.prices.lookup(self.provider, self.model)
+                _charge_meter(recorded.usage, price.cost(recorded.usage) if price else 0.0)
+                return recorded
+        if mode == "none":
+            runtime._count(not_recorded=1)
+            raise self._error(
+                f"no recorded answer for this request (record mode "
+                f"{runtime.config.record_mode!r}, cache {runtime.config.cache_dir}); record it "
+                "with --budget-record-mode=new",
+                "not_recorded",
+            )
+
+        reserved = self._reservation(messages, max_tokens, body.get("tools"))
+        ledger = runtime.ledger
+        if ledger is not None and not ledger.reserve(reserved):
+            runtime.stats.refused += 1
+            raise self._error(
+                f"spend cap ${ledger.max_usd:g} reached (${ledger.read().spent_usd:.4f} spent); "
+                "no further model calls are made",
+                "spend_cap",
+            )
+
+        def on_retry(error: BaseException, wait_s: float) -> None:
+            rate_limited = isinstance(error, ModelCallError) and error.status == 429
+            if rate_limited:
+                runtime.limit.rate_limited()
+            runtime._count(retries=1, rate_limited=int(rate_limited))
+
+        async def attempt() -> ChatResult:
+            async with runtime.limit.limiter():
+                return await self.client.complete(
+                    messages, max_tokens=max_tokens, temperature=temperature, tools=tools
+                )
+
+        try:
+            result = await call_with_retries(
+                attempt, runtime.config.retry, on_retry=on_retry, rng=runtime._rng
+            )
+        except ModelCallError as exc:
+            runtime.stats.errors += 1
+            runtime._count(release=reserved, errors=1, rate_limited=int(exc.status == 429))
+            raise
+        except BaseException:
+            runtime._count(release=reserved)
+            raise
+        runtime.limit.succeeded()
+        price = runtime.prices.lookup(self.provider, self.model)
+        cost = price.cost(result.usage) if price is not None else 0.0
+        if recorder is not None:
+            recorder.store(self.provider, self.model, key, body, result)
+        runtime.stats.calls += 1
+        runtime._count(
+            cost=cost,
+            release=reserved,
+            calls=1,
+            unpriced=int(price is None),
+            **runtime._usage_counts(result.usage),
+        )
+        _charge_meter(result.usage, cost)
+        return result
