@@ -65,6 +65,11 @@ def test_logged_rollouts_score_every_reference_estimator(pytester: pytest.Pytest
     assert oracle["actor"] == "logged" and oracle["rollouts"]["rollouts"] == 24
     impossible = next(c for c in cells if c["agent"] == "always-impossible")
     assert impossible["scores"]["false_abort_rate"] == 1.0
+    # a 0 that comes from an empty class says so in the cell, next to the score
+    assert oracle["notes"] == {}
+    assert impossible["notes"]["macro_f1_all"].startswith(
+        "F1_feasible = 0: no probe is predicted feasible"
+    )
 
 
 def test_xdist_gives_the_same_table(pytester: pytest.Pytester) -> None:
