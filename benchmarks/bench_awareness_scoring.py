@@ -1,6 +1,6 @@
 """Benchmarks for awareness scoring (DESIGN §6: scoring 100k probes well under a second).
 
-    /tmp/venv/bin/pytest benchmarks/bench_awareness_scoring.py -p no:cacheprovider --benchmark-only
+    pytest benchmarks/bench_awareness_scoring.py -p no:cacheprovider --benchmark-only
 
 Two workloads: every metric over 100k pre-built probe records (``score_probes``, the
 vectorised core), and the whole replay path for 100k probes answered by an async estimator

@@ -2,7 +2,7 @@
 
 Run with::
 
-    /tmp/venv/bin/python benchmarks/bench_awareness_warehouse.py [--n 128] [--seed 42]
+    python benchmarks/bench_awareness_warehouse.py [--n 128] [--seed 42]
 
 Prints, for the reference actor and its noisy variant, the time to roll ``n`` episodes out
 (``concurrency=8``; the first run pays imports and the panel load, then the best of three),

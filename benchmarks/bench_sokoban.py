@@ -2,7 +2,7 @@
 
 Run with::
 
-    /tmp/venv/bin/pytest benchmarks/bench_sokoban.py -p no:cacheprovider --benchmark-only
+    pytest benchmarks/bench_sokoban.py -p no:cacheprovider --benchmark-only
 
 Each benchmark generates a batch of levels with the spec defaults (reverse-play DFS with
 ``max_states=300_000``) and solves every one with the reference BFS, the same work the
