@@ -91,7 +91,8 @@ class AdaptiveLimit:
         self._lock = threading.Lock()
 
     def limiter(self) -> anyio.CapacityLimiter:
-        token = anyio.lowlevel.current_token()
+        # The token wraps the running loop; a new wrapper per call, so compare the loop.
+        token = anyio.lowlevel.current_token().native_token
         if self._limiter is None or self._token is not token:
             self._token = token
             self._limiter = anyio.CapacityLimiter(self.limit)
