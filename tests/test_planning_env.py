@@ -555,6 +555,24 @@ def test_reset_forgets_state_and_ids() -> None:
     assert result.error_kind == "bad_id"
 
 
+def test_answer_problem_accepts_only_returned_goal_ids() -> None:
+    env = TravelEnv("dining", 1, "<Query00005>")
+    fake = "TravelDining-0123abcd"
+    assert "not returned by a tool call" in str(env.answer_problem(fake))
+    for bad in ("done", "", "TravelDining-XYZ", "DiningPreference-0123abcd", f"{fake}x"):
+        problem = env.answer_problem(bad)
+        assert problem is not None and problem.startswith("[ERROR] Answer: wrong id format")
+        assert "TravelDining-<8 hex>" in problem
+    goal_id, _ = _play(env, [t.name for t in atomic_chain("dining", 1)], _any("dining"))
+    assert goal_id.startswith("TravelDining-")
+    assert env.answer_problem(goal_id) is None
+    assert env.answer_problem(f"  {goal_id}\n") is None  # surrounding space is not the id
+    other = goal_id[:-1] + ("0" if goal_id[-1] != "0" else "1")  # well formed, not issued
+    assert "not returned by a tool call" in str(env.answer_problem(other))
+    env.reset()  # ids issued before a reset (a preference change) are void
+    assert "not returned by a tool call" in str(env.answer_problem(goal_id))
+
+
 def test_planning_from_a_given_state() -> None:
     env = TravelEnv("attraction", 4, "<Query00006>")
     chain = atomic_chain("attraction", 4)

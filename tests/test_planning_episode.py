@@ -24,13 +24,14 @@ from pytest_budget.planning.agents import (
     held_ids,
 )
 from pytest_budget.planning.blocking import BLOCK_MODES, simulate_reference
-from pytest_budget.planning.env import TravelEnv, fill_arguments
+from pytest_budget.planning.env import TravelEnv, expected_answer, fill_arguments
 from pytest_budget.planning.episode import (
     ToolAgentObservation,
     parse_reply,
     run_episode,
     system_prompt,
 )
+from pytest_budget.planning.metrics import score_episode, score_episodes
 from pytest_budget.planning.records import CALL_ERROR_KINDS, EpisodeRecord, Query
 from pytest_budget.planning.tools import DIMENSIONS, PREFERENCE_VALUES, TASKS, atomic_chain
 
@@ -108,7 +109,7 @@ def answer_from_goal(observation: ToolAgentObservation) -> str:
 
 def test_observation_contract() -> None:
     query = make_query("dining")
-    agent = Scripted(correct_call("Decide_Dining_Preference", query), "<answer>x</answer>")
+    agent = Scripted(correct_call("Decide_Dining_Preference", query), "No answer yet.")
     record = run(query, 1, "static", 0, agent)
     first, second = agent.seen
     env = TravelEnv("dining", 1, query.query_id)
@@ -132,7 +133,7 @@ def test_observation_contract() -> None:
         "content": tool["content"],
     }
     assert tool["content"].startswith("Decide_Dining_Preference succeeded. DiningPreference: ")
-    assert record.answer == "x" and not record.reached_goal
+    assert record.answer is None and not record.reached_goal
     with pytest.raises(FrozenInstanceError):
         first.step = 3  # type: ignore[misc]
 
@@ -414,7 +415,7 @@ def test_removed_tool_is_unknown() -> None:
     followup = Scripted(
         *[correct_call(n, query) for n in [t.name for t in atomic_chain("dining", 5)][:4]],
         {"tool_calls": [call(gone.name, {})]},
-        "<answer>none</answer>",
+        "stop",
     )
     record = run(query, 5, "remove_tools", 1, followup, env=env2)
     last = record.calls[-1]
@@ -494,9 +495,9 @@ BAD_CALLS: dict[str, tuple[list[Any], str]] = {
 def test_bad_calls_are_errors_not_crashes(case: str) -> None:
     replies, kind = BAD_CALLS[case]
     assert kind in CALL_ERROR_KINDS
-    agent = Scripted(*replies, "<answer>done</answer>")
+    agent = Scripted(*replies, "stop")
     record = run(QUERY, 1, "static", 0, agent)
-    assert record.error is None and record.answer == "done"
+    assert record.error is None and record.answer is None
     bad = record.calls[-1]
     assert (bad.ok, bad.error_kind, bad.cost, bad.output_type) == (False, kind, 0.0, None)
     assert bad.step == len(replies)
@@ -516,24 +517,118 @@ class Exploding:
     ids=["int", "none", "content-int", "calls-str", "content-list", "exploding"],
 )
 def test_unreadable_reply_costs_an_invalid_step(reply: Any) -> None:
-    agent = Scripted(reply, "<answer>a</answer>")
+    agent = Scripted(reply, "stop")
     record = run(QUERY, 1, "static", 0, agent)
     (bad,) = record.calls
     assert (bad.step, bad.name, bad.ok, bad.error_kind) == (1, "", False, "bad_arguments")
     last = agent.seen[1].messages[-1]
     assert last["role"] == "user" and last["content"].startswith("[ERROR] Your last reply")
-    assert record.answer == "a" and record.error is None
+    assert record.answer is None and record.error is None
+
+
+def _to_goal(query: Query, level: int = 1) -> list[Reply]:
+    return [correct_call(t.name, query) for t in atomic_chain(query.task, level)]
 
 
 def test_answers() -> None:
-    agent = Scripted("I think <answer> first </answer> no wait <ANSWER>second</ANSWER>")
-    assert run(QUERY, 1, "static", 0, agent).answer == "second"
+    # The last <answer> of the content counts (tags in any case, whitespace stripped).
+    agent = Scripted(*_to_goal(QUERY), lambda o: "<answer>x</answer> no, " + answer_from_goal(o))
+    record = run(QUERY, 1, "static", 0, agent)
+    assert record.answer == record.expected_answer and len(record.calls) == 4
     record = run(QUERY, 1, "static", 0, Scripted("Let me think about it."))
     assert record.answer is None and record.calls == ()
     assert any("neither a tool call nor an answer" in n for n in record.notes)
-    # A garbage answer still ends the episode; scoring it is the metrics' job.
-    record = run(QUERY, 1, "static", 0, Scripted("<answer>TravelDining-zzzz</answer>"))
-    assert record.answer == "TravelDining-zzzz" != record.expected_answer
+
+
+BAD_ANSWERS = {
+    "not an id": ("done", "wrong id format"),
+    "bad hex": ("TravelDining-zzzzzzzz", "wrong id format"),
+    "another type": ("DiningPreference-0123abcd", "wrong id format"),
+    "never returned": ("TravelDining-0123abcd", "not returned by a tool call"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ANSWERS))
+@pytest.mark.parametrize("reached", [False, True], ids=["early", "at-goal"])
+def test_bad_answer_is_an_invalid_step_not_the_end(case: str, reached: bool) -> None:
+    """An answer that is not a goal id a tool returned gets an [ERROR] observation, costs a
+    step, counts as an invalid call (ITUR, bad ids) and the episode goes on."""
+    text, reason = BAD_ANSWERS[case]
+    calls = _to_goal(QUERY) if reached else []
+    agent = Scripted(*calls, f"<answer>{text}</answer>", answer_from_goal if reached else "stop")
+    record = run(QUERY, 1, "static", 0, agent)
+    bad = record.calls[len(calls)]
+    assert (bad.name, bad.ok, bad.error_kind, bad.cost) == ("<answer>", False, "bad_id", 0.0)
+    assert bad.step == len(calls) + 1 and json.loads(bad.arguments) == {"answer": text}
+    assert bad.after_goal is reached
+    error = agent.seen[-1].messages[-1]
+    assert error["role"] == "user" and error["content"].startswith("[ERROR] Answer: ")
+    assert reason in error["content"] and "TravelDining" in error["content"]
+    assert agent.seen[-1].step == len(calls) + 1
+    if reached:  # it may answer again, correctly
+        assert record.answer == record.expected_answer and len(record.calls) == 5
+    else:
+        assert record.answer is None and len(record.calls) == 1
+    scores = score_episodes([record])
+    assert scores["bad_id_calls"] == 1 and scores["invalid_calls"] == 1
+    assert scores["itur"] == 1 / len(record.calls)
+    if reached:  # the rejected answer is no tool: path and cost metrics ignore it
+        assert scores["uihr"] == 1.0 and scores["n_path"] == scores["n_cost"] == 1
+        chain = tuple(t.name for t in atomic_chain("dining", 1))
+        assert score_episode(record).agent_path == chain
+        assert score_episode(record).agent_cost == record.total_cost
+
+
+def test_a_returned_goal_id_for_other_preferences_is_accepted_and_missed() -> None:
+    """Answering with the goal id of wrongly chosen preferences is a valid answer: the
+    episode ends and UIHR scores the miss."""
+    other = Query(
+        QUERY.query_id,
+        "dining",
+        {d: PREFERENCE_VALUES["dining"][d][3] for d in DIMENSIONS},
+        QUERY.time_info,
+        QUERY.location_preference,
+        QUERY.text,
+    )
+    assert other.preferences != QUERY.preferences
+    record = run(QUERY, 1, "static", 0, Scripted(*_to_goal(other), answer_from_goal))
+    assert record.reached_goal and record.answer is not None
+    assert record.answer != record.expected_answer
+    scores = score_episodes([record])
+    assert scores["uihr"] == 0.0 and scores["itur"] == 0.0
+
+
+def test_an_agent_that_keeps_answering_badly_stops_at_the_step_limit() -> None:
+    class Stubborn:
+        def act(self, observation: ToolAgentObservation) -> str:
+            return "<answer>finished</answer>"
+
+    record = run(QUERY, 1, "static", 0, Stubborn())
+    assert len(record.calls) == 20 and record.steps_exhausted and record.answer is None
+    assert all(c.error_kind == "bad_id" for c in record.calls)
+    assert score_episodes([record])["itur"] == 1.0
+
+
+def test_a_bad_answer_with_no_step_left_ends_the_episode() -> None:
+    def twenty(observation: ToolAgentObservation) -> dict[str, Any]:
+        reply = {"tool_calls": [call("Nope", {}) for _ in range(20)]}
+        return {**reply, "content": "<answer>done</answer>"}
+
+    record = run(QUERY, 1, "static", 0, Scripted(twenty, "<answer>again</answer>"))
+    assert len(record.calls) == 20 and record.steps_exhausted and record.answer is None
+    assert any("rejected with no step left" in n for n in record.notes)
+
+
+def test_held_ids_ignore_error_messages() -> None:
+    messages = [
+        {"role": "user", "content": "Plan my trip."},
+        {"role": "tool", "tool_call_id": "a", "content": "X succeeded. DiningPreference: "
+         "DiningPreference-0123abcd"},
+        {"role": "user", "content": "[ERROR] Answer: wrong id format"},
+    ]  # fmt: skip
+    assert held_ids(messages) == {"DiningPreference": "DiningPreference-0123abcd"}
+    messages.append({"role": "user", "content": "Sorry, I changed my mind."})
+    assert held_ids(messages) == {}
 
 
 def test_answer_after_the_calls_of_its_turn() -> None:
@@ -541,11 +636,15 @@ def test_answer_after_the_calls_of_its_turn() -> None:
 
     def both(observation: ToolAgentObservation) -> dict[str, Any]:
         reply = correct_call("Location_Complete_3Steps_Pipeline", query)(observation)
-        reply["content"] = "<answer>guess</answer>"
+        # The id the call in this same turn returns: checked after the calls have run.
+        goal_id = expected_answer("location", query.preferences, query.time_info)
+        reply["content"] = f"<answer>{goal_id}</answer>"
         return reply
 
-    record = run(query, 0, "static", 0, Scripted(both))
-    assert record.reached_goal and record.answer == "guess" and len(record.calls) == 1
+    agent = Scripted(both)
+    record = run(query, 0, "static", 0, agent)
+    assert record.reached_goal and record.answer == record.expected_answer
+    assert len(record.calls) == 1 and len(agent.seen) == 1
 
 
 def test_reply_formats() -> None:

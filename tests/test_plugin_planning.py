@@ -94,8 +94,10 @@ def test_a_misbehaving_agent_is_scored_not_crashed(
     (cell,) = report_of(pytester, "r.json")["cells"]
     s = cell["scores"]
     assert cell["agent"] == "scripted" and s["n_episodes"] == 4
-    # Two unknown-tool calls per episode, then a wrong answer: every call invalid.
+    # Two unknown-tool calls per episode, then the same bad answer (no id a tool returned)
+    # until the 20-step limit: each an [ERROR] step, so every call is invalid.
     assert s["itur"] == 1.0 and s["unknown_tool_calls"] == 8 and s["uihr_all"] == 0.0
+    assert s["bad_id_calls"] == 4 * 18 and s["total_calls"] == 4 * 20
     assert s["uihr"] is None  # UIHR counts goal-reaching runs (and errors): none here
     assert s["excluded"] == 4 and s["emr"] is None
     monkeypatch.setenv("AGENT_MODE", "raise")

@@ -45,10 +45,13 @@ _OUTPUT_RE = re.compile(r"succeeded\. ([A-Za-z0-9_]+): ([A-Za-z0-9_]+-[0-9a-f]{8
 
 
 def held_ids(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Latest id per output type from the tool messages after the last user message."""
+    """Latest id per output type from the tool messages after the last user message (the
+    loop's ``[ERROR]`` user messages do not count: they change no requirement)."""
     start = 0
     for index, message in enumerate(messages):
-        if message.get("role") == "user":
+        content = message.get("content")
+        is_error = isinstance(content, str) and content.startswith("[ERROR]")
+        if message.get("role") == "user" and not is_error:
             start = index
     ids: dict[str, str] = {}
     for message in messages[start:]:

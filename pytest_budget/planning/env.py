@@ -441,6 +441,26 @@ class TravelEnv:
                 self._issued.setdefault(atomic.output, {})[values[atomic.output]] = context
         return values[tool.output]
 
+    def answer_problem(self, answer: str) -> str | None:
+        """Why ``answer`` (the text of an ``<answer>``) is not a final id, as an ``[ERROR]``
+        observation; ``None`` when it is a goal id a call returned since the last reset.
+
+        A well-formed goal id the environment issued is accepted even when it is not the
+        expected one (the agent chose other preferences: a user-intent miss, not a bad id).
+        """
+        text = answer.strip() if isinstance(answer, str) else ""
+        if not _ID_RE.match(text) or not text.startswith(f"{self.goal}-"):
+            return (
+                f"[ERROR] Answer: wrong id format: expected the {self.goal} id a tool returned "
+                f"({self.goal}-<8 hex>), got {answer!r}."
+            )
+        if text not in self._issued.get(self.goal, {}):
+            return (
+                f"[ERROR] Answer: unknown {self.goal} id {text!r}: it was not returned by a "
+                "tool call (since the requirements last changed)."
+            )
+        return None
+
     # ------------------------------------------------------------------ planning
     def _usable(self, state: frozenset[str]) -> list[Tool]:
         return [t for t in self._plannable if t.output not in state and set(t.inputs) <= state]

@@ -9,12 +9,18 @@ message: a dict ``{"content": str | None, "tool_calls": [{"id", "type": "functio
 are accepted too).  Every tool call is one step and the calls of a turn run in order.  The text
 inside the last ``<answer>...</answer>`` of the content is the final answer.
 
-The episode ends at an answer (after the calls of that turn), at a turn with neither tool calls
-nor an answer, at the step limit (20), or when the agent raises (``error`` then holds the
-one-line reason).  Nothing the agent returns can crash the loop: a bad call gets an ``[ERROR]``
-tool message and an error kind from ``CALL_ERROR_KINDS``; an unreadable reply costs a step,
-is recorded as an invalid call (``bad_arguments``, empty name) and answered with an ``[ERROR]``
-user message.
+The episode ends at an accepted answer (after the calls of that turn), at a turn with neither
+tool calls nor an answer, at the step limit (20), or when the agent raises (``error`` then holds
+the one-line reason).  Nothing the agent returns can crash the loop: a bad call gets an
+``[ERROR]`` tool message and an error kind from ``CALL_ERROR_KINDS``; an unreadable reply costs
+a step, is recorded as an invalid call (``bad_arguments``, empty name) and answered with an
+``[ERROR]`` user message.  An answer is accepted when it is a final (goal-type) id a tool
+returned since the requirements last changed (:meth:`TravelEnv.answer_problem`; a returned id
+for the wrong preferences is accepted and scored as a user-intent miss); any other answer (a
+malformed id, an id of another type, an id no tool returned) is rejected the same way as an
+unreadable reply: it costs a step, is recorded as an invalid call (``bad_id``, name
+:data:`ANSWER_CALL_NAME`) and gets an ``[ERROR]`` user message, and the episode goes on.  A
+bad answer arriving with no step left ends the episode at the step limit, unrecorded.
 
 Blocking events come from :class:`~pytest_budget.planning.blocking.Blocker`.  A preference
 change appends a new user turn; calls later in the same turn are not run (they get an
@@ -47,6 +53,7 @@ from pytest_budget.planning.tools import Tool, goal_type
 from pytest_budget.roles import AgentError, call_role
 
 __all__ = [
+    "ANSWER_CALL_NAME",
     "ParsedCall",
     "ParsedReply",
     "ReferenceView",
@@ -56,6 +63,9 @@ __all__ = [
     "system_prompt",
     "user_prompt",
 ]
+
+#: ``ToolCallRecord.name`` of a rejected answer (no tool name can contain ``<``).
+ANSWER_CALL_NAME = "<answer>"
 
 _ANSWER_RE = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL | re.IGNORECASE)
 
@@ -292,28 +302,47 @@ class _Loop:
         )
 
     def unreadable(self, problem: str) -> None:
+        self._invalid_step(
+            "",
+            "",
+            "bad_arguments",
+            f"unreadable reply ({problem})",
+            f"[ERROR] Your last reply could not be read: {problem}. Reply with tool calls, "
+            "or with <answer>THE_ID</answer> when you are done.",
+        )
+
+    def bad_answer(self, answer: str, problem: str) -> None:
+        """An ``<answer>`` that is not a final id a tool returned: an invalid step."""
+        self._invalid_step(
+            ANSWER_CALL_NAME,
+            json.dumps({"answer": answer}, ensure_ascii=False),
+            "bad_id",
+            f"answer {answer!r} rejected",
+            f"{problem} Continue with tool calls, or answer with the {self.env.goal} id a "
+            "tool returned.",
+        )
+
+    def _invalid_step(
+        self, name: str, arguments: str, kind: str, note: str, observation: str
+    ) -> None:
+        # Not a tool call, but an invalid action: it costs a step (so an agent cannot loop
+        # forever) and counts as an invalid call.
         self.step += 1
         self.blocker.before_call(self.step, None)
         self.calls.append(
             ToolCallRecord(
                 step=self.step,
-                name="",
-                arguments="",
+                name=name,
+                arguments=arguments,
                 ok=False,
                 cost=0.0,
                 segment=self.blocker.segment,
-                error_kind="bad_arguments",
+                error_kind=kind,
                 after_goal=self.env.done,
             )
         )
-        self.notes.append(f"step {self.step}: unreadable reply ({problem})")
-        self.messages.append(
-            {
-                "role": "user",
-                "content": f"[ERROR] Your last reply could not be read: {problem}. Reply with "
-                "tool calls, or with <answer>THE_ID</answer> when you are done.",
-            }
-        )
+        self.notes.append(f"step {self.step}: {note}")
+        self.messages.append({"role": "user", "content": observation})
         message = self._after(self.step, False)
         if message is not None:
             self.messages.append({"role": "user", "content": message})
@@ -449,8 +478,16 @@ async def run_episode(
             continue
         loop.run_turn(parsed)
         if parsed.answer is not None:
-            answer = parsed.answer
-            break
+            problem = env.answer_problem(parsed.answer)
+            if problem is None:
+                answer = parsed.answer
+                break
+            if loop.step >= max_steps:
+                loop.notes.append(f"answer {parsed.answer!r} rejected with no step left: {problem}")
+                steps_exhausted = True
+                break
+            loop.bad_answer(parsed.answer, problem)
+            continue
         if not parsed.calls:
             loop.notes.append(f"turn {turn}: neither a tool call nor an answer; episode ended")
             break

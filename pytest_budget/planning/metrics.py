@@ -62,6 +62,8 @@ User intent and tool use [§4.1, B.3.1, B.3.2]
 * ITUR: invalid calls / all calls, pooled over every counted episode whatever its outcome
   [B.3.2].  A call is invalid when not ``ok``, except the call a ban-tool event blocks (the
   environment's doing, not the agent's); calling an already banned tool again is invalid.
+  The loop also records an unreadable reply and a rejected ``<answer>`` (not a goal id a tool
+  returned) as invalid calls, ``bad_arguments`` and ``bad_id`` respectively.
 
 Failure classes [App. D.2, Table 6]: ``repeated_calls`` and ``extra_calls`` count the
 ``repeated`` and ``after_goal`` flags (any call); ``wrong_parameter_calls`` counts
