@@ -185,6 +185,58 @@ def test_costs_follow_spec_draw_order(task: str, level: int) -> None:
         assert TravelEnv(task, level, query).costs == _spec_costs(task, level, query)
 
 
+# Pinned by hand (DESIGN 5.3 recipe, then every partition of the chain summed on paper), so a
+# change of numpy's or random's streams, or of the draw order, cannot pass unnoticed.
+def test_hand_checked_costs_and_paths_location_l0() -> None:
+    env = TravelEnv("location", 0, "<Query00001>")
+    assert env.seed_q == 815343802
+    assert env.costs == {
+        "Decide_Location_Preference": 23.23,  # the first draw of the whole stream
+        "Search_Location_Candidates": 17.0,
+        "Select_Final_Location": 15.03,
+        "Location_Preference_and_Search": 40.48,
+        "Location_Complete_3Steps_Pipeline": 55.3,
+        "Location_Finalize_from_Search": 31.8,
+    }
+    # Partitions: D+S+Sel 55.26, D+Finalize 55.03, PaS+Sel 55.51, Complete 55.30.
+    assert env.optimal_paths() == (
+        [["Decide_Location_Preference", "Location_Finalize_from_Search"]],
+        55.03,
+    )
+    # Greedy, first step free: D 23.23, PaS 40.48/2 = 20.24, Complete 55.3/3 = 18.43.
+    assert env.greedy_path() == (["Location_Complete_3Steps_Pipeline"], 55.3)
+
+
+def test_hand_checked_costs_and_paths_dining_l1() -> None:
+    env = TravelEnv("dining", 1, "<Query40001>")
+    assert env.seed_q == 1276456912
+    assert env.costs == {
+        "Decide_Dining_Preference": 24.27,
+        "Search_Dining_Candidates": 17.55,
+        "Dining_Refinement_Step1": 22.72,
+        "Select_Final_Dining": 21.56,
+        "Dining_Preference_and_Search": 41.94,
+        "Dining_Full_Planning_to_Step1": 64.55,
+        "Dining_Complete_4Steps_Pipeline": 86.09,
+        "Dining_Search_to_Step1": 40.36,
+        "Dining_Search_to_Final_3Steps": 61.94,
+        "Dining_Finalize_from_Step1": 44.26,
+    }
+    # The eight partitions: 86.10 (atomics), 86.08 (D, S, Finalize_from_Step1), 86.19, 86.21,
+    # 86.22, 86.20, 86.11, 86.09 (Complete).
+    assert env.optimal_paths() == (
+        [["Decide_Dining_Preference", "Search_Dining_Candidates", "Dining_Finalize_from_Step1"]],
+        86.08,
+    )
+    # Greedy: PaS 20.97 per component beats D, Full_Planning (21.52) and Complete (21.52);
+    # then, consuming the raw candidates only (the Search_* composites need the preference,
+    # which PaS does not yield), Finalize_from_Step1 22.13 beats Step1 22.72.
+    assert env.greedy_path() == (
+        ["Dining_Preference_and_Search", "Dining_Finalize_from_Step1"],
+        86.2,
+    )
+
+
 def test_seed_replaces_the_constant_42() -> None:
     default = TravelEnv("dining", 3, "<Query00007>").costs
     assert TravelEnv("dining", 3, "<Query00007>", seed=42).costs == default
