@@ -362,6 +362,30 @@ def test_load_reports_unreadable_files(
     assert expected in _assert_one_line(exc, path)
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("latin1.json", b'[{"task": "caf\xe9"}]', "not UTF-8 text (byte 14)"),
+        ("deep.json", b"[" * 100_000, "JSON nested too deeply"),
+        ("deep.jsonl", b'{"query_id": "a"}\n{"a": ' + b"[" * 100_000, "entry 1 (line 2): JSON"),
+    ],
+)
+def test_load_reports_undecodable_files_in_one_line(
+    tmp_path: Path, name: str, content: bytes, expected: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(QueryFileError) as exc:
+        load_queries(path)
+    assert expected in _assert_one_line(exc, path)
+
+
+def test_load_reports_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(QueryFileError) as exc:
+        load_queries(tmp_path)
+    assert "cannot be read" in _assert_one_line(exc, tmp_path)
+
+
 def test_multiline_values_stay_on_one_line(tmp_path: Path) -> None:
     row = _good_row()
     row["task"] = "cruise\nship"

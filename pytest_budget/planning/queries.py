@@ -888,11 +888,20 @@ def query_from_dict(entry: Mapping[str, Any]) -> Query:
 
 def _read_entries(path: Path) -> list[tuple[str, object]]:
     """``(label, parsed JSON)`` per entry; label names the entry's index (and JSONL line)."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise QueryFileError(
+            f"{path}: not UTF-8 text (byte {exc.start}); expected a JSON list or JSONL file"
+        ) from None
+    except OSError as exc:
+        raise QueryFileError(_one_line(f"{path}: cannot be read ({exc.strerror})")) from None
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
         try:
             whole = json.loads(text)
+        except RecursionError:
+            raise QueryFileError(f"{path}: JSON nested too deeply to be a query file") from None
         except json.JSONDecodeError as exc:
             if stripped.startswith("["):
                 raise QueryFileError(
@@ -912,6 +921,10 @@ def _read_entries(path: Path) -> list[tuple[str, object]]:
         label = f"entry {len(entries)} (line {lineno})"
         try:
             entries.append((label, json.loads(line)))
+        except RecursionError:
+            raise QueryFileError(
+                f"{path}: {label}: JSON nested too deeply to be a query object"
+            ) from None
         except json.JSONDecodeError as exc:
             raise QueryFileError(
                 _one_line(
