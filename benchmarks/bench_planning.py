@@ -1,9 +1,10 @@
 """Benchmarks for the planning suite's environment and agent loop (pytest_budget.planning).
 
-Run with::
+Run from the repository root with the project's virtualenv::
 
-    /tmp/venv/bin/python benchmarks/bench_planning.py            # full
-    /tmp/venv/bin/python benchmarks/bench_planning.py --quick    # fewer repetitions
+    .venv/bin/python benchmarks/bench_planning.py            # full
+    .venv/bin/python benchmarks/bench_planning.py --quick    # fewer repetitions
+    .venv/bin/python benchmarks/bench_planning.py --suite    # also time the default suite
 
 Workloads (all at refinement level 5, the largest tool set: 8 atomics + 28 composites):
 
@@ -11,8 +12,11 @@ Workloads (all at refinement level 5, the largest tool set: 8 atomics + 28 compo
   per-query setup every planning cell pays (target: well under 10 ms);
 * the segmented reference trajectory (``simulate_reference``) under three blocks;
 * a full oracle episode through ``run_episode`` (messages, tool specs, the reference channel
-  with a Dijkstra per step, the sync agent in a worker thread), static and with 3 blocks;
-* 120 oracle episodes run sequentially and concurrently (capacity 8) in one event loop.
+  with a Dijkstra per step; the reference agent runs inline), static and with 3 blocks;
+* 120 oracle episodes run sequentially and concurrently (capacity 8) in one event loop;
+* with ``--suite``: the wall time of the default ``pytest --budget-suite=planning`` (six tasks
+  x five scenarios x four reference agents, gated against the shipped baselines) run in a
+  subprocess from an empty temporary directory (target: well under 60 s).
 
 Each figure is the median over repetitions, with the 95th percentile beside it.
 """
@@ -20,7 +24,11 @@ Each figure is the median over repetitions, with the 95th percentile beside it.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -67,6 +75,10 @@ def _env_and_path(query: Query) -> object:
     return env.optimal_path()
 
 
+def _simulate(query: Query, mode: str) -> object:
+    return simulate_reference(query, LEVEL, mode, 3)
+
+
 def _episode(mode: str, count: int) -> Callable[[Query], object]:
     oracle = OracleToolAgent()
 
@@ -100,10 +112,27 @@ def _batch(concurrent: bool) -> float:
     return time.perf_counter() - start
 
 
+def _suite_seconds() -> tuple[float, str]:
+    """Wall time of the default planning suite, and its last output line."""
+    command = [sys.executable, "-m", "pytest", "--budget-suite=planning", "-p", "no:cacheprovider"]
+    with tempfile.TemporaryDirectory() as empty:
+        start = time.perf_counter()
+        done = subprocess.run(command, cwd=empty, capture_output=True, text=True, check=False)
+        seconds = time.perf_counter() - start
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0:
+        raise SystemExit(f"the planning suite failed ({done.returncode}):\n{done.stdout}")
+    return seconds, lines[-1] if lines else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one repetition instead of five")
-    repeat = 1 if parser.parse_args().quick else 5
+    parser.add_argument(
+        "--suite", action="store_true", help="also time the default planning suite (pytest)"
+    )
+    args = parser.parse_args()
+    repeat = 1 if args.quick else 5
 
     _env_and_path(QUERIES[0])  # warm imports and caches
     _report(
@@ -123,7 +152,7 @@ def main() -> None:
     for mode in ("cost_change", "ban_tool", "preference_change"):
         _report(
             f"simulate_reference(L=5, {mode}, 3 blocks)",
-            _timings(lambda q, m=mode: simulate_reference(q, LEVEL, m, 3), repeat),
+            _timings(functools.partial(_simulate, mode=mode), repeat),
         )
     _report("oracle episode (L=5, static)", _timings(_episode("static", 0), repeat))
     _report("oracle episode (L=5, ban_tool, 3 blocks)", _timings(_episode("ban_tool", 3), repeat))
@@ -137,6 +166,9 @@ def main() -> None:
         f"{len(QUERIES)} oracle episodes (ban_tool x3): sequential {sequential:.2f} s, "
         f"concurrent (capacity 8) {concurrent:.2f} s, ratio {sequential / concurrent:.2f}x"
     )
+    if args.suite:
+        seconds, last = _suite_seconds()
+        print(f"default planning suite (pytest --budget-suite=planning): {seconds:.2f} s  [{last}]")
 
 
 if __name__ == "__main__":
