@@ -162,6 +162,10 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
     owner: ModelServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (timeout, killed run) closes its socket mid-reply: expected.
+        return
+
 
 class ModelServer:
     """See the module docstring."""
@@ -192,6 +196,7 @@ class ModelServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._server: _Server | None = None
+        self._url: str | None = None
         self._thread: threading.Thread | None = None
 
     def fail(self, *faults: Fault) -> None:
@@ -200,13 +205,15 @@ class ModelServer:
 
     @property
     def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        """The OpenAI-style base URL (kept after :meth:`stop`, to show nothing answers)."""
+        assert self._url is not None, "server not started"
+        return self._url
 
     def start(self) -> ModelServer:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.owner = self
+        host, port = self._server.server_address[:2]
+        self._url = f"http://{host!s}:{port}/v1"
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )

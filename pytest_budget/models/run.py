@@ -137,9 +137,13 @@ def models_report(config: RuntimeConfig, state: LedgerState, skipped_cells: int)
 
 
 def _spend(config: RuntimeConfig, state: LedgerState) -> str:
-    spent = f"${state.spent_usd:.4f}"
-    if state.count("unpriced"):
-        spent += f" (+{state.count('unpriced')} unpriced calls)"
+    unpriced = state.count("unpriced")
+    if unpriced and not state.spent_usd:
+        spent = f"unknown (no price for {unpriced} calls; see budget_prices)"
+    else:
+        spent = f"${state.spent_usd:.4f}"
+        if unpriced:
+            spent += f" (+{unpriced} calls without a price)"
     if config.max_usd is not None:
         spent += f" of ${config.max_usd:g}"
     return spent
