@@ -519,6 +519,9 @@ class _RunReporter:
     def _ledger_state(self) -> Any:
         from pytest_budget.models.ledger import SpendLedger
 
+        runtime = self.session.memo.get("model-runtime-factory")
+        if runtime is not None:
+            runtime.flush()  # this process's own buffered counters (no xdist)
         runtime_config = self.session.memo.get("model-runtime-config")
         if runtime_config is None or runtime_config.ledger_path is None:
             return None, None
@@ -570,6 +573,15 @@ class _RunReporter:
         if state is not None:
             self.session.extra["models"] = models_report(runtime_config, state, self.spend_skipped)
         self.session.write_report()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Workers write their last buffered model-call counters before they exit."""
+    state = session.config.stash.get(SESSION_KEY, None)
+    runtime = state.memo.get("model-runtime-factory") if state is not None else None
+    if runtime is not None:
+        runtime.flush()
 
 
 def pytest_assertrepr_compare(

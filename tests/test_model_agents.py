@@ -734,7 +734,9 @@ def test_tool_agent_episode_scores_bad_json_as_an_invalid_call() -> None:
                 "function": {"name": name, "arguments": "{oops"},
             }
             return openai_body(None, tool_calls=[call], finish="tool_calls")
-        return openai_body("I give up. <answer>none</answer>")
+        # No tool call and no answer: the episode ends (an answer with an id no tool returned
+        # would be rejected as an invalid call and the episode would go on).
+        return openai_body("I give up.")
 
     with ModelServer(respond) as server:
         agent = LLMToolAgent(openai_client(server), name="openai:gpt-test")
@@ -747,7 +749,7 @@ def test_tool_agent_episode_scores_bad_json_as_an_invalid_call() -> None:
     assert record.error is None
     (call,) = record.calls
     assert (call.ok, call.error_kind, call.arguments) == (False, "bad_arguments", "{oops")
-    assert record.answer == "none"
+    assert record.answer is None
     second = server.requests[1].json["messages"]
     assert second[0] == {"role": "system", "content": system_prompt("dining")}
     assert second[2]["tool_calls"][0]["function"]["arguments"] == "{oops"
@@ -761,7 +763,7 @@ def test_tool_agent_episode_on_anthropic_pairs_tool_use_and_result() -> None:
             name = seen.json["tools"][0]["name"]
             block = {"type": "tool_use", "id": "toolu_01", "name": name, "input": {}}
             return anthropic_body([block], stop="tool_use")
-        return anthropic_body([{"type": "text", "text": "<answer>none</answer>"}])
+        return anthropic_body([{"type": "text", "text": "I cannot finish this."}])
 
     with ModelServer(respond) as server:
         agent = LLMToolAgent(anthropic_client(server))
@@ -771,7 +773,7 @@ def test_tool_agent_episode_on_anthropic_pairs_tool_use_and_result() -> None:
                 return await run_episode(make_query(), 5, "static", 0, agent)
 
         record = anyio.run(go)
-    assert record.error is None and record.answer == "none"
+    assert record.error is None and record.answer is None
     assert len(record.calls) == 1 and not record.calls[0].ok
     second = server.requests[1].json
     assert second["system"] == system_prompt("dining")

@@ -45,6 +45,13 @@ def make_runtime(tmp_path: Path, **overrides: Any) -> ModelRuntime:
     return ModelRuntime(RuntimeConfig(**settings), load_price_table(prices))
 
 
+def ledger_state(runtime: ModelRuntime) -> Any:
+    """The run's ledger after this process's buffered counters are written."""
+    runtime.flush()
+    assert runtime.ledger is not None
+    return runtime.ledger.read()
+
+
 def call(model: Any, content: str = "How far?", max_tokens: int = 16) -> Any:
     messages = [{"role": "user", "content": content}]
     return anyio.run(lambda: model.complete(messages, max_tokens=max_tokens))
@@ -162,8 +169,7 @@ def test_every_kind_of_fault_is_retried_until_an_answer(
     result = call(runtime.wrap(client(server)))
     assert result.text == "ok How far?"
     assert len(server.requests) == 6
-    state = runtime.ledger.read() if runtime.ledger else None
-    assert state is not None
+    state = ledger_state(runtime)
     assert (state.count("retries"), state.count("rate_limited"), state.count("calls")) == (5, 1, 1)
     assert state.spent_usd == pytest.approx((50 * 1 + 7 * 2) / 1e6)
 
@@ -190,7 +196,7 @@ def test_retries_stop_at_the_attempt_limit(server: ModelServer, tmp_path: Path) 
     with pytest.raises(ModelCallError) as info:
         call(runtime.wrap(client(server)))
     assert info.value.status == 500 and len(server.requests) == 3
-    assert runtime.ledger is not None and runtime.ledger.read().count("errors") == 1
+    assert ledger_state(runtime).count("errors") == 1
 
 
 def test_a_wait_past_the_time_limit_gives_up_at_once(server: ModelServer, tmp_path: Path) -> None:
@@ -343,8 +349,7 @@ def test_missing_usage_is_counted_not_invented(tmp_path: Path) -> None:
         runtime = make_runtime(tmp_path)
         result = call(runtime.wrap(client(server)))
     assert result.usage.reported is False
-    assert runtime.ledger is not None
-    state = runtime.ledger.read()
+    state = ledger_state(runtime)
     assert state.count("unreported_usage") == 1 and state.count("input_tokens") == 0
 
 
@@ -403,5 +408,4 @@ def test_anthropic_calls_go_through_the_same_runtime(tmp_path: Path) -> None:
         runtime = make_runtime(tmp_path, prices=["anthropic:m = 1 2"])
         result = call(runtime.wrap(client(server, provider="anthropic")))
     assert result.text == "hello" and len(server.requests) == 2
-    assert runtime.ledger is not None
-    assert runtime.ledger.read().spent_usd == pytest.approx((50 + 14) / 1e6)
+    assert ledger_state(runtime).spent_usd == pytest.approx((50 + 14) / 1e6)

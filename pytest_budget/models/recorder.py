@@ -141,6 +141,7 @@ class CallRecorder:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self.corrupt = 0  # records that could not be read (treated as missing)
+        self._made: set[Path] = set()  # folders known to exist (one mkdir per folder)
 
     def path(self, provider: str, model: str, key: str) -> Path:
         return _cassette(self.root, provider, model) / key[:2] / f"{key}.json"
@@ -159,9 +160,9 @@ class CallRecorder:
             return None
         try:
             data = json.loads(text)
-            if data.get("format") != RECORD_FORMAT or data.get("request") != json.loads(
-                json.dumps(body)
-            ):
+            # The file name is the SHA-256 of the normalised request; the stored key guards
+            # against a file copied or renamed by hand.
+            if data.get("format") != RECORD_FORMAT or data.get("key") != key:
                 self.corrupt += 1
                 return None
             return result_from_json(data["response"])
@@ -179,7 +180,9 @@ class CallRecorder:
     ) -> Path:
         """Write one record atomically (a reader never sees half a file)."""
         path = self.path(provider, model, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent not in self._made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(path.parent)
         record = {
             "format": RECORD_FORMAT,
             "provider": provider,

@@ -51,6 +51,7 @@ _SHRINK_EVERY_S = 1.0  # at most one halving per second (a burst of 429s is one 
 # Prompt tokens are estimated for the reservation; real tokenizers split finer than the
 # reference one, so the estimate is padded.
 _PROMPT_PAD = 1.5
+_FLUSH_EVERY_S = 0.5  # buffered ledger counters (no spend cap) reach the file this often
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,10 @@ class ModelRuntime:
         self.limit = AdaptiveLimit(config.concurrency)
         self.stats = _Stats()
         self._rng = random.Random()  # jitter only: timing, never results
+        self._pending: dict[str, int] = {}
+        self._pending_cost = 0.0
+        self._pending_lock = threading.Lock()
+        self._flushed_at = time.monotonic()
 
     def wrap(self, client: ChatClient) -> RuntimeChatModel:
         return RuntimeChatModel(client, self)
@@ -158,8 +163,33 @@ class ModelRuntime:
 
     # -- bookkeeping ------------------------------------------------------------------------
     def _count(self, cost: float = 0.0, release: float = 0.0, **counts: int) -> None:
-        if self.ledger is not None:
+        """Add to the run's ledger.  Under a spend cap at once (other processes must see the
+        spend); otherwise buffered and written at most every ``_FLUSH_EVERY_S`` and at
+        :meth:`flush`, so a call costs no file lock."""
+        if self.ledger is None:
+            return
+        if self.config.max_usd is not None:
             self.ledger.record(cost_usd=cost, release_usd=release, counts=counts)
+            return
+        with self._pending_lock:
+            self._pending_cost += cost
+            for name, amount in counts.items():
+                if amount:
+                    self._pending[name] = self._pending.get(name, 0) + amount
+            due = time.monotonic() - self._flushed_at >= _FLUSH_EVERY_S
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write buffered counters to the ledger (the suites call it at the end of a cell)."""
+        if self.ledger is None:
+            return
+        with self._pending_lock:
+            pending, cost = self._pending, self._pending_cost
+            self._pending, self._pending_cost = {}, 0.0
+            self._flushed_at = time.monotonic()
+        if pending or cost:
+            self.ledger.record(cost_usd=cost, counts=pending)
 
     def _usage_counts(self, usage: TokenUsage) -> dict[str, int]:
         if not usage.reported:

@@ -1,0 +1,147 @@
+"""Model calls at scale: N awareness probes against a local server that answers after d.
+
+    python benchmarks/bench_model_runtime.py                    # N=2000, d=50 ms, c=64
+    python benchmarks/bench_model_runtime.py --n 500 --delay 0.1 --concurrency 16
+
+The server (an OpenAI-compatible ``ThreadingHTTPServer``, one thread per connection) runs
+in its own process, so its work does not share the client's interpreter lock.  The client
+is the real path of a user's run: ``LLMEstimator`` over the model runtime (record/replay
+cassette, ledger, retries, concurrency limit) over ``OpenAIChatClient``, driven by
+``run_awareness_cell`` (probe prompts, parsing, scoring).  Three figures:
+
+* **live**: wall time of N probes against the bound N*d/c (target: within 15%);
+* **replay**: the same N probes answered from the recordings just made, with no server:
+  the harness's own cost per call (look-up, parse, score, ledger), target well under 1 ms;
+* **bare**: N probes through the same path with an in-process estimator (no HTTP, no
+  runtime), to show what the runtime and HTTP add.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import tempfile
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from pytest_budget.awareness.evaluate import run_awareness_cell
+from pytest_budget.awareness.rollouts import Rollout, Turn
+from pytest_budget.models.agents import LLMEstimator
+from pytest_budget.models.provider import build_chat_client
+from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
+
+_REPLY = {
+    "id": "c1",
+    "object": "chat.completion",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "<answer>[100, 900]</answer>"},
+        }
+    ],
+    "usage": {"prompt_tokens": 200, "completion_tokens": 9, "total_tokens": 209},
+}
+
+
+def _serve(delay: float, ready: Any, port: Any) -> None:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            time.sleep(delay)
+            payload = json.dumps(_REPLY).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 512
+
+    server = Server(("127.0.0.1", 0), Handler)
+    port.value = server.server_address[1]
+    ready.set()
+    server.serve_forever()
+
+
+def _rollouts(n_probes: int) -> list[Rollout]:
+    # Rollouts of 11 turns (10 probes each) with distinct usage, so every prompt differs.
+    rollouts = []
+    for i in range(max(1, n_probes // 10)):
+        turns = tuple(Turn({"tokens": float(100 + i + 7 * k)}) for k in range(11))
+        rollouts.append(Rollout(f"r{i}", "bench", {"tokens": 5000.0}, i % 3 != 0, turns))
+    return rollouts
+
+
+def _cell(rollouts: list[Rollout], estimator: object, concurrency: int) -> tuple[float, Any]:
+    started = time.perf_counter()
+    outcome = anyio.run(
+        lambda: run_awareness_cell(rollouts, estimator, limiter=anyio.CapacityLimiter(concurrency))
+    )
+    return time.perf_counter() - started, outcome
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=2000, help="probes (default 2000)")
+    parser.add_argument("--delay", type=float, default=0.05, help="server delay, s")
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+    rollouts = _rollouts(args.n)
+    n = sum(len(r.turns) - 1 for r in rollouts)
+
+    context = multiprocessing.get_context("spawn")
+    ready, port = context.Event(), context.Value("i", 0)
+    server = context.Process(target=_serve, args=(args.delay, ready, port), daemon=True)
+    server.start()
+    ready.wait(10)
+    url = f"http://127.0.0.1:{port.value}/v1"
+    with tempfile.TemporaryDirectory() as tmp:
+        config = RuntimeConfig(
+            cache_dir=str(Path(tmp) / "models"),
+            ledger_path=str(Path(tmp) / "ledger.json"),
+            concurrency=args.concurrency,
+        )
+
+        def estimator() -> LLMEstimator:
+            runtime = ModelRuntime(config)
+            return LLMEstimator(
+                runtime.wrap(build_chat_client("openai", "m", base_url=url, keep_alive=KEEP))
+            )
+
+        live_s, live = _cell(rollouts, estimator(), args.concurrency)
+        server.terminate()
+        server.join(5)
+        replay_s, replay = _cell(rollouts, estimator(), args.concurrency)
+
+    class Bare:
+        name = "bare"
+        run_inline = True
+
+        def estimate(self, probe: object) -> str:
+            return "<answer>[100, 900]</answer>"
+
+    bare_s, _ = _cell(rollouts, Bare(), args.concurrency)
+    bound = n * args.delay / args.concurrency
+    assert live.n_errors == 0 and replay.n_errors == 0, (live.first_error, replay.first_error)
+    assert live.scores == replay.scores
+    print(f"probes {n}, delay {args.delay * 1000:g} ms, concurrency {args.concurrency}")
+    print(f"live:   {live_s:.3f} s, bound N*d/c {bound:.3f} s, ratio {live_s / bound:.3f}")
+    print(f"replay: {replay_s:.3f} s, {replay_s / n * 1000:.3f} ms per probe (no server)")
+    print(f"bare:   {bare_s:.3f} s, {bare_s / n * 1000:.3f} ms per probe (no HTTP, no runtime)")
+
+
+if __name__ == "__main__":
+    main()
