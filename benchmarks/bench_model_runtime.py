@@ -117,9 +117,7 @@ def main() -> None:
 
         def estimator() -> LLMEstimator:
             runtime = ModelRuntime(config)
-            return LLMEstimator(
-                runtime.wrap(build_chat_client("openai", "m", base_url=url, keep_alive=KEEP))
-            )
+            return LLMEstimator(runtime.wrap(build_chat_client("openai", "m", base_url=url)))
 
         live_s, live = _cell(rollouts, estimator(), args.concurrency)
         server.terminate()
