@@ -17,7 +17,14 @@ from typing import Any
 
 from pytest_budget._version import __version__
 
-__all__ = ["REPORT_SCHEMA_VERSION", "build_report", "cell_sort_key", "write_report"]
+__all__ = [
+    "REPORT_SCHEMA_VERSION",
+    "ReportFileError",
+    "build_report",
+    "cell_sort_key",
+    "load_report",
+    "write_report",
+]
 
 #: Bumped whenever a field changes meaning or disappears (additions keep the version).
 REPORT_SCHEMA_VERSION = 1
@@ -75,3 +82,43 @@ def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> Pat
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+class ReportFileError(ValueError):
+    """A report file that cannot be used; the message is one line naming the file."""
+
+
+def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a report written by :func:`write_report`, refusing other tools and versions.
+
+    Errors are one line: the file, what is wrong, and (for a version mismatch) the
+    version found, so ``budget-report`` can print them as they are.
+    """
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReportFileError(f"{source}: no such report file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportFileError(f"{source}: cannot read the report ({exc})") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportFileError(
+            f"{source}: not a JSON report (line {exc.lineno}: {exc.msg}); "
+            "write one with pytest --budget-report=PATH"
+        ) from None
+    if not isinstance(document, dict) or document.get("tool") != "pytest-budget":
+        raise ReportFileError(
+            f"{source}: not a pytest-budget report (no \"tool\": \"pytest-budget\")"
+        )
+    version = document.get("schema_version")
+    if version != REPORT_SCHEMA_VERSION:
+        raise ReportFileError(
+            f"{source}: report schema version {version!r}, this pytest-budget "
+            f"{__version__} reads version {REPORT_SCHEMA_VERSION}; re-run pytest with "
+            "this version or render it with the version that wrote it"
+        )
+    if not isinstance(document.get("cells"), list):
+        raise ReportFileError(f"{source}: report has no \"cells\" array (file is corrupt)")
+    return document
