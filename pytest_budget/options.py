@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_budget.shard import Shard, ShardSpecError, parse_shard
+
 __all__ = [
     "AVAILABLE_SUITES",
     "AWARENESS_ENVS",
@@ -170,6 +172,8 @@ class BudgetOptions:
     tasks: tuple[str, ...] = PLANNING_TASKS
     query_count: int = 10
     queries: tuple[str, ...] = ()
+    # --budget-shard=i/N: this process runs shard i of N (None = the whole run).
+    shard: Shard | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready view for the report (no secrets live here: keys come from env vars)."""
@@ -521,4 +525,14 @@ def parse_options(
         tasks=tasks or PLANNING_TASKS,
         query_count=_positive_int("--budget-query-count", get_option("budget_query_count") or 10),
         queries=queries,
+        shard=_shard(get_option("budget_shard")),
     )
+
+
+def _shard(value: Any) -> Shard | None:
+    if value is None or not str(value).strip():
+        return None
+    try:
+        return parse_shard(str(value))
+    except ShardSpecError as exc:
+        raise OptionError(str(exc)) from None

@@ -204,6 +204,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "directory for score snapshots, relative to rootdir",
         default="__budget_snapshots__",
     )
+    group.addoption(
+        "--budget-shard",
+        metavar="I/N",
+        help="run only shard I of N (1-based) of the collected tests, chosen by a hash of each "
+        "test's id; merge the shards' reports with budget-report merge",
+    )
     parser.addini(
         "budget_tolerances",
         "per-metric absolute tolerances, one 'metric = value' per line",
@@ -264,6 +270,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     session = BudgetSession(options)
     config.stash[SESSION_KEY] = session
+    session.extra["shard"] = options.shard.as_dict() if options.shard else None
     config.pluginmanager.register(_RunReporter(config, session), "budget-run")
     _check_model_agents(options)
     _set_up_model_runtime(config, session)
@@ -448,6 +455,39 @@ def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
 def budget_session(config: pytest.Config) -> BudgetSession:
     """The run's :class:`BudgetSession` (available after ``pytest_configure``)."""
     return config.stash[SESSION_KEY]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    shard = budget_session(config).options.shard
+    if shard is None:
+        return None
+    return f"budget shard: {shard} (each test's shard comes from a hash of its id)"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--budget-shard=i/N``: keep this shard's tests (every test, cells or not), so the
+    N shards together run each collected test exactly once.  A pure function of each
+    test's id: every xdist worker deselects the same tests."""
+    shard = budget_session(config).options.shard
+    if shard is None:
+        return
+    import pytest_budget.suites as suites_package
+    from pytest_budget.shard import partition
+
+    folder = Path(suites_package.__file__).resolve().parent
+    kept, dropped = partition((_shard_identity(item, folder) for item in items), shard)
+    if dropped:
+        config.hook.pytest_deselected(items=[items[i] for i in dropped])
+        items[:] = [items[i] for i in kept]
+
+
+def _shard_identity(item: pytest.Item, suites_folder: Path) -> str:
+    """The node id, with the install location of the bundled suite modules left out."""
+    from pytest_budget.shard import suite_identity
+
+    path = Path(item.path).resolve()
+    return suite_identity(item.nodeid, path.name if path.parent == suites_folder else None)
 
 
 @pytest.hookimpl(wrapper=True)
