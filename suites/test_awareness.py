@@ -136,6 +136,7 @@ def test_awareness(
             "rollouts": dict(summarize_rollouts(rollouts)),
             "invalid_reasons": outcome.invalid_reasons,
             "notes": outcome.notes,
+            "curves": outcome.curves,
             "first_error": outcome.first_error,
             "sort_key": [awareness_cell.env, agent],
         }

@@ -153,6 +153,8 @@ def test_triage(
             "phase0": {
                 "items": len(pool.items),
                 "gradeable": len(phase0.baselines),
+                # Solved in Phase 0: the base accuracy line of the HTML report's eta bars.
+                "solved": sum(b.solved for b in phase0.baselines.values()),
                 "errors": phase0.errors,
             },
         }

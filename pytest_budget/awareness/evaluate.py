@@ -28,7 +28,9 @@ from pytest_budget.awareness.answers import (
 from pytest_budget.awareness.metrics import (
     MultiProbeRecord,
     ProbeRecord,
+    late_recognition_curve,
     per_dimension_scores,
+    progress_curves,
     project_dimension,
     score_notes,
     score_probes,
@@ -42,6 +44,7 @@ __all__ = [
     "AwarenessOutcome",
     "ProbeResult",
     "parse_answer",
+    "result_curves",
     "result_notes",
     "run_awareness_cell",
     "score_results",
@@ -76,6 +79,8 @@ class AwarenessOutcome:
     first_error: str | None = None
     outcome: str = "ok"
     reason: str = ""
+    # Figure data for the HTML report (see ``result_curves``); not scores, never gated.
+    curves: dict[str, Any] = field(default_factory=dict)
 
 
 def _checked_interval(value: Interval, policy: ParsePolicy, where: str) -> Interval | Invalid:
@@ -206,6 +211,42 @@ def result_notes(results: Sequence[ProbeResult], dimensions: Sequence[str]) -> d
     return score_notes(_plain(multi, dimensions[0]))
 
 
+#: Budget shares at which the late-recognition curve is sampled (0, 0.05, ..., 1).
+LATE_RECOGNITION_GRID = tuple(round(i / 20, 2) for i in range(21))
+
+
+def result_curves(
+    results: Sequence[ProbeResult], dimensions: Sequence[str], *, bins: int = 5
+) -> dict[str, Any]:
+    """Per-progress-bin curves per budget dimension and the late-recognition curve.
+
+    The late-recognition curve is measured in the first dimension, like the early-stop
+    shares; the width and linear-baseline curves are per dimension (each normalised by
+    its own cap).
+    """
+    multi = _records([r for r in results if r.estimate is not None])
+    per_dim = {
+        dim: progress_curves(
+            project_dimension(multi, dim) if len(dimensions) > 1 else _plain(multi, dim), bins
+        )
+        for dim in dimensions
+    }
+    first = project_dimension(multi, dimensions[0]) if len(dimensions) > 1 else None
+    curve, n_failed = late_recognition_curve(
+        first if first is not None else _plain(multi, dimensions[0]), LATE_RECOGNITION_GRID
+    )
+    return {
+        "bin_edges": [round(i / bins, 6) for i in range(bins + 1)],
+        "dimensions": per_dim,
+        "late_recognition": {
+            "dimension": dimensions[0],
+            "budget_share": list(LATE_RECOGNITION_GRID),
+            "still_feasible": curve,
+            "failed_rollouts": n_failed,
+        },
+    }
+
+
 async def run_awareness_cell(
     rollouts: Sequence[Rollout],
     estimator: object,
@@ -262,6 +303,7 @@ async def run_awareness_cell(
     outcome.scores = score_results(done, dimensions)
     outcome.scores["n_errors"] = len(errors)
     outcome.notes = result_notes(done, dimensions)
+    outcome.curves = result_curves(done, dimensions)
     return outcome
 
 

@@ -69,12 +69,14 @@ __all__ = [
     "interval_scores",
     "invalid_rate",
     "late_recognition",
+    "late_recognition_curve",
     "linear_baseline",
     "linear_extrapolation",
     "macro_f1",
     "midpoint_relative_error",
     "miss_bins",
     "per_dimension_scores",
+    "progress_curves",
     "project_dimension",
     "reward",
     "reward_from_text",
@@ -693,3 +695,71 @@ def per_dimension_scores(
         values = [v for d in dimensions if (v := out[f"{name}_{d}"]) is not None]
         out[name] = sum(values) / len(values) if values else None
     return out
+
+
+# --------------------------------------------------------------------------- progress curves
+
+
+def _progress_bins(t: ProbeTable, bins: int) -> IntArray:
+    """Bin of each probe by rollout progress k/T (same edges as :func:`miss_bins`)."""
+    progress = t.k / np.maximum(t.T, 1)
+    idx: IntArray = np.clip((progress * bins).astype(np.int64), 0, bins - 1)
+    return idx
+
+
+def _binned_mean(idx: IntArray, values: FloatArray, bins: int) -> list[float | None]:
+    n = np.bincount(idx, minlength=bins)
+    sums = np.bincount(idx, weights=values, minlength=bins)
+    return [round(float(s / c), 6) if c else None for s, c in zip(sums, n, strict=True)]
+
+
+def progress_curves(probes: Probes, bins: int = 5) -> dict[str, list[float | None] | list[int]]:
+    """Per rollout-progress bin, in units of the probe's budget cap (BAGEN Fig. 3, Fig. 12).
+
+    ``interval_answers``: probes answered with an interval; ``width``: their mean
+    (hi - lo) / budget.  ``paired``: feasible probes answered with an interval;
+    ``agent_error`` and ``linear_error``: mean |midpoint - R_k| / budget and
+    |R_lin - R_k| / budget over those same probes (paired, so their difference is the
+    error reduction over linear extrapolation).  Bins without probes hold ``None``.
+    """
+    t = _table(probes)
+    idx = _progress_bins(t, bins)
+    scale = np.where(t.budget > 0, t.budget, 1.0)
+    answered = t.kind == KIND_INTERVAL
+    paired = answered & t.feasible
+    r = t.remaining
+    midpoint = (t.lo + t.hi) / 2.0
+    agent = np.abs(midpoint - r) / scale
+    linear = np.abs(linear_extrapolation(t) - r) / scale
+    return {
+        "interval_answers": [int(v) for v in np.bincount(idx[answered], minlength=bins)],
+        "width": _binned_mean(idx[answered], ((t.hi - t.lo) / scale)[answered], bins),
+        "paired": [int(v) for v in np.bincount(idx[paired], minlength=bins)],
+        "agent_error": _binned_mean(idx[paired], agent[paired], bins),
+        "linear_error": _binned_mean(idx[paired], linear[paired], bins),
+    }
+
+
+def late_recognition_curve(probes: Probes, grid: Sequence[float]) -> tuple[list[float | None], int]:
+    """Share of failed rollouts not yet answered ``impossible`` at each budget share in ``grid``.
+
+    A failed rollout counts as still predicted feasible at share g while its first
+    ``impossible`` answer (C_k / budget at that probe) is above g, or when it never gets
+    one (BAGEN Fig. 7: how late failure is recognized).  Returns the shares (``None``
+    everywhere when no rollout failed) and the number of failed rollouts.
+    """
+    t = _table(probes)
+    first_k, used_at = _first_impossible(t)
+    present = np.zeros(t.n_rollouts, dtype=np.bool_)
+    present[t.rollout] = True
+    feasible = _per_rollout(t, t.feasible.astype(np.float64)) == 1.0
+    budget = _per_rollout(t, t.budget)
+    failed = present & ~feasible
+    n_failed = int(failed.sum())
+    if n_failed == 0:
+        return [None for _ in grid], 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(first_k >= 0, used_at / np.where(budget > 0, budget, 1.0), np.inf)
+    flagged_at = share[failed]
+    curve: list[float | None] = [round(float(np.mean(flagged_at > g)), 6) for g in grid]
+    return curve, n_failed
