@@ -584,7 +584,8 @@ def part_of(block: str, example: str) -> bool:
 
 
 def test_python_blocks_of_tutorials_and_how_tos_are_run() -> None:
-    """Each block is part of a docs/examples file, run by a named test, or a marked fragment."""
+    """Each Python block is part of a docs/examples file, run by a named test, or a marked
+    fragment; each bash block with a Python command names the test that runs it."""
     examples = {p.name: read(p) for p in EXAMPLES.glob("*.py")}
     tests = {
         node.name: ast.get_source_segment(text, node) or ""
@@ -596,12 +597,20 @@ def test_python_blocks_of_tutorials_and_how_tos_are_run() -> None:
     unclassified = []
     for path in python_pages():
         for block in blocks(path):
+            where = f"{block.page}:{block.line}"
+            marker = block.marker or ""
+            if block.lang == "bash" and re.search(r"^python3? (-c|\S+\.py)", block.body, re.M):
+                # a Python command (a report snippet, an example server): a test runs it
+                if not marker:
+                    unclassified.append(where)
+                elif not marker.startswith("fragment"):
+                    assert marker in tests, f"{where}: no test named {marker}"
+                    assert block.page.split("/")[-1] in tests[marker], where
+                continue
             if block.lang != "python":
                 continue
-            where = f"{block.page}:{block.line}"
             code = textwrap.dedent(block.body)  # a snippet from inside a function is indented
             compile(code, where, "exec")
-            marker = block.marker or ""
             if marker.startswith("fragment"):
                 assert re.match(r"fragment: \S", marker), f"{where}: a fragment needs a reason"
             elif marker:
@@ -612,7 +621,8 @@ def test_python_blocks_of_tutorials_and_how_tos_are_run() -> None:
             elif not any(part_of(code, text) for text in examples.values()):
                 unclassified.append(where)
     assert not unclassified, (
-        "Python blocks neither in a docs/examples file nor marked "
+        "Python blocks neither in a docs/examples file nor marked, or bash blocks running "
+        "Python without a marker "
         "<!-- docs-test: TEST_NAME --> or <!-- docs-test: fragment: REASON -->: "
         f"{unclassified}"
     )

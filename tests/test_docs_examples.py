@@ -250,6 +250,8 @@ def test_awareness_tutorial_reference_table(pytester: pytest.Pytester) -> None:
     ]  # what the snippet of step 4 prints
     tutorial = (DOCS / "tutorial" / "first-awareness-run.md").read_text(encoding="utf-8")
     assert all(line in tutorial.splitlines() for line in printed)
+    ran, shown = report_snippet(pytester, "tutorial/first-awareness-run.md")
+    assert ran == shown == printed  # the snippet itself, as the tutorial shows it
 
 
 def test_estimator_example_on_generated_sokoban_rollouts(pytester: pytest.Pytester) -> None:
@@ -538,14 +540,14 @@ def test_retrieval_server_example_answers_as_documented() -> None:
 
 def test_own_retrieval_server_with_the_suite(pytester: pytest.Pytester) -> None:
     """bring-your-own-retrieval-server.md: the exported corpus behind both example servers."""
-    from pytest_budget.awareness.search_corpus import build_corpus, dump_corpus
-
     howto = "how-to/bring-your-own-retrieval-server.md"
     text = (EXAMPLES / "minimal_search_server_example.py").read_text(encoding="utf-8")
     (code,) = [b for b in python_blocks(howto) if "ThreadingHTTPServer" in b]
     assert code == text  # the how-to shows the example file as it is
+    # Step 1's command, run here (pytester's directory is the working directory).
+    (export,) = re.findall(r'^python -c "(.*)"$', (DOCS / howto).read_text(encoding="utf-8"), re.M)
+    exec(compile(export, howto, "exec"), {})
     corpus = pytester.path / "search_corpus.jsonl"
-    dump_corpus(build_corpus(0), corpus)
     first = corpus.read_text(encoding="utf-8").splitlines()[0]
     assert first in (DOCS / howto).read_text(encoding="utf-8")
 
@@ -630,6 +632,16 @@ def validate_report(pytester: pytest.Pytester) -> None:
     jsonschema.validate(report_of(pytester), schema)
 
 
+def report_snippet(pytester: pytest.Pytester, doc: str) -> tuple[list[str], list[str]]:
+    """What the doc's ``python -c`` report snippet prints here, and what the doc shows."""
+    text = (DOCS / doc).read_text(encoding="utf-8")
+    pattern = r'```bash\n(?:(?!```).)*?python -c "(.*?)"\n```\s*prints\s*```text\n(.*?)```'
+    code, shown = re.search(pattern, text, flags=re.DOTALL).groups()  # type: ignore[union-attr]
+    done = subprocess.run([sys.executable, "-c", code], cwd=pytester.path, check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    return done.stdout.splitlines(), shown.splitlines()
+
+
 def python_blocks(doc: str) -> list[str]:
     """The ```python blocks of a doc page, in order."""
     text = (DOCS / doc).read_text(encoding="utf-8")
@@ -657,6 +669,8 @@ def test_planning_tutorial_reference_table(pytester: pytest.Pytester) -> None:
     assert (cell["mode"], cell["block_count"], cell["refinement_level"]) == ("ban_tool", 1, 5)
     printed = {k: round(v, 3) if isinstance(v, float) else v for k, v in cell["scores"].items()}
     assert str(printed) in tutorial
+    ran, shown = report_snippet(pytester, "tutorial/first-planning-run.md")
+    assert ran == shown and ran[2] == str(printed)  # the snippet itself, as shown
     # greedy is scored twice: as an agent and as every cell's baseline
     for key in ("emr", "aed", "aned", "cost_gap"):
         assert cell["scores"][key] == cell["greedy"][key]
