@@ -3,8 +3,8 @@
     python benchmarks/bench_model_runtime.py                    # N=2000, d=50 ms, c=64
     python benchmarks/bench_model_runtime.py --n 500 --delay 0.1 --concurrency 16
 
-The server (an OpenAI-compatible ``ThreadingHTTPServer``, one thread per connection) runs
-in its own process, so its work does not share the client's interpreter lock.  The client
+The server (an OpenAI-compatible asyncio server with keep-alive) runs in its own process,
+so its work does not share the client's interpreter lock.  The client
 is the real path of a user's run: ``LLMEstimator`` over the model runtime (record/replay
 cassette, ledger, retries, concurrency limit) over ``OpenAIChatClient``, driven by
 ``run_awareness_cell`` (probe prompts, parsing, scoring).  Three figures:
@@ -19,11 +19,12 @@ cassette, ledger, retries, concurrency limit) over ``OpenAIChatClient``, driven 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import multiprocessing
+import resource
 import tempfile
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ import anyio
 from pytest_budget.awareness.evaluate import run_awareness_cell
 from pytest_budget.awareness.rollouts import Rollout, Turn
 from pytest_budget.models.agents import LLMEstimator
+from pytest_budget.models.connections import in_connection_scope
 from pytest_budget.models.provider import build_chat_client
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
 
@@ -50,30 +52,42 @@ _REPLY = {
 
 
 def _serve(delay: float, ready: Any, port: Any) -> None:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    """An asyncio HTTP/1.1 server with keep-alive: every POST is answered after ``delay``.
 
-        def log_message(self, format: str, *args: Any) -> None:
-            return
+    One event loop and no per-connection threads, like the servers that host models
+    (uvicorn, vLLM), so the two cores go to the client rather than to thread switching.
+    """
+    body = json.dumps(_REPLY).encode()
+    response = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
 
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            time.sleep(delay)
-            payload = json.dumps(_REPLY).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                await reader.readexactly(length)
+                await asyncio.sleep(delay)
+                writer.write(response)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
 
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 512
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
+        port.value = server.sockets[0].getsockname()[1]
+        ready.set()
+        await server.serve_forever()
 
-    server = Server(("127.0.0.1", 0), Handler)
-    port.value = server.server_address[1]
-    ready.set()
-    server.serve_forever()
+    asyncio.run(main())
 
 
 def _rollouts(n_probes: int) -> list[Rollout]:
@@ -85,12 +99,19 @@ def _rollouts(n_probes: int) -> list[Rollout]:
     return rollouts
 
 
-def _cell(rollouts: list[Rollout], estimator: object, concurrency: int) -> tuple[float, Any]:
-    started = time.perf_counter()
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cell(rollouts: list[Rollout], estimator: object, concurrency: int) -> tuple[float, float, Any]:
+    started, cpu = time.perf_counter(), _cpu_s()
+    # As the suites do: one connection scope per cell, so calls reuse keep-alive connections.
     outcome = anyio.run(
-        lambda: run_awareness_cell(rollouts, estimator, limiter=anyio.CapacityLimiter(concurrency))
+        in_connection_scope,
+        lambda: run_awareness_cell(rollouts, estimator, limiter=anyio.CapacityLimiter(concurrency)),
     )
-    return time.perf_counter() - started, outcome
+    return time.perf_counter() - started, _cpu_s() - cpu, outcome
 
 
 def main() -> None:
@@ -119,10 +140,10 @@ def main() -> None:
             runtime = ModelRuntime(config)
             return LLMEstimator(runtime.wrap(build_chat_client("openai", "m", base_url=url)))
 
-        live_s, live = _cell(rollouts, estimator(), args.concurrency)
+        live_s, live_cpu, live = _cell(rollouts, estimator(), args.concurrency)
         server.terminate()
         server.join(5)
-        replay_s, replay = _cell(rollouts, estimator(), args.concurrency)
+        replay_s, _, replay = _cell(rollouts, estimator(), args.concurrency)
 
     class Bare:
         name = "bare"
@@ -131,12 +152,13 @@ def main() -> None:
         def estimate(self, probe: object) -> str:
             return "<answer>[100, 900]</answer>"
 
-    bare_s, _ = _cell(rollouts, Bare(), args.concurrency)
+    bare_s, _, _ = _cell(rollouts, Bare(), args.concurrency)
     bound = n * args.delay / args.concurrency
     assert live.n_errors == 0 and replay.n_errors == 0, (live.first_error, replay.first_error)
     assert live.scores == replay.scores
     print(f"probes {n}, delay {args.delay * 1000:g} ms, concurrency {args.concurrency}")
     print(f"live:   {live_s:.3f} s, bound N*d/c {bound:.3f} s, ratio {live_s / bound:.3f}")
+    print(f"        client CPU {live_cpu / n * 1000:.3f} ms per call (the rest of 2 cores serve)")
     print(f"replay: {replay_s:.3f} s, {replay_s / n * 1000:.3f} ms per probe (no server)")
     print(f"bare:   {bare_s:.3f} s, {bare_s / n * 1000:.3f} ms per probe (no HTTP, no runtime)")
 

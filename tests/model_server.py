@@ -11,7 +11,8 @@ A real ``ThreadingHTTPServer`` on ``127.0.0.1`` (free port) speaking HTTP/1.1:
   (``Fault.status(429, {"retry-after": "0"})``), a dropped connection, a truncated JSON body,
   a reply slower than the client's timeout, a reply without ``usage``, an HTML page.
 
-It counts requests and the most POSTs ever in flight at once (``max_in_flight``).
+It counts requests, TCP connections (``connections``) and the most POSTs ever in flight at
+once (``max_in_flight``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,15 @@ class Fault:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body are two writes; with Nagle on, a kept-alive connection waits for the
+    # client's delayed ACK (~40 ms) before the body goes out.
+    disable_nagle_algorithm = True
     server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.owner.lock:
+            self.server.owner.connections += 1
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -195,6 +204,7 @@ class ModelServer:
         self.faults: deque[Fault] = deque()
         self.in_flight = 0
         self.max_in_flight = 0
+        self.connections = 0  # TCP connections accepted (keep-alive reuse shows here)
         self._server: _Server | None = None
         self._url: str | None = None
         self._thread: threading.Thread | None = None

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import httpx
 
+from pytest_budget.models.connections import HTTPAnswer, current_connection_scope
 from pytest_budget.models.usage import TokenUsage, from_anthropic, from_openai
 
 __all__ = [
@@ -165,7 +166,7 @@ def _truncate(text: str, limit: int = _REASON_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _error_reason(response: httpx.Response) -> str:
+def _error_reason(response: HTTPAnswer) -> str:
     """The provider's error message if the body is the usual JSON, else the body's text."""
     try:
         body = response.json()
@@ -196,6 +197,10 @@ class ChatClient:
 
     Use as ``async with Client(...) as client:`` or call :meth:`aclose`; an
     ``httpx.AsyncClient`` passed in as ``http_client`` is used as is and left open.
+
+    Inside :func:`~pytest_budget.models.connections.connection_scope` the calls reuse the
+    scope's keep-alive connections when ``use_connection_scope`` is true (the default when
+    no ``http_client`` is given); otherwise they go through ``http_client``.
     """
 
     provider: ClassVar[str] = "chat"
@@ -208,6 +213,7 @@ class ChatClient:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         http_client: httpx.AsyncClient | None = None,
+        use_connection_scope: bool | None = None,
     ) -> None:
         if not model:
             raise ValueError("model must be a non-empty string")
@@ -221,6 +227,9 @@ class ChatClient:
         self._key = _Secret(api_key) if api_key else None
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else httpx.AsyncClient()
+        if use_connection_scope is None:
+            use_connection_scope = http_client is None
+        self._use_scope = use_connection_scope
 
     def __repr__(self) -> str:
         key = _MASK if self._key is not None else None
@@ -283,12 +292,7 @@ class ChatClient:
             messages, max_tokens=max_tokens, temperature=temperature, tools=tools
         )
         try:
-            response = await self._http.post(
-                self.endpoint,
-                json=payload,
-                headers=self._headers(),
-                timeout=httpx.Timeout(self.timeout),
-            )
+            response = await self._send(payload)
         except httpx.TimeoutException:
             raise self._error(f"timed out after {self.timeout:g} s", kind="timeout") from None
         except httpx.HTTPError as exc:
@@ -318,6 +322,21 @@ class ChatClient:
         except ValueError as exc:
             reason = _truncate(_mask(f"malformed response: {exc}", self._key))
             raise self._error(reason, status=response.status_code, kind="unusable") from None
+
+    async def _send(self, payload: Mapping[str, Any]) -> HTTPAnswer:
+        scope = current_connection_scope() if self._use_scope else None
+        if scope is None or not scope.direct:
+            response = await self._http.post(
+                self.endpoint,
+                json=payload,
+                headers=self._headers(),
+                timeout=httpx.Timeout(self.timeout),
+            )
+            return HTTPAnswer.from_httpx(response)
+        content = json.dumps(
+            payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+        return await scope.post(self.endpoint, self._headers(), content, self.timeout)
 
     def _error(
         self,
@@ -428,8 +447,16 @@ class AnthropicChatClient(ChatClient):
         *,
         timeout: float = DEFAULT_TIMEOUT,
         http_client: httpx.AsyncClient | None = None,
+        use_connection_scope: bool | None = None,
     ) -> None:
-        super().__init__(model, base_url, api_key, timeout=timeout, http_client=http_client)
+        super().__init__(
+            model,
+            base_url,
+            api_key,
+            timeout=timeout,
+            http_client=http_client,
+            use_connection_scope=use_connection_scope,
+        )
 
     @property
     def endpoint(self) -> str:

@@ -9,10 +9,11 @@ APIs need a key and a missing one is a one-line :class:`ProviderConfigError`; an
 :func:`provider_factory` gives the ``factory(model, role, settings)`` that
 :func:`pytest_budget.agents.register_provider` expects; nothing is registered here.
 
-Connections are not kept alive by default: the suites run Phase 0 and each cell in their own
-``anyio.run`` event loop and one agent may serve several of them, and an ``httpx`` connection
-pooled in one loop breaks in the next ("Event loop is closed").  A fresh connection per call
-costs a handshake, small next to a model call.
+Connections are not kept alive across event loops: the suites run Phase 0 and each cell in
+their own ``anyio.run`` event loop and one agent may serve several of them, and an ``httpx``
+connection pooled in one loop breaks in the next ("Event loop is closed").  Outside a
+:func:`~pytest_budget.models.connections.connection_scope` a call opens a fresh connection;
+inside one (the suites open one per loop) calls reuse keep-alive connections.
 """
 
 from __future__ import annotations
@@ -170,7 +171,9 @@ def build_chat_client(
     http_client = (
         None if keep_alive else httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
     )
-    return _CLIENTS[provider](model, url, key, timeout=timeout, http_client=http_client)
+    return _CLIENTS[provider](
+        model, url, key, timeout=timeout, http_client=http_client, use_connection_scope=True
+    )
 
 
 def provider_factory(provider: str) -> ProviderFactory:

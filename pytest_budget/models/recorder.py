@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import re
-import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -142,9 +142,13 @@ class CallRecorder:
         self.root = Path(root)
         self.corrupt = 0  # records that could not be read (treated as missing)
         self._made: set[Path] = set()  # folders known to exist (one mkdir per folder)
+        self._cassettes: dict[tuple[str, str], str] = {}
 
     def path(self, provider: str, model: str, key: str) -> Path:
-        return _cassette(self.root, provider, model) / key[:2] / f"{key}.json"
+        folder = self._cassettes.get((provider, model))
+        if folder is None:
+            folder = self._cassettes[provider, model] = str(_cassette(self.root, provider, model))
+        return Path(f"{folder}/{key[:2]}/{key}.json")
 
     def load(
         self, provider: str, model: str, key: str, body: Mapping[str, Any]
@@ -191,10 +195,20 @@ class CallRecorder:
             "request": body,
             "response": result_to_json(result),
         }
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}.", suffix=".tmp", dir=path.parent)
+        # dumps, not dump: json.dump to a file takes the pure-Python encoder, several times
+        # slower on a long conversation.
+        data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        # A name of our own, unique per process and thread (a store never yields to another
+        # task), is half the cost of mkstemp's random-name search.
+        tmp = f"{path.parent}/.{key}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(record, handle, ensure_ascii=False, sort_keys=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                view = memoryview(data)
+                while view:  # os.write may write less than asked
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

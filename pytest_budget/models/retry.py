@@ -16,6 +16,7 @@ import datetime as _dt
 import email.utils
 import math
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -131,6 +132,23 @@ async def call_with_retries(
     its own unseeded ``random.Random`` unless one is given.
     """
 
+    # Most calls succeed at once: the first attempt runs outside tenacity, whose per-call
+    # set-up costs about as much CPU as a local model call.  A transient failure is handed to
+    # tenacity as its attempt 1 (re-raised, not re-sent), with the time already spent taken
+    # off the total, so waits, stops and counting are exactly tenacity's.
+    started = time.monotonic()
+    try:
+        return await call()
+    except BaseException as exc:
+        if policy.max_attempts <= 1 or not is_transient(exc):
+            raise
+        pending: list[BaseException] = [exc]
+
+    async def first_then_call() -> T:
+        if pending:
+            raise pending.pop()
+        return await call()
+
     def before_sleep(state: tenacity.RetryCallState) -> None:
         if on_retry is None or state.outcome is None:
             return
@@ -138,10 +156,11 @@ async def call_with_retries(
         if error is not None:
             on_retry(error, state.upcoming_sleep)
 
+    remaining_s = max(0.0, policy.max_total_s - (time.monotonic() - started))
     retrying = tenacity.AsyncRetrying(
         stop=(
             tenacity.stop_after_attempt(policy.max_attempts)
-            | tenacity.stop_before_delay(policy.max_total_s)
+            | tenacity.stop_before_delay(remaining_s)
         ),
         wait=_Wait(policy, rng or random.Random()),
         retry=tenacity.retry_if_exception(is_transient),
@@ -149,4 +168,4 @@ async def call_with_retries(
         before_sleep=before_sleep,
         reraise=True,
     )
-    return await retrying(call)
+    return await retrying(first_then_call)
