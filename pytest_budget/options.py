@@ -133,6 +133,7 @@ class BudgetOptions:
     seed: int = DEFAULT_SEED
     concurrency: int = 8
     report_path: str | None = None
+    html_path: str | None = None
     alphas: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
     unsolvable: tuple[float, ...] = (0.0, 0.5)
     pools: tuple[str, ...] = ()
@@ -324,6 +325,15 @@ def parse_options(
 
     report_value = get_option("budget_report")
     report_path = str((base / report_value).resolve()) if report_value else None
+    html_value = get_option("budget_html")
+    html_path = str((base / html_value).resolve()) if html_value else None
+    if html_path:
+        from pytest_budget.html import MissingReportExtra, require_matplotlib
+
+        try:
+            require_matplotlib()
+        except MissingReportExtra as exc:
+            raise OptionError(f"--budget-html: {exc}") from None
 
     rollouts = tuple(str((base / path).resolve()) for path in (get_option("budget_rollouts") or ()))
     for path in rollouts:
@@ -471,6 +481,7 @@ def parse_options(
         seed=seed,
         concurrency=_positive_int("--budget-concurrency", get_option("budget_concurrency") or 8),
         report_path=report_path,
+        html_path=html_path,
         alphas=parse_float_list(
             "--budget-alpha",
             get_option("budget_alpha") or DEFAULT_ALPHAS,

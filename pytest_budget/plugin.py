@@ -59,6 +59,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--budget-report", metavar="PATH", help="write the run's JSON report here")
     group.addoption(
+        "--budget-html",
+        metavar="PATH",
+        help="write the run's report as one self-contained HTML page with score tables and "
+        'figures (needs matplotlib: pip install "pytest-budget[report]")',
+    )
+    group.addoption(
         "--budget-alpha", help="triage budget levels alpha, comma list (default 0.25,0.5,0.75,1.0)"
     )
     group.addoption(
@@ -602,6 +608,8 @@ class _RunReporter:
                 terminalreporter.write_line(line)
         if self.session.options.report_path:
             terminalreporter.write_line(f"budget report: {self.session.options.report_path}")
+        if self.session.options.html_path:
+            terminalreporter.write_line(f"budget html: {self.session.options.html_path}")
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
@@ -612,7 +620,9 @@ class _RunReporter:
         runtime_config, state = self._ledger_state()
         if state is not None:
             self.session.extra["models"] = models_report(runtime_config, state, self.spend_skipped)
-        self.session.write_report()
+        report = self.session.report()
+        self.session.write_report(report)
+        self.session.write_html(report)
 
 
 @pytest.hookimpl(trylast=True)

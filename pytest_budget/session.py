@@ -58,9 +58,8 @@ class BudgetSession:
                 out.append((title, render(grouped[suite])))
         return out
 
-    def write_report(self) -> Path | None:
-        if not self.options.report_path:
-            return None
+    def report(self) -> dict[str, Any]:
+        """The JSON report document as it stands now (written or not)."""
         report = build_report(
             self.ordered_cells(),
             options=self.options.as_dict(),
@@ -69,4 +68,17 @@ class BudgetSession:
             seed=self.options.seed,
         )
         report.update(self.extra)
-        return write_report(self.options.report_path, report)
+        return report
+
+    def write_report(self, report: Mapping[str, Any] | None = None) -> Path | None:
+        if not self.options.report_path:
+            return None
+        return write_report(self.options.report_path, report or self.report())
+
+    def write_html(self, report: Mapping[str, Any] | None = None) -> Path | None:
+        """The HTML page of ``--budget-html`` (matplotlib is imported only here)."""
+        if not self.options.html_path:
+            return None
+        from pytest_budget.html import write_html_report
+
+        return write_html_report(self.options.html_path, report or self.report())

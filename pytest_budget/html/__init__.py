@@ -1,0 +1,105 @@
+"""The HTML report: one self-contained page of score tables and the papers' figures.
+
+``pytest --budget-html=PATH`` writes it at the end of a run; ``budget-report render``
+(:func:`render_command`) writes it from saved JSON reports, one after the other or, with
+``--compare``, two runs side by side with the deltas marked.  The figures need
+matplotlib, the ``report`` extra (``pip install "pytest-budget[report]"``); it is
+imported only when a page is drawn, never when this package is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "INSTALL_HINT",
+    "MissingReportExtra",
+    "render_command",
+    "render_html",
+    "require_matplotlib",
+    "write_html_report",
+]
+
+INSTALL_HINT = 'pip install "pytest-budget[report]"'
+
+
+class MissingReportExtra(ImportError):
+    """matplotlib is not installed; the message says how to install it (one line)."""
+
+
+def require_matplotlib() -> None:
+    """Fail with a one-line install hint when matplotlib cannot be imported."""
+    try:
+        import matplotlib  # noqa: F401 - only checking that it imports
+    except ImportError as exc:
+        raise MissingReportExtra(
+            f"the HTML report needs matplotlib ({exc.msg or exc}); install it with: {INSTALL_HINT}"
+        ) from None
+
+
+def render_html(reports: Sequence[tuple[str, Mapping[str, Any]]], *, compare: bool = False) -> str:
+    """The page for ``(label, report document)`` pairs (see :func:`render_page`)."""
+    require_matplotlib()
+    from pytest_budget.html.page import render_page
+
+    return render_page(reports, compare=compare)
+
+
+def _write_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_html_report(
+    path: str | os.PathLike[str], report: Mapping[str, Any], *, label: str = "this run"
+) -> Path:
+    """Write the page of one report document (what ``--budget-html`` does), atomically."""
+    return _write_atomic(path, render_html([(label, report)]))
+
+
+def render_command(reports: Sequence[str], output: str, *, compare: bool) -> int:
+    """``budget-report render``: exit 0 when written, 2 on a one-line error.
+
+    A report file that cannot be used raises :class:`~pytest_budget.report.ReportFileError`
+    (the command line prints it and exits 2).
+    """
+    from pytest_budget.report import load_report
+
+    try:
+        require_matplotlib()
+    except MissingReportExtra as exc:
+        print(f"budget-report: error: {exc}", file=sys.stderr)
+        return 2
+    if compare and len(reports) != 2:
+        print(
+            f"budget-report: error: --compare takes exactly two reports (baseline first, "
+            f"then the new run), got {len(reports)}",
+            file=sys.stderr,
+        )
+        return 2
+    documents = [(str(path), load_report(path)) for path in reports]
+    page = render_html(documents, compare=compare)
+    try:
+        written = _write_atomic(output, page)
+    except OSError as exc:
+        print(
+            f"budget-report: error: cannot write {output}: {exc.strerror or exc}", file=sys.stderr
+        )
+        return 2
+    kind = "comparison" if compare else f"{len(documents)} report(s)"
+    print(f"budget-report: wrote {written} ({kind})")
+    return 0

@@ -1,0 +1,432 @@
+"""Assemble the HTML page: run facts, one section per suite with figures and score tables.
+
+Everything the page needs is inline (CSS in a ``<style>`` element, figures as
+``data:image/png;base64`` images, no script), so the file opens offline and can be
+attached to a CI run as it is.  Nothing here depends on the time of rendering: the same
+reports give the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from html import escape
+from typing import Any
+
+from pytest_budget.html.awareness_figures import awareness_charts
+from pytest_budget.html.compare import cell_key, delta, match_cells
+from pytest_budget.html.figures import Chart, agent_colors
+from pytest_budget.html.planning_figures import planning_charts
+from pytest_budget.html.tables import (
+    CORE_SUITES,
+    SUITE_TITLES,
+    Column,
+    columns_for,
+    footer_lines,
+    format_cell_value,
+)
+from pytest_budget.html.triage_figures import triage_charts
+
+__all__ = ["render_page"]
+
+Cell = Mapping[str, Any]
+Report = Mapping[str, Any]
+ChartMaker = Callable[[Sequence[Cell], Mapping[str, str], str], list[Chart]]
+
+CHARTS: dict[str, ChartMaker] = {
+    "triage": triage_charts,
+    "awareness": awareness_charts,
+    "planning": planning_charts,
+}
+
+CSS = """
+:root { --ink: #1d232a; --muted: #5b6570; --line: #d8dde3; --soft: #f4f6f8;
+  --better: #0b7a3b; --better-bg: #e3f4e8; --worse: #b3261e; --worse-bg: #fbe6e4; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--ink); background: #fff;
+  font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
+main { max-width: 1180px; margin: 0 auto; padding: 24px 28px 64px; }
+main.wide { max-width: 2300px; }
+h1 { font-size: 1.7rem; margin: 0 0 4px; }
+h2 { font-size: 1.3rem; margin: 40px 0 6px; padding-top: 12px; border-top: 2px solid var(--line); }
+h3 { font-size: 1.05rem; margin: 26px 0 8px; }
+p.sub, p.lede { color: var(--muted); margin: 2px 0 12px; }
+nav { background: var(--soft); padding: 10px 14px; border-radius: 6px; margin: 16px 0; }
+nav a { margin-right: 16px; color: #0b5cad; text-decoration: none; }
+nav a:hover { text-decoration: underline; }
+table { border-collapse: collapse; font-size: 13px; font-variant-numeric: tabular-nums; }
+th, td { padding: 4px 9px; border-bottom: 1px solid var(--line); text-align: left;
+  white-space: nowrap; vertical-align: top; }
+th { background: var(--soft); position: sticky; top: 0; z-index: 1; font-weight: 600; }
+td.num, th.num { text-align: right; }
+tbody tr:nth-child(even) td { background: #fafbfc; }
+table.facts th { position: static; }
+.table-wrap { max-height: 34rem; overflow: auto; border: 1px solid var(--line);
+  border-radius: 6px; }
+.table-wrap table { width: 100%; }
+figure.chart { margin: 18px 0 26px; }
+figure.chart img { display: block; max-width: 100%; height: auto; }
+figcaption { font-size: 13.5px; color: var(--muted); margin: 0 0 8px; max-width: 62rem; }
+figcaption strong { display: block; color: var(--ink); font-size: 15px; margin-bottom: 2px; }
+p.note, .missing p { background: #fff8e1; border-left: 4px solid #f0b400; padding: 8px 12px;
+  margin: 10px 0; color: #4a3b00; }
+ul.footer { color: var(--muted); font-size: 13px; padding-left: 20px; }
+.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 24px; align-items: start; }
+.pair > div > h4 { margin: 6px 0; font-size: 13px; color: var(--muted); text-transform: uppercase;
+  letter-spacing: .04em; }
+td.better { background: var(--better-bg); }
+td.worse { background: var(--worse-bg); }
+span.d { font-size: 11.5px; margin-left: 6px; }
+td.better span.d { color: var(--better); font-weight: 700; }
+td.worse span.d { color: var(--worse); font-weight: 700; }
+td.neutral span.d, td.same span.d { color: var(--muted); }
+.legend span { display: inline-block; padding: 1px 8px; margin-right: 8px; border-radius: 3px; }
+.legend .better { background: var(--better-bg); color: var(--better); }
+.legend .worse { background: var(--worse-bg); color: var(--worse); }
+details { margin: 10px 0; }
+summary { cursor: pointer; font-weight: 600; }
+"""
+
+
+def _suites_of(report: Report) -> dict[str, list[Cell]]:
+    grouped: dict[str, list[Cell]] = {}
+    for cell in report.get("cells", []):
+        if isinstance(cell, Mapping):
+            grouped.setdefault(str(cell.get("suite")), []).append(cell)
+    return grouped
+
+
+def _suite_order(groups: Sequence[Mapping[str, list[Cell]]]) -> list[str]:
+    present = {name for group in groups for name in group}
+    known = ("triage", "triage-resolve", "awareness", "planning")
+    # The three core suites always get a section (a note when absent); others when present.
+    order = [s for s in known if s in CORE_SUITES or s in present]
+    return order + sorted(present - set(order))
+
+
+def _missing_note(suite: str, report: Report) -> str:
+    selected = [str(s) for s in report.get("suites", []) or []]
+    if suite in selected:
+        return (
+            f"The {suite} suite was selected but recorded no cells (every cell was "
+            "deselected, skipped or failed before scoring)."
+        )
+    return f"The {suite} suite is not in this run; run it with pytest --budget-suite={suite}."
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _table(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
+    head = "".join(
+        f'<th{_num_class(columns, cells, i)} title="{escape(c.tooltip)}">{escape(c.header)}</th>'
+        for i, c in enumerate(columns)
+    )
+    rows = []
+    for cell in cells:
+        tds = []
+        for column in columns:
+            value = column.read(cell)
+            cls = ' class="num"' if _is_number(value) or value is None else ""
+            tds.append(f"<td{cls}>{escape(column.text(cell))}</td>")
+        rows.append("<tr>" + "".join(tds) + "</tr>")
+    return (
+        '<div class="table-wrap"><table class="scores"><thead><tr>'
+        + head
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
+
+
+def _num_class(columns: Sequence[Column], cells: Sequence[Cell], index: int) -> str:
+    values = [columns[index].read(c) for c in cells]
+    numeric = values and all(_is_number(v) or v is None for v in values)
+    return ' class="num"' if numeric else ""
+
+
+def _chart_html(chart: Chart, prefix: str) -> str:
+    key = chart.key[len(prefix) :] if chart.key.startswith(prefix) else chart.key
+    caption = (
+        f"<figcaption><strong>{escape(chart.title)}</strong>{escape(chart.caption)}</figcaption>"
+    )
+    if chart.png is None:
+        return (
+            f'<figure class="chart missing" id="{escape(chart.key)}" data-figure="{escape(key)}">'
+            f'{caption}<p class="note">{escape(chart.note or "no data")}</p></figure>'
+        )
+    return (
+        f'<figure class="chart" id="{escape(chart.key)}" data-figure="{escape(key)}">{caption}'
+        f'<img alt="{escape(chart.title)}" width="{chart.width}" height="{chart.height}" '
+        f'src="data:image/png;base64,{chart.png}"></figure>'
+    )
+
+
+def _facts(report: Report) -> list[tuple[str, str]]:
+    raw_summary = report.get("summary")
+    summary: Mapping[str, Any] = raw_summary if isinstance(raw_summary, Mapping) else {}
+    dash = "\u2013"
+
+    def counts(value: object) -> str:
+        if not isinstance(value, Mapping) or not value:
+            return "\u2013"
+        return ", ".join(f"{v} {k}" for k, v in value.items())
+
+    facts = [
+        ("pytest-budget", str(report.get("version", "\u2013"))),
+        ("created", str(report.get("created", "\u2013"))),
+        ("seed", str(report.get("seed", "\u2013"))),
+        ("suites", ", ".join(str(s) for s in report.get("suites", []) or []) or "\u2013"),
+        ("cells", str(summary.get("cells", len(report.get("cells", []))))),
+        ("cell outcomes", counts(summary.get("outcomes"))),
+        ("tests", counts(summary.get("tests"))),
+        ("duration", f"{report.get('duration_s', dash)} s"),
+        ("python", str(report.get("python", "\u2013"))),
+    ]
+    models = report.get("models")
+    if isinstance(models, Mapping) and models.get("spent_usd") is not None:
+        facts.append(("model spend", f"${models.get('spent_usd')}"))
+    return facts
+
+
+def _facts_table(reports: Sequence[tuple[str, Report]]) -> str:
+    head = "<th>run</th>" + "".join(f"<th>{escape(label)}</th>" for label, _ in reports)
+    rows = []
+    columns = [_facts(report) for _, report in reports]
+    for index, (name, _value) in enumerate(columns[0]):
+        values = "".join(
+            f"<td>{escape(facts[index][1]) if index < len(facts) else ''}</td>" for facts in columns
+        )
+        rows.append(f"<tr><th>{escape(name)}</th>{values}</tr>")
+    return (
+        f'<table class="facts"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _colors(suite: str, groups: Sequence[Mapping[str, list[Cell]]]) -> dict[str, str]:
+    return agent_colors(str(c.get("agent")) for g in groups for c in g.get(suite, []))
+
+
+def _suite_section(
+    suite: str, cells: Sequence[Cell], report: Report, colors: Mapping[str, str], prefix: str
+) -> str:
+    anchor = f"{prefix}{suite}"
+    title = SUITE_TITLES.get(suite, f"{suite} (your own cells)")
+    if not cells:
+        return (
+            f'<section class="suite missing" id="{anchor}" data-suite="{escape(suite)}">'
+            f"<h2>{escape(title)}</h2><p>{escape(_missing_note(suite, report))}</p></section>"
+        )
+    agents = sorted({str(c.get("agent")) for c in cells})
+    parts = [
+        f'<section class="suite" id="{escape(anchor)}" data-suite="{escape(suite)}">',
+        f"<h2>{escape(title)}</h2>",
+        f'<p class="lede">{len(cells)} cells; agents: {escape(", ".join(agents))}</p>',
+    ]
+    maker = CHARTS.get(suite)
+    if maker is not None:
+        parts.extend(_chart_html(chart, prefix) for chart in maker(cells, colors, prefix))
+    parts.append("<h3>Scores</h3>")
+    parts.append(_table(columns_for(suite, cells), cells))
+    lines = footer_lines(suite, cells)
+    if lines:
+        parts.append(
+            '<ul class="footer">' + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>"
+        )
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _nav(links: Sequence[tuple[str, str]]) -> str:
+    items = "".join(f'<a href="#{escape(anchor)}">{escape(text)}</a>' for anchor, text in links)
+    return f"<nav>{items}</nav>"
+
+
+def _document(title: str, body: str, *, wide: bool = False) -> str:
+    main_class = ' class="wide"' if wide else ""
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
+        f"<body><main{main_class}>{body}</main></body></html>\n"
+    )
+
+
+def render_page(reports: Sequence[tuple[str, Report]], *, compare: bool = False) -> str:
+    """The whole page for ``(label, report)`` pairs: one after the other, or (``compare``,
+    exactly two) side by side with the deltas of the second against the first."""
+    if compare:
+        if len(reports) != 2:
+            raise ValueError(f"--compare takes exactly two reports, got {len(reports)}")
+        return _compare_page(reports[0], reports[1])
+    groups = [_suites_of(report) for _, report in reports]
+    order = _suite_order(groups)
+    body: list[str] = ["<h1>pytest-budget report</h1>"]
+    several = len(reports) > 1
+    if several:
+        body.append(f'<p class="sub">{len(reports)} reports, one after the other.</p>')
+    links = []
+    for index, (label, _report) in enumerate(reports, start=1):
+        prefix = f"r{index}-" if several else ""
+        for suite in order:
+            text = f"{label}: {suite}" if several else suite
+            links.append((f"{prefix}{suite}", text))
+    body.append(_nav(links))
+    for index, (label, report) in enumerate(reports, start=1):
+        prefix = f"r{index}-" if several else ""
+        body.append(f'<article class="report" id="report-{index}">')
+        if several:
+            body.append(f"<h2>Report {index}: {escape(label)}</h2>")
+        else:
+            body.append(f'<p class="sub">source: {escape(label)}</p>')
+        body.append(_facts_table([(label, report)]))
+        for suite in order:
+            colors = _colors(suite, groups)
+            cells = groups[index - 1].get(suite, [])
+            body.append(_suite_section(suite, cells, report, colors, prefix))
+        body.append("</article>")
+    return _document("pytest-budget report", "".join(body))
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def _compare_cell(column: Column, base: Cell, new: Cell) -> str:
+    old_value, new_value = column.read(base), column.read(new)
+    shown = escape(column.text(new))
+    numeric = _is_number(new_value) or new_value is None
+    if column.metric is None:
+        cls = "num" if numeric else ""
+        return f'<td class="{cls}">{shown}</td>' if cls else f"<td>{shown}</td>"
+    change = delta(column.metric, old_value, new_value)
+    tip = f"baseline {format_cell_value(old_value)}"
+    if change.verdict in ("better", "worse"):
+        tip += f" ({change.verdict})"
+    mark = f'<span class="d">{escape(change.text)}</span>' if change.text else ""
+    return f'<td class="num {change.verdict}" title="{escape(tip)}">{shown}{mark}</td>'
+
+
+def _compare_table(columns: Sequence[Column], pairs: Sequence[tuple[Cell, Cell]]) -> str:
+    news = [new for _, new in pairs]
+    head = "".join(
+        f'<th{_num_class(columns, news, i)} title="{escape(c.tooltip)}">{escape(c.header)}</th>'
+        for i, c in enumerate(columns)
+    )
+    rows = [
+        "<tr>" + "".join(_compare_cell(column, base, new) for column in columns) + "</tr>"
+        for base, new in pairs
+    ]
+    return (
+        '<div class="table-wrap"><table class="scores compare"><thead><tr>'
+        + head
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
+
+
+def _tally(columns: Sequence[Column], pairs: Sequence[tuple[Cell, Cell]]) -> dict[str, int]:
+    tally = {"better": 0, "worse": 0, "same": 0, "neutral": 0}
+    for base, new in pairs:
+        for column in columns:
+            if column.metric is not None:
+                tally[delta(column.metric, column.read(base), column.read(new)).verdict] += 1
+    return tally
+
+
+def _only_list(title: str, cells: Sequence[Cell]) -> str:
+    if not cells:
+        return ""
+    items = "".join(f"<li>{escape(' / '.join(cell_key(cell)[1:]))}</li>" for cell in cells)
+    return (
+        f"<details open><summary>{len(cells)} {escape(title)}</summary><ul>{items}</ul></details>"
+    )
+
+
+def _compare_section(
+    suite: str,
+    base: tuple[str, Report, list[Cell]],
+    new: tuple[str, Report, list[Cell]],
+    colors: Mapping[str, str],
+) -> str:
+    title = SUITE_TITLES.get(suite, f"{suite} (your own cells)")
+    (base_label, base_report, base_cells), (new_label, new_report, new_cells) = base, new
+    parts = [f'<section class="suite compare" id="{escape(suite)}" data-suite="{escape(suite)}">']
+    parts.append(f"<h2>{escape(title)}</h2>")
+    if not base_cells and not new_cells:
+        parts.append(
+            f"<p>{escape(_missing_note(suite, new_report))} (in neither run)</p></section>"
+        )
+        return "".join(parts)
+    for label, report, cells in (
+        (base_label, base_report, base_cells),
+        (new_label, new_report, new_cells),
+    ):
+        if not cells:
+            parts.append(
+                f'<p class="note">{escape(label)}: {escape(_missing_note(suite, report))}</p>'
+            )
+    matched = match_cells(base_cells, new_cells)
+    columns = columns_for(suite, new_cells or base_cells)
+    if matched.pairs:
+        tally = _tally(columns, matched.pairs)
+        parts.append(
+            f'<p class="lede legend">{len(matched.pairs)} cells in both runs; scores against the '
+            f'baseline: <span class="better">{tally["better"]} better</span> '
+            f'<span class="worse">{tally["worse"]} worse</span> {tally["same"]} unchanged, '
+            f"{tally['neutral']} changed without a direction (grey). Each score shows the new "
+            "value and its change; hover for the baseline value.</p>"
+        )
+        parts.append(_compare_table(columns, matched.pairs))
+    parts.append(_only_list(f"cells only in the baseline ({base_label})", matched.only_base))
+    parts.append(_only_list(f"cells only in the new run ({new_label})", matched.only_new))
+    maker = CHARTS.get(suite)
+    if maker is not None:
+        sides = [
+            (label, maker(cells, colors, f"{tag}-") if cells else [])
+            for tag, label, cells in (
+                ("base", base_label, base_cells),
+                ("new", new_label, new_cells),
+            )
+        ]
+        count = max(len(charts) for _, charts in sides)
+        parts.append("<h3>Figures, baseline left, new run right</h3>")
+        for index in range(count):
+            parts.append('<div class="pair">')
+            for (label, charts), tag in zip(sides, ("base", "new"), strict=True):
+                parts.append(f"<div><h4>{escape(label)}</h4>")
+                if index < len(charts):
+                    parts.append(_chart_html(charts[index], f"{tag}-"))
+                else:
+                    parts.append('<p class="note">no cells of this suite in this run</p>')
+                parts.append("</div>")
+            parts.append("</div>")
+    lines = footer_lines(suite, new_cells)
+    if lines:
+        parts.append(
+            '<ul class="footer">' + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>"
+        )
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _compare_page(base: tuple[str, Report], new: tuple[str, Report]) -> str:
+    groups = [_suites_of(base[1]), _suites_of(new[1])]
+    order = _suite_order(groups)
+    body = [
+        "<h1>pytest-budget comparison</h1>",
+        f'<p class="sub">baseline: {escape(base[0])} \u2192 new: {escape(new[0])}</p>',
+        _nav([(suite, suite) for suite in order]),
+        _facts_table([(f"baseline: {base[0]}", base[1]), (f"new: {new[0]}", new[1])]),
+    ]
+    for suite in order:
+        body.append(
+            _compare_section(
+                suite,
+                (base[0], base[1], groups[0].get(suite, [])),
+                (new[0], new[1], groups[1].get(suite, [])),
+                _colors(suite, groups),
+            )
+        )
+    return _document("pytest-budget comparison", "".join(body), wide=True)

@@ -1,0 +1,285 @@
+"""The triage figures of the TRIAGE paper, drawn from the report's triage cells.
+
+- eta_U vs eta_E bars per pool and agent at the main budget level, with the pool's base
+  accuracy (Phase 0 solved share) as a dashed line (paper Fig. 1);
+- eta and normalised regret across the alpha sweep (Fig. 2, 5 and 6 as lines);
+- detection vs waste trajectories as the unsolvable ratio grows (Fig. 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pytest_budget.html.figures import (
+    Chart,
+    agent_markers,
+    draw_chart,
+    finish,
+    group_mean,
+    hide_unused,
+    new_figure,
+    number,
+    panel_grid,
+    scores_of,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["MAIN_ALPHA", "triage_charts"]
+
+#: The paper's main report level; the nearest level in the run is used when it is absent.
+MAIN_ALPHA = 0.5
+
+Cell = Mapping[str, Any]
+
+
+def pool_family(name: object) -> str:
+    """Chunks of one user pool file (``file#k``) are drawn as one pool (their mean)."""
+    return str(name).split("#", 1)[0]
+
+
+def _ratio(cell: Cell) -> float:
+    return number(cell.get("unsolvable_ratio")) or 0.0
+
+
+def _main_alpha(cells: Sequence[Cell]) -> float | None:
+    alphas = sorted({a for c in cells if (a := number(c.get("alpha"))) is not None})
+    if not alphas:
+        return None
+    return min(alphas, key=lambda a: (abs(a - MAIN_ALPHA), a))
+
+
+def _first_variant(cells: Sequence[Cell]) -> str:
+    variants = sorted({str(c.get("variant", "A")) for c in cells})
+    return variants[0] if variants else "A"
+
+
+def _agents(cells: Sequence[Cell]) -> list[str]:
+    return sorted({str(c.get("agent")) for c in cells})
+
+
+def _pools(cells: Sequence[Cell]) -> list[str]:
+    return list(dict.fromkeys(pool_family(c.get("pool")) for c in cells))
+
+
+def _base_accuracy(cells: Sequence[Cell]) -> float | None:
+    """Phase 0 solved share over the pool's items (mean over chunks)."""
+    shares = []
+    for cell in cells:
+        phase0 = cell.get("phase0")
+        if not isinstance(phase0, Mapping):
+            continue
+        solved, items = number(phase0.get("solved")), number(phase0.get("items"))
+        if solved is not None and items:
+            shares.append(solved / items)
+    return sum(shares) / len(shares) if shares else None
+
+
+def triage_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> list[Chart]:
+    """Every triage figure for these cells (one suite, one report)."""
+    scored = [c for c in cells if c.get("outcome", "ok") != "error"]
+    alpha = _main_alpha(scored)
+    variant = _first_variant(scored)
+    alpha_text = "the main budget level" if alpha is None else f"\u03b1 = {alpha:g}"
+    return [
+        draw_chart(
+            f"{prefix}triage-eta",
+            f"Triage efficiency \u03b7_U vs \u03b7_E at {alpha_text}",
+            "Solid bars: \u03b7_U (advisory allocations); hatched bars: \u03b7_E (allocations "
+            "enforced as hard caps). \u03b7 = 1 is the oracle's plan, 0 the random ordering, "
+            "below 0 worse than random. The red dashed line is the pool's base accuracy (share "
+            "of items the solver got right in Phase 0). Pools without injected unsolvable "
+            f"items, prompt variant {variant}.",
+            lambda: _eta_bars(scored, colors, alpha, variant),
+        ),
+        draw_chart(
+            f"{prefix}triage-alpha",
+            "\u03b7 and normalised regret across the budget sweep",
+            "Each line is one agent: solid for the advisory regime (U), dashed for the "
+            "enforced regime (E). Higher \u03b7 and lower regret are better; at \u03b1 = 1 the "
+            "oracle and random often coincide, so \u03b7 says little there.",
+            lambda: _alpha_sweep(scored, colors, variant),
+        ),
+        draw_chart(
+            f"{prefix}triage-detection",
+            "Detection vs waste as the unsolvable ratio grows",
+            "Each agent's path through (waste, detection) as more of the pool is replaced "
+            "by unsolvable items (bigger marker = higher ratio r). The star is the ideal "
+            "corner: every unsolvable item left out, no tokens allocated to one. Add ratios "
+            f"with --budget-unsolvable=0.25,0.5,0.75,1 for longer paths. Budget level: "
+            f"{alpha_text}.",
+            lambda: _detection_waste(scored, colors, alpha, variant),
+        ),
+    ]
+
+
+def _eta_bars(
+    cells: Sequence[Cell], colors: Mapping[str, str], alpha: float | None, variant: str
+) -> Figure | str:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    lowest = min((_ratio(c) for c in cells), default=0.0)
+    chosen = [
+        c for c in cells
+        if number(c.get("alpha")) == alpha and _ratio(c) == lowest
+        and str(c.get("variant", "A")) == variant
+    ]  # fmt: skip
+    if not chosen:
+        return "no scored triage cells"
+    pools = _pools(chosen)
+    agents = _agents(chosen)
+    rows, cols = panel_grid(len(pools), 2)
+    fig, axes = new_figure(rows, cols, max(3.2, 0.9 * len(agents) + 1.4), 3.2)
+    for ax, pool in zip(axes, pools, strict=False):
+        mine = [c for c in chosen if pool_family(c.get("pool")) == pool]
+        eta_u = group_mean((str(c.get("agent")), number(scores_of(c).get("eta_u"))) for c in mine)
+        eta_e = group_mean((str(c.get("agent")), number(scores_of(c).get("eta_e"))) for c in mine)
+        values = []
+        for i, agent in enumerate(agents):
+            for offset, value, hatch in (
+                (-0.2, eta_u.get(agent), None),
+                (0.2, eta_e.get(agent), "///"),
+            ):
+                if value is None:
+                    continue
+                values.append(value)
+                ax.bar(
+                    i + offset, value, width=0.38, color=colors.get(agent, "#777777"),
+                    hatch=hatch, edgecolor="white" if hatch else colors.get(agent, "#777777"),
+                    alpha=0.55 if hatch else 1.0, linewidth=0.0 if not hatch else 0.8,
+                )  # fmt: skip
+                ax.annotate(
+                    f"{value:.2f}", (i + offset, value), xytext=(0, 2 if value >= 0 else -9),
+                    textcoords="offset points", ha="center", fontsize=6.5, color="#333333",
+                )  # fmt: skip
+        ax.axhline(0.0, color="#555555", linewidth=0.8)
+        ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")
+        accuracy = _base_accuracy(mine)
+        if accuracy is not None:
+            ax.axhline(accuracy, color="#d62728", linewidth=1.4, linestyle="--")
+        ax.set_xticks(range(len(agents)), agents, rotation=20, ha="right")
+        ax.set_title(f"pool {pool}")
+        ax.set_ylabel("\u03b7")
+        low = min([0.0, *values])
+        ax.set_ylim(max(low - 0.15, -1.6), max(1.12, max(values, default=1.0) + 0.1))
+        ax.grid(axis="x", visible=False)
+    hide_unused(axes, len(pools))
+    return finish(
+        fig,
+        [
+            Patch(facecolor="#666666"),
+            Patch(facecolor="#bbbbbb", hatch="///", edgecolor="white"),
+            Line2D([], [], color="#d62728", linestyle="--"),
+            Line2D([], [], color="#999999", linestyle=":"),
+        ],
+        ["\u03b7_U (advisory)", "\u03b7_E (enforced)", "base accuracy", "oracle (\u03b7 = 1)"],
+    )
+
+
+def _alpha_sweep(cells: Sequence[Cell], colors: Mapping[str, str], variant: str) -> Figure | str:
+    from matplotlib.lines import Line2D
+
+    lowest = min((_ratio(c) for c in cells), default=0.0)
+    chosen = [c for c in cells if _ratio(c) == lowest and str(c.get("variant", "A")) == variant]
+    alphas = sorted({a for c in chosen if (a := number(c.get("alpha"))) is not None})
+    if not chosen or not alphas:
+        return "no scored triage cells"
+    pools = _pools(chosen)
+    agents = _agents(chosen)
+    fig, axes = new_figure(2, len(pools), 3.9, 2.7)
+    for col, pool in enumerate(pools):
+        mine = [c for c in chosen if pool_family(c.get("pool")) == pool]
+        for row, (metric, label) in enumerate((("eta", "\u03b7"), ("regret", "normalised regret"))):
+            ax = axes[row * len(pools) + col]
+            for agent in agents:
+                for regime, style in (("u", "-"), ("e", "--")):
+                    means = group_mean(
+                        (number(c.get("alpha")), number(scores_of(c).get(f"{metric}_{regime}")))
+                        for c in mine
+                        if str(c.get("agent")) == agent
+                    )
+                    xs = [a for a in alphas if means.get(a) is not None]
+                    ys = [means[a] for a in xs]
+                    if xs:
+                        ax.plot(xs, ys, style, marker="o", color=colors.get(agent, "#777777"))
+            ax.set_xticks(alphas, [f"{a:g}" for a in alphas])
+            ax.set_xlabel("budget level \u03b1")
+            ax.set_ylabel(label)
+            if metric == "eta":
+                ax.axhline(0.0, color="#555555", linewidth=0.8)
+            ax.set_title(f"pool {pool}: {label}")
+    handles = [Line2D([], [], color=colors.get(a, "#777777"), marker="o") for a in agents]
+    handles += [
+        Line2D([], [], color="#444444", linestyle="-"),
+        Line2D([], [], color="#444444", linestyle="--"),
+    ]
+    return finish(fig, handles, [*agents, "advisory (U)", "enforced (E)"])
+
+
+def _detection_waste(
+    cells: Sequence[Cell], colors: Mapping[str, str], alpha: float | None, variant: str
+) -> Figure | str:
+    from matplotlib.lines import Line2D
+
+    chosen = [
+        c for c in cells
+        if number(c.get("alpha")) == alpha and str(c.get("variant", "A")) == variant
+        and _ratio(c) > 0
+    ]  # fmt: skip
+    if not chosen:
+        return (
+            "no cells with injected unsolvable items at this budget level; run with "
+            "--budget-unsolvable=0.25,0.5,0.75,1"
+        )
+    pools = _pools(chosen)
+    agents = _agents(chosen)
+    markers = agent_markers(agents)
+    rows, cols = panel_grid(len(pools), 2)
+    fig, axes = new_figure(rows, cols, 4.2, 3.4)
+    for ax, pool in zip(axes, pools, strict=False):
+        mine = [c for c in chosen if pool_family(c.get("pool")) == pool]
+        ax.scatter(
+            [0.0], [1.0], marker="*", s=520, facecolor="#f3f3f3", edgecolor="#a0a0a0",
+            linewidth=0.8, zorder=1,
+        )  # fmt: skip
+        ax.annotate("ideal", (0.0, 1.0), xytext=(10, -14), textcoords="offset points", fontsize=7)
+        for agent in agents:
+            ratios = sorted({_ratio(c) for c in mine if str(c.get("agent")) == agent})
+            det = group_mean(
+                (_ratio(c), number(scores_of(c).get("detection")))
+                for c in mine if str(c.get("agent")) == agent
+            )  # fmt: skip
+            waste = group_mean(
+                (_ratio(c), number(scores_of(c).get("waste")))
+                for c in mine if str(c.get("agent")) == agent
+            )  # fmt: skip
+            points = [
+                (waste[r], det[r], r)
+                for r in ratios
+                if waste.get(r) is not None and det.get(r) is not None
+            ]
+            if not points:
+                continue
+            color = colors.get(agent, "#777777")
+            ax.plot([p[0] for p in points], [p[1] for p in points], color=color, linewidth=1.2)
+            ax.scatter(
+                [p[0] for p in points], [p[1] for p in points],
+                s=[50 + 110 * p[2] for p in points], marker=markers[agent],
+                facecolor="none", edgecolor=color, linewidth=1.6, zorder=3,
+            )  # fmt: skip
+        ax.set_xlim(-0.06, 1.06)
+        ax.set_ylim(-0.06, 1.1)
+        ax.set_xlabel("waste W (share of allocation on unsolvable items)")
+        ax.set_ylabel("detection D")
+        present = sorted({_ratio(c) for c in mine})
+        ratios_text = ", ".join(f"{r:g}" for r in present)
+        ax.set_title(f"pool {pool} (r = {ratios_text})")
+    hide_unused(axes, len(pools))
+    handles = [
+        Line2D([], [], color=colors.get(a, "#777777"), marker=markers[a], markerfacecolor="none")
+        for a in agents
+    ]
+    return finish(fig, handles, agents)
