@@ -409,3 +409,22 @@ def test_anthropic_calls_go_through_the_same_runtime(tmp_path: Path) -> None:
         result = call(runtime.wrap(client(server, provider="anthropic")))
     assert result.text == "hello" and len(server.requests) == 2
     assert ledger_state(runtime).spent_usd == pytest.approx((50 + 14) / 1e6)
+
+
+def test_progress_line_projects_the_total_from_finished_tests() -> None:
+    from pytest_budget.models.ledger import LedgerState
+    from pytest_budget.models.run import progress_line
+
+    state = LedgerState(
+        counts={"calls": 1000, "replayed": 200, "retries": 3, "input_tokens": 45000,
+                "output_tokens": 1200}
+    )  # fmt: skip
+    config = RuntimeConfig()
+    # 1,200 calls in 3 of 9 tests: about 400 per test, so ~3,600 in all.
+    line = progress_line(config, state, 3, 9)
+    assert line.startswith("budget: model calls 1,200/~3,600 (tests 3/9): 200 replayed, 3 retries")
+    assert "tokens 45,000 in / 1,200 out" in line
+    # Before any test finished there is nothing to project from.
+    assert progress_line(config, state, 0, 9).startswith("budget: model calls 1,200 (tests 0/9)")
+    # Done: the projection is the count itself.
+    assert "1,200/~1,200 (tests 9/9)" in progress_line(config, state, 9, 9)

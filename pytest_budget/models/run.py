@@ -152,14 +152,23 @@ def _spend(config: RuntimeConfig, state: LedgerState) -> str:
 def progress_line(
     config: RuntimeConfig, state: LedgerState, tests_done: int, tests_total: int
 ) -> str:
-    """One live line: tests, calls (replayed), tokens and spend so far."""
+    """One live line: calls done of the projected total, tokens and spend so far.
+
+    A cell's number of calls is not known before it runs (multi-turn agents stop when they
+    choose), so the total is projected from the calls per finished test and marked ``~``.
+    """
     calls = state.count("calls") + state.count("replayed")
-    total = f"/{tests_total}" if tests_total else ""
+    if tests_done and tests_total:
+        projected = max(calls, round(calls * tests_total / tests_done))
+        total = f"/~{projected:,}"
+        tests = f" (tests {tests_done}/{tests_total})"
+    else:
+        total, tests = "", f" (tests {tests_done}/{tests_total})" if tests_total else ""
     return (
-        f"budget: tests {tests_done}{total} done, model calls {calls} "
-        f"({state.count('replayed')} replayed, {state.count('retries')} retries, "
-        f"{state.count('errors')} failed), tokens {state.count('input_tokens'):,} in / "
-        f"{state.count('output_tokens'):,} out, spent {_spend(config, state)}"
+        f"budget: model calls {calls:,}{total}{tests}: {state.count('replayed'):,} replayed, "
+        f"{state.count('retries')} retries, {state.count('errors')} failed; tokens "
+        f"{state.count('input_tokens'):,} in / {state.count('output_tokens'):,} out; "
+        f"spent {_spend(config, state)}"
     )
 
 
