@@ -268,6 +268,14 @@ def test_every_gated_metric_has_a_row_with_its_paper_section() -> None:
     assert set(rows) == gated, f"rows for metrics that do not gate: {set(rows) - gated}"
 
 
+def test_tolerances_row_lists_exactly_the_gated_metrics() -> None:
+    page = read(DOCS / "reference" / "options.md")
+    row = next(line for line in page.splitlines() if line.startswith("| `budget_tolerances` |"))
+    allowed = row[row.index("Only gated metrics are allowed") :].split(";")[0]
+    gated = {spec.name for specs in SUITE_METRICS.values() for spec in specs}
+    assert set(re.findall(r"`(\w+)`", allowed)) == gated
+
+
 def paper_text(name: str) -> str:
     for path in sorted(PAPERS.glob("*.txt")):
         text = read(path).replace("\\", "")  # one copy escapes every punctuation mark
