@@ -74,6 +74,8 @@ class AwarenessOutcome:
     scores: dict[str, float | int | None]
     n_probes: int
     n_errors: int
+    # Every asked probe in order (errors included): the bootstrap resamples them by rollout.
+    results: list[ProbeResult] = field(default_factory=list)
     invalid_reasons: dict[str, int] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     first_error: str | None = None
@@ -293,6 +295,7 @@ async def run_awareness_cell(
         {},
         len(done),
         len(errors),
+        results=done,
         invalid_reasons=dict(reasons.most_common()),
         first_error=errors[0] if errors else None,
     )

@@ -19,7 +19,14 @@ from pytest_budget.triage.graders import grade
 from pytest_budget.triage.phase0 import coerce_solution
 from pytest_budget.triage.types import Baseline, Item, Plan
 
-__all__ = ["ResolveScores", "run_resolve", "summarize_resolve"]
+__all__ = [
+    "ResolveRecord",
+    "ResolveScores",
+    "resolve_records",
+    "run_resolve",
+    "summarize_records",
+    "summarize_resolve",
+]
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,23 @@ def summarize_resolve(
     )
 
 
+#: One re-solved item: (allocation, output tokens, solved in Phase 0, solved now), or
+#: ``None`` when the solver call failed.
+ResolveRecord = tuple[int, int, bool, bool] | None
+
+
+def summarize_records(records: Sequence[ResolveRecord]) -> ResolveScores:
+    """:func:`summarize_resolve` over per-item records (failed calls count as ``errors``)."""
+    done = [record for record in records if record is not None]
+    return summarize_resolve(
+        [r[0] for r in done],
+        [r[1] for r in done],
+        [r[2] for r in done],
+        [r[3] for r in done],
+        errors=len(records) - len(done),
+    )
+
+
 async def run_resolve(
     items: Sequence[Item],
     baselines: Mapping[str, Baseline],
@@ -71,6 +95,18 @@ async def run_resolve(
     limiter: anyio.CapacityLimiter | None = None,
 ) -> ResolveScores:
     """Re-solve every planned item with its own allocation stated; no hard cap."""
+    return summarize_records(await resolve_records(items, baselines, plan, solver, limiter=limiter))
+
+
+async def resolve_records(
+    items: Sequence[Item],
+    baselines: Mapping[str, Baseline],
+    plan: Plan,
+    solver: Any,
+    *,
+    limiter: anyio.CapacityLimiter | None = None,
+) -> list[ResolveRecord]:
+    """The per-item records of :func:`run_resolve`, in plan order."""
     by_id = {item.id: item for item in items if item.id in baselines}
     entries = [entry for entry in plan.planned if entry.id in by_id]
     results: dict[int, tuple[int, bool] | None] = {}
@@ -89,15 +125,12 @@ async def run_resolve(
         for position, entry in enumerate(entries):
             group.start_soon(one, position, by_id[entry.id], entry.tokens)
 
-    allocations, tokens, before, after = [], [], [], []
-    errors = 0
+    out: list[ResolveRecord] = []
     for position, entry in enumerate(entries):
         record = results.get(position)
         if record is None:
-            errors += 1  # a failed call is reported, never counted as compliant
+            out.append(None)  # a failed call is reported, never counted as compliant
             continue
-        allocations.append(entry.tokens)
-        tokens.append(record[0])
-        before.append(baselines[entry.id].solved and not by_id[entry.id].unsolvable)
-        after.append(record[1])
-    return summarize_resolve(allocations, tokens, before, after, errors)
+        solved_before = baselines[entry.id].solved and not by_id[entry.id].unsolvable
+        out.append((entry.tokens, record[0], solved_before, record[1]))
+    return out
