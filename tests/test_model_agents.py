@@ -460,7 +460,10 @@ def test_actor_returns_text_and_reported_tokens() -> None:
         {"role": "user", "content": observation.text},
     ]
     assert body["max_tokens"] == DEFAULT_MAX_TOKENS["actor"]
-    assert value == {"text": raw, "usage": {"tokens": 335}}
+    assert value == {
+        "text": raw,
+        "usage": {"tokens": 335, "input_tokens": 310, "output_tokens": 25},
+    }
     assert actor_reply(value) == ActorReply(raw, 335.0)
     assert parse_reply(value["text"]).actions == ("Up", "Up")
 

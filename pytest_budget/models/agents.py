@@ -537,8 +537,10 @@ class LLMEstimator(LLMAgent):
 class LLMActor(LLMAgent):
     """Awareness actor: one call per turn on the observation's self-contained prompt.
 
-    Returns ``{"text": reply, "usage": {"tokens": input + output}}`` with the provider's
-    counts, or ``{"text": reply}`` when it reported none (the environment then counts).
+    Returns ``{"text": reply, "usage": {"tokens": input + output, "input_tokens": input,
+    "output_tokens": output}}`` with the provider's counts (the split lets the search
+    environment take re-sent history out exactly), or ``{"text": reply}`` when it reported
+    none (the environment then counts).
     """
 
     role: ClassVar[str] = "actor"
@@ -557,7 +559,12 @@ class LLMActor(LLMAgent):
         result = await self._complete(self.messages(observation), self.call_cap(observation))
         reply: dict[str, Any] = {"text": result.text}
         if result.usage.reported:
-            reply["usage"] = {"tokens": result.usage.total}
+            usage = result.usage
+            reply["usage"] = {
+                "tokens": usage.total,
+                "input_tokens": usage.input,
+                "output_tokens": usage.output,
+            }
         return reply
 
 
