@@ -71,10 +71,9 @@ p.note, .missing p { background: #fff8e1; border-left: 4px solid #f0b400; paddin
   margin: 10px 0; color: #4a3b00; }
 ul.footer { color: var(--muted); font-size: 13px; padding-left: 20px; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 24px; align-items: start; }
-.pair > div > h4 { margin: 6px 0; font-size: 13px; color: var(--muted); text-transform: uppercase;
-  letter-spacing: .04em; }
-td.better { background: var(--better-bg); }
-td.worse { background: var(--worse-bg); }
+.pair > div > h4 { margin: 6px 0; font-size: 13px; color: var(--muted); font-weight: 600; }
+table.scores tbody td.better { background: var(--better-bg); }
+table.scores tbody td.worse { background: var(--worse-bg); }
 span.d { font-size: 11.5px; margin-left: 6px; }
 td.better span.d { color: var(--better); font-weight: 700; }
 td.worse span.d { color: var(--worse); font-weight: 700; }
@@ -384,10 +383,10 @@ def _compare_section(
     maker = CHARTS.get(suite)
     if maker is not None:
         sides = [
-            (label, maker(cells, colors, f"{tag}-") if cells else [])
-            for tag, label, cells in (
-                ("base", base_label, base_cells),
-                ("new", new_label, new_cells),
+            (f"{tag_name}: {label}", maker(cells, colors, f"{tag}-") if cells else [])
+            for tag, tag_name, label, cells in (
+                ("base", "baseline", base_label, base_cells),
+                ("new", "new", new_label, new_cells),
             )
         ]
         count = max(len(charts) for _, charts in sides)

@@ -177,8 +177,14 @@ def _by_blocking(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | s
                 [x + offset for x in xs], ys, width=width * 0.92,
                 color=colors.get(agent, "#777777"),
             )  # fmt: skip
+            for x, y in zip(xs, ys, strict=True):
+                # a value label keeps a zero bar from looking like a missing one
+                ax.annotate(
+                    f"{y:.2f}", (x + offset, y), xytext=(0, 2), textcoords="offset points",
+                    ha="center", fontsize=6, color="#333333",
+                )  # fmt: skip
         ax.set_xticks(range(len(families)), [labels[f] for f in families])
-        ax.set_ylim(0.0, 1.08)
+        ax.set_ylim(0.0, 1.14)
         ax.set_ylabel(label)
         ax.set_title(f"{label} ({'higher' if metric == 'emr' else 'lower'} is better)")
         ax.grid(axis="x", visible=False)
