@@ -40,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("reports", nargs="+", help="the shards' JSON reports")
     merge.add_argument("-o", "--output", required=True, help="merged JSON report to write")
     merge.add_argument("--html", default=None, help="also render the merged report as HTML")
+    merge.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge even when some shards' reports are missing (default: refuse)",
+    )
     return parser
 
 
@@ -54,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return render_command(args.reports, args.output, compare=args.compare)
         from pytest_budget.merge import merge_command
 
-        return merge_command(args.reports, args.output, html=args.html)
+        return merge_command(
+            args.reports, args.output, html=args.html, allow_partial=args.allow_partial
+        )
     except ReportFileError as exc:
         print(f"budget-report: error: {exc}", file=sys.stderr)
         return 2

@@ -64,7 +64,8 @@ def build_report(
         "options": dict(options),
         "duration_s": round(duration_s, 3),
         "summary": {"cells": len(ordered), "outcomes": outcomes, "tests": tests},
-        "cells": [{k: v for k, v in cell.items() if k != "sort_key"} for cell in ordered],
+        # Cells keep their ``sort_key``: budget-report merge restores this order from it.
+        "cells": [dict(cell) for cell in ordered],
     }
 
 
@@ -109,9 +110,7 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
             "write one with pytest --budget-report=PATH"
         ) from None
     if not isinstance(document, dict) or document.get("tool") != "pytest-budget":
-        raise ReportFileError(
-            f"{source}: not a pytest-budget report (no \"tool\": \"pytest-budget\")"
-        )
+        raise ReportFileError(f'{source}: not a pytest-budget report (no "tool": "pytest-budget")')
     version = document.get("schema_version")
     if version != REPORT_SCHEMA_VERSION:
         raise ReportFileError(
@@ -120,5 +119,5 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
             "this version or render it with the version that wrote it"
         )
     if not isinstance(document.get("cells"), list):
-        raise ReportFileError(f"{source}: report has no \"cells\" array (file is corrupt)")
+        raise ReportFileError(f'{source}: report has no "cells" array (file is corrupt)')
     return document
