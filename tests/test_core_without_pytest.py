@@ -15,6 +15,8 @@ CORE_MODULES = [
     "pytest_budget.options",
     "pytest_budget.session",
     "pytest_budget.report",
+    "pytest_budget.shard",
+    "pytest_budget.merge",
     "pytest_budget.agents",
     "pytest_budget.sokoban",
     "pytest_budget.planning",
