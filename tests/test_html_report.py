@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -585,3 +586,15 @@ def test_budget_html_end_to_end(pytester: pytest.Pytester, workers: str | None) 
     assert len(rows) == 8  # 2 ratios x 4 agents on the arith pool
     phase0 = report["cells"][0]["phase0"]
     assert 0 <= phase0["solved"] <= phase0["gradeable"] <= phase0["items"] == 6
+
+
+def test_how_to_python_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python example of docs/how-to/read-the-html-report.md, run as written."""
+    doc = Path(__file__).resolve().parent.parent / "docs" / "how-to" / "read-the-html-report.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
+    assert len(blocks) == 1
+    _write(tmp_path, "report.json", _report([_triage_cell("mine", 0.5, 0.0)]))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(blocks[0], str(doc), "exec"), {"__name__": "how_to_example"})
+    page = (tmp_path / "nightly.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "source: nightly" in page
