@@ -598,3 +598,21 @@ def test_how_to_python_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     exec(compile(blocks[0], str(doc), "exec"), {"__name__": "how_to_example"})
     page = (tmp_path / "nightly.html").read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "source: nightly" in page
+
+
+def test_bootstrap_intervals_are_shown_on_hover() -> None:
+    def with_ci(value: float, lo: float, hi: float) -> dict[str, Any]:
+        cell = _triage_cell("mine", 0.5, 0.0, eta_u=value)
+        cell["ci"] = {"eta_u": [lo, hi], "eta_e": None}
+        cell["ci_meta"] = {"level": 0.9, "resamples": 1000}
+        return cell
+
+    page = _parse(_render([("r", _report([with_ci(0.5, 0.4, 0.6)]))]))
+    eta = _score_cell(page, "mine", "eta_u")
+    assert (eta["text"], eta["attrs"]["title"]) == ("0.500", "90% CI [0.400, 0.600]")
+    assert "title" not in _score_cell(page, "mine", "eta_e")["attrs"]  # no interval: none
+    compared = _compare_page(_report([with_ci(0.5, 0.4, 0.6)]), _report([with_ci(0.7, 0.65, 0.75)]))
+    eta = _score_cell(compared, "mine", "eta_u")
+    assert eta["attrs"]["title"] == (
+        "baseline 0.500 (better); baseline 90% CI [0.400, 0.600], new 90% CI [0.650, 0.750]"
+    )

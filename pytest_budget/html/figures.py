@@ -204,6 +204,16 @@ def group_mean(rows: Iterable[tuple[Any, float | None]]) -> dict[Any, float]:
     return {key: sum(values) / len(values) for key, values in buckets.items()}
 
 
+def interval_of(cell: Mapping[str, Any], metric: str) -> tuple[float, float] | None:
+    """The cell's bootstrap interval ``ci[metric]`` as two finite numbers, if it has one."""
+    intervals = cell.get("ci")
+    bounds = intervals.get(metric) if isinstance(intervals, Mapping) else None
+    if not isinstance(bounds, list | tuple) or len(bounds) != 2:
+        return None
+    lo, hi = number(bounds[0]), number(bounds[1])
+    return None if lo is None or hi is None else (lo, hi)
+
+
 def scores_of(cell: Mapping[str, Any]) -> Mapping[str, Any]:
     scores = cell.get("scores")
     return scores if isinstance(scores, Mapping) else {}

@@ -23,6 +23,7 @@ from pytest_budget.html.tables import (
     columns_for,
     footer_lines,
     format_cell_value,
+    interval_text,
 )
 from pytest_budget.html.triage_figures import triage_charts
 
@@ -127,7 +128,9 @@ def _table(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
         for column in columns:
             value = column.read(cell)
             cls = ' class="num"' if _is_number(value) or value is None else ""
-            tds.append(f"<td{cls}>{escape(column.text(cell))}</td>")
+            ci = interval_text(cell, column.metric) if column.metric else ""
+            tip = f' title="{escape(ci)}"' if ci else ""
+            tds.append(f"<td{cls}{tip}>{escape(column.text(cell))}</td>")
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return (
         '<div class="table-wrap"><table class="scores"><thead><tr>'
@@ -302,6 +305,10 @@ def _compare_cell(column: Column, base: Cell, new: Cell) -> str:
     tip = f"baseline {format_cell_value(old_value)}"
     if change.verdict in ("better", "worse"):
         tip += f" ({change.verdict})"
+    # the bootstrap intervals tell a real change from noise (see --budget-gate=ci)
+    old_ci, new_ci = interval_text(base, column.metric), interval_text(new, column.metric)
+    if old_ci or new_ci:
+        tip += f"; baseline {old_ci or 'no CI'}, new {new_ci or 'no CI'}"
     mark = f'<span class="d">{escape(change.text)}</span>' if change.text else ""
     return f'<td class="num {change.verdict}" title="{escape(tip)}">{shown}{mark}</td>'
 

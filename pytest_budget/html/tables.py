@@ -13,7 +13,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SUITE_TITLES", "Column", "columns_for", "footer_lines", "format_cell_value"]
+__all__ = [
+    "SUITE_TITLES",
+    "Column",
+    "columns_for",
+    "footer_lines",
+    "format_cell_value",
+    "interval_text",
+]
 
 Cell = Mapping[str, Any]
 
@@ -139,6 +146,20 @@ def format_cell_value(value: object, *, plain: bool = False) -> str:
             return "nan"
         return f"{value:g}" if plain else f"{value:.3f}"
     return str(value)
+
+
+def interval_text(cell: Cell, metric: str) -> str:
+    """``95% CI [0.420, 0.580]`` from the cell's bootstrap interval of ``metric``, or ""."""
+    from pytest_budget.html.figures import interval_of
+
+    bounds = interval_of(cell, metric)
+    if bounds is None:
+        return ""
+    lo, hi = bounds
+    meta = cell.get("ci_meta")
+    level = meta.get("level") if isinstance(meta, Mapping) else None
+    prefix = f"{level:.0%} CI" if isinstance(level, float) else "CI"
+    return f"{prefix} [{lo:.3f}, {hi:.3f}]"
 
 
 def footer_lines(suite: str, cells: Sequence[Cell]) -> list[str]:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from pytest_budget.html.figures import (
     finish,
     group_mean,
     hide_unused,
+    interval_of,
     new_figure,
     number,
     panel_grid,
@@ -90,7 +92,8 @@ def triage_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str)
             "Solid bars: \u03b7_U (advisory allocations); hatched bars: \u03b7_E (allocations "
             "enforced as hard caps). \u03b7 = 1 is the oracle's plan, 0 the random ordering, "
             "below 0 worse than random. The red dashed line is the pool's base accuracy (share "
-            "of items the solver got right in Phase 0). Pools without injected unsolvable "
+            "of items the solver got right in Phase 0); whiskers, when the report has them, "
+            "are each cell's bootstrap confidence interval. Pools without injected unsolvable "
             f"items, prompt variant {variant}.",
             lambda: _eta_bars(scored, colors, alpha, variant),
         ),
@@ -132,16 +135,17 @@ def _eta_bars(
     pools = _pools(chosen)
     agents = _agents(chosen)
     rows, cols = panel_grid(len(pools), 2)
-    fig, axes = new_figure(rows, cols, max(3.2, 0.9 * len(agents) + 1.4), 3.2)
+    fig, axes = new_figure(rows, cols, max(3.6, 1.05 * len(agents) + 1.2), 3.4)
     for ax, pool in zip(axes, pools, strict=False):
         mine = [c for c in chosen if pool_family(c.get("pool")) == pool]
         eta_u = group_mean((str(c.get("agent")), number(scores_of(c).get("eta_u"))) for c in mine)
         eta_e = group_mean((str(c.get("agent")), number(scores_of(c).get("eta_e"))) for c in mine)
         values = []
         for i, agent in enumerate(agents):
-            for offset, value, hatch in (
-                (-0.2, eta_u.get(agent), None),
-                (0.2, eta_e.get(agent), "///"),
+            own = [c for c in mine if str(c.get("agent")) == agent]
+            for offset, metric, value, hatch in (
+                (-0.2, "eta_u", eta_u.get(agent), None),
+                (0.2, "eta_e", eta_e.get(agent), "///"),
             ):
                 if value is None:
                     continue
@@ -151,16 +155,28 @@ def _eta_bars(
                     hatch=hatch, edgecolor="white" if hatch else colors.get(agent, "#777777"),
                     alpha=0.55 if hatch else 1.0, linewidth=0.0 if not hatch else 0.8,
                 )  # fmt: skip
-                ax.annotate(
-                    f"{value:.2f}", (i + offset, value), xytext=(0, 2 if value >= 0 else -9),
-                    textcoords="offset points", ha="center", fontsize=6.5, color="#333333",
-                )  # fmt: skip
+                # whiskers: the cell's bootstrap interval (one cell per bar only; a mean
+                # over chunks has no interval of its own)
+                bounds = interval_of(own[0], metric) if len(own) == 1 else None
+                if bounds is not None:
+                    lo, hi = bounds
+                    ax.errorbar(
+                        [i + offset], [value],
+                        yerr=[[max(value - lo, 0.0)], [max(hi - value, 0.0)]],
+                        fmt="none", ecolor="#333333", elinewidth=0.9, capsize=2.5,
+                    )  # fmt: skip
+                    values.extend((max(lo, -1.5), hi))
         ax.axhline(0.0, color="#555555", linewidth=0.8)
         ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")
         accuracy = _base_accuracy(mine)
         if accuracy is not None:
             ax.axhline(accuracy, color="#d62728", linewidth=1.4, linestyle="--")
-        ax.set_xticks(range(len(agents)), agents, rotation=20, ha="right")
+        # the values go under the agent's name: whiskers leave no room for labels on bars
+        ax.set_xticks(
+            range(len(agents)),
+            [_bar_label(agent, eta_u.get(agent), eta_e.get(agent)) for agent in agents],
+            fontsize=7.5,
+        )
         ax.set_title(f"pool {pool}")
         ax.set_ylabel("\u03b7")
         low = min([0.0, *values])
@@ -177,6 +193,13 @@ def _eta_bars(
         ],
         ["\u03b7_U (advisory)", "\u03b7_E (enforced)", "base accuracy", "oracle (\u03b7 = 1)"],
     )
+
+
+def _bar_label(agent: str, eta_u: float | None, eta_e: float | None) -> str:
+    name = "\n".join(textwrap.wrap(agent, 16, break_on_hyphens=True)) or agent
+    u = "\u2013" if eta_u is None else f"{eta_u:.2f}"
+    e = "\u2013" if eta_e is None else f"{eta_e:.2f}"
+    return f"{name}\nU {u} \u00b7 E {e}"
 
 
 def _alpha_sweep(cells: Sequence[Cell], colors: Mapping[str, str], variant: str) -> Figure | str:
