@@ -616,3 +616,23 @@ def test_bootstrap_intervals_are_shown_on_hover() -> None:
     assert eta["attrs"]["title"] == (
         "baseline 0.500 (better); baseline 90% CI [0.400, 0.600], new 90% CI [0.650, 0.750]"
     )
+
+
+def test_compared_figures_share_their_axis_ranges() -> None:
+    from pytest_budget.html.figures import agent_colors, deferred, finish_pair
+    from pytest_budget.html.triage_figures import triage_charts
+
+    low = [_triage_cell(a, 0.5, 0.0, eta_u=0.2, eta_e=0.1) for a in ("p", "q")]
+    high = [_triage_cell(a, 0.5, 0.0, eta_u=-1.2, eta_e=0.9) for a in ("p", "q")]
+    colors = agent_colors(["p", "q"])
+    with deferred():
+        base, new = triage_charts(low, colors, "b-")[0], triage_charts(high, colors, "n-")[0]
+    assert base.png is None and base.figure is not None
+    before = (base.figure.axes[0].get_ylim(), new.figure.axes[0].get_ylim())
+    assert before[0] != before[1]
+    done = finish_pair(base, new)
+    after = (base.figure.axes[0].get_ylim(), new.figure.axes[0].get_ylim())
+    assert after[0] == after[1]
+    assert after[0][0] == min(before[0][0], before[1][0])
+    assert after[0][1] == max(before[0][1], before[1][1])
+    assert all(c is not None and c.png and c.figure is None for c in done)

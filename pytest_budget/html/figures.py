@@ -9,10 +9,12 @@ pyplot, so no global figure registry and no interactive backend), inside one fix
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import io
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,7 +24,9 @@ if TYPE_CHECKING:
 __all__ = [
     "Chart",
     "agent_colors",
+    "deferred",
     "draw_chart",
+    "finish_pair",
     "new_figure",
     "number",
     "panel_grid",
@@ -78,6 +82,8 @@ class Chart:
     width: int = 0
     height: int = 0
     note: str | None = None
+    #: The drawn figure, kept unencoded inside :func:`deferred` (see :func:`finish_pair`).
+    figure: Any = field(default=None, compare=False, repr=False)
 
 
 def number(value: object) -> float | None:
@@ -166,6 +172,23 @@ def encode(fig: Figure) -> tuple[str, int, int]:
 
 Drawing = Callable[[], "Figure | str"]
 
+_DEFER: contextvars.ContextVar[bool] = contextvars.ContextVar("defer_encoding", default=False)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Charts drawn inside keep their figure unencoded, for :func:`finish_pair`."""
+    token = _DEFER.set(True)
+    try:
+        yield
+    finally:
+        _DEFER.reset(token)
+
+
+def _note(exc: Exception) -> str:
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    return f"figure could not be drawn: {type(exc).__name__}: {message}"
+
 
 def draw_chart(key: str, title: str, caption: str, draw: Drawing) -> Chart:
     """Run ``draw`` in the fixed style; a string result or an exception becomes a note.
@@ -180,13 +203,61 @@ def draw_chart(key: str, title: str, caption: str, draw: Drawing) -> Chart:
             result = draw()
             if isinstance(result, str):
                 return Chart(key, title, caption, note=result)
+            if _DEFER.get():
+                return Chart(key, title, caption, figure=result)
             png, width, height = encode(result)
     except Exception as exc:  # shown on the page instead of the figure
-        message = str(exc).splitlines()[0] if str(exc) else ""
-        return Chart(
-            key, title, caption, note=f"figure could not be drawn: {type(exc).__name__}: {message}"
-        )
+        return Chart(key, title, caption, note=_note(exc))
     return Chart(key, title, caption, png=png, width=width, height=height)
+
+
+def _union(first: tuple[float, float], second: tuple[float, float]) -> tuple[float, float]:
+    """The span of both limits, in the first's direction (an inverted axis stays so)."""
+    low = min(*first, *second)
+    high = max(*first, *second)
+    return (high, low) if first[0] > first[1] else (low, high)
+
+
+def _share_limits(first: Figure, second: Figure) -> None:
+    """Give matching panels of two runs' figures the same axis ranges.
+
+    Panels match by position when both figures have the same visible panels with the
+    same titles; any other panel keeps its own ranges.
+    """
+    panels = [[ax for ax in fig.axes if ax.get_visible()] for fig in (first, second)]
+    if len(panels[0]) != len(panels[1]):
+        return
+    for a, b in zip(panels[0], panels[1], strict=True):
+        if a.get_title() != b.get_title():
+            continue
+        for get, set_ in (("get_xlim", "set_xlim"), ("get_ylim", "set_ylim")):
+            shared = _union(getattr(a, get)(), getattr(b, get)())
+            getattr(a, set_)(shared)
+            getattr(b, set_)(shared)
+
+
+def _encoded(chart: Chart | None) -> Chart | None:
+    if chart is None or chart.figure is None:
+        return chart
+    try:
+        png, width, height = encode(chart.figure)
+    except Exception as exc:  # shown on the page instead of the figure
+        return replace(chart, figure=None, note=_note(exc))
+    return replace(chart, figure=None, png=png, width=width, height=height)
+
+
+def finish_pair(base: Chart | None, new: Chart | None) -> tuple[Chart | None, Chart | None]:
+    """Encode two runs' versions of one figure with shared axis ranges (side by side, equal
+    heights then mean equal values)."""
+    import matplotlib
+
+    with matplotlib.rc_context(RC):  # type: ignore[arg-type]
+        if base is not None and new is not None:
+            if base.figure is not None and new.figure is not None:
+                # cosmetic only: if it fails, each figure is still right on its own scale
+                with contextlib.suppress(Exception):
+                    _share_limits(base.figure, new.figure)
+        return _encoded(base), _encoded(new)
 
 
 def mean(values: Iterable[float | None]) -> float | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_budget.html.awareness_figures import awareness_charts
 from pytest_budget.html.compare import cell_key, delta, match_cells
-from pytest_budget.html.figures import Chart, agent_colors
+from pytest_budget.html.figures import Chart, agent_colors, deferred, finish_pair
 from pytest_budget.html.planning_figures import planning_charts
 from pytest_budget.html.tables import (
     CORE_SUITES,
@@ -389,21 +389,23 @@ def _compare_section(
     parts.append(_only_list(f"cells only in the new run ({new_label})", matched.only_new))
     maker = CHARTS.get(suite)
     if maker is not None:
-        sides = [
-            (f"{tag_name}: {label}", maker(cells, colors, f"{tag}-") if cells else [])
-            for tag, tag_name, label, cells in (
-                ("base", "baseline", base_label, base_cells),
-                ("new", "new", new_label, new_cells),
+        with deferred():  # drawn first, encoded in pairs with shared axis ranges
+            base_charts = maker(base_cells, colors, "base-") if base_cells else []
+            new_charts = maker(new_cells, colors, "new-") if new_cells else []
+        parts.append("<h3>Figures, baseline left, new run right, on the same scales</h3>")
+        for index in range(max(len(base_charts), len(new_charts))):
+            pair = finish_pair(
+                base_charts[index] if index < len(base_charts) else None,
+                new_charts[index] if index < len(new_charts) else None,
             )
-        ]
-        count = max(len(charts) for _, charts in sides)
-        parts.append("<h3>Figures, baseline left, new run right</h3>")
-        for index in range(count):
             parts.append('<div class="pair">')
-            for (label, charts), tag in zip(sides, ("base", "new"), strict=True):
+            for chart, tag, label in zip(
+                pair, ("base", "new"), (f"baseline: {base_label}", f"new: {new_label}"),
+                strict=True,
+            ):  # fmt: skip
                 parts.append(f"<div><h4>{escape(label)}</h4>")
-                if index < len(charts):
-                    parts.append(_chart_html(charts[index], f"{tag}-"))
+                if chart is not None:
+                    parts.append(_chart_html(chart, f"{tag}-"))
                 else:
                     parts.append('<p class="note">no cells of this suite in this run</p>')
                 parts.append("</div>")
