@@ -636,3 +636,23 @@ def test_compared_figures_share_their_axis_ranges() -> None:
     assert after[0][0] == min(before[0][0], before[1][0])
     assert after[0][1] == max(before[0][1], before[1][1])
     assert all(c is not None and c.png and c.figure is None for c in done)
+
+
+def test_html_package_is_core_code(tmp_path: Path) -> None:
+    """Importing the package pulls in neither pytest nor matplotlib; drawing a page
+    imports matplotlib but still not pytest."""
+    path = _write(tmp_path, "r.json", _report([_triage_cell("mine", 0.5, 0.0)]))
+    code = (
+        "import sys\n"
+        "import pytest_budget.html, pytest_budget.html.page, pytest_budget.cli\n"
+        "print(sorted(m for m in ('pytest', 'matplotlib') if m in sys.modules))\n"
+        "from pytest_budget.cli import main\n"
+        f"main(['render', {str(path)!r}, '-o', {str(tmp_path / 'o.html')!r}])\n"
+        "print(sorted(m for m in ('pytest', 'matplotlib') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == "[]"
+    assert lines[-1] == "['matplotlib']"
