@@ -57,6 +57,9 @@ def _write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        # a page is meant to be shared (served, attached): readable like any new file,
+        # not private as mkstemp makes it
+        os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -13,8 +13,7 @@ from html import escape
 from typing import Any
 
 from pytest_budget.html.awareness_figures import awareness_charts
-from pytest_budget.html.compare import cell_key, delta, match_cells
-from pytest_budget.html.figures import Chart, agent_colors, deferred, finish_pair
+from pytest_budget.html.figures import Chart, agent_colors
 from pytest_budget.html.planning_figures import planning_charts
 from pytest_budget.html.tables import (
     CORE_SUITES,
@@ -22,7 +21,6 @@ from pytest_budget.html.tables import (
     Column,
     columns_for,
     footer_lines,
-    format_cell_value,
     interval_text,
 )
 from pytest_budget.html.triage_figures import triage_charts
@@ -87,7 +85,7 @@ summary { cursor: pointer; font-weight: 600; }
 """
 
 
-def _suites_of(report: Report) -> dict[str, list[Cell]]:
+def suites_of(report: Report) -> dict[str, list[Cell]]:
     grouped: dict[str, list[Cell]] = {}
     for cell in report.get("cells", []):
         if isinstance(cell, Mapping):
@@ -95,7 +93,7 @@ def _suites_of(report: Report) -> dict[str, list[Cell]]:
     return grouped
 
 
-def _suite_order(groups: Sequence[Mapping[str, list[Cell]]]) -> list[str]:
+def suite_order(groups: Sequence[Mapping[str, list[Cell]]]) -> list[str]:
     present = {name for group in groups for name in group}
     known = ("triage", "triage-resolve", "awareness", "planning")
     # The three core suites always get a section (a note when absent); others when present.
@@ -103,7 +101,7 @@ def _suite_order(groups: Sequence[Mapping[str, list[Cell]]]) -> list[str]:
     return order + sorted(present - set(order))
 
 
-def _missing_note(suite: str, report: Report) -> str:
+def missing_note(suite: str, report: Report) -> str:
     selected = [str(s) for s in report.get("suites", []) or []]
     if suite in selected:
         return (
@@ -113,13 +111,13 @@ def _missing_note(suite: str, report: Report) -> str:
     return f"The {suite} suite is not in this run; run it with pytest --budget-suite={suite}."
 
 
-def _is_number(value: object) -> bool:
+def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _table(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
     head = "".join(
-        f'<th{_num_class(columns, cells, i)} title="{escape(c.tooltip)}">{escape(c.header)}</th>'
+        f'<th{num_class(columns, cells, i)} title="{escape(c.tooltip)}">{escape(c.header)}</th>'
         for i, c in enumerate(columns)
     )
     rows = []
@@ -127,7 +125,7 @@ def _table(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
         tds = []
         for column in columns:
             value = column.read(cell)
-            cls = ' class="num"' if _is_number(value) or value is None else ""
+            cls = ' class="num"' if is_number(value) or value is None else ""
             ci = interval_text(cell, column.metric) if column.metric else ""
             tip = f' title="{escape(ci)}"' if ci else ""
             tds.append(f"<td{cls}{tip}>{escape(column.text(cell))}</td>")
@@ -141,13 +139,13 @@ def _table(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
     )
 
 
-def _num_class(columns: Sequence[Column], cells: Sequence[Cell], index: int) -> str:
+def num_class(columns: Sequence[Column], cells: Sequence[Cell], index: int) -> str:
     values = [columns[index].read(c) for c in cells]
-    numeric = values and all(_is_number(v) or v is None for v in values)
+    numeric = values and all(is_number(v) or v is None for v in values)
     return ' class="num"' if numeric else ""
 
 
-def _chart_html(chart: Chart, prefix: str) -> str:
+def chart_html(chart: Chart, prefix: str) -> str:
     key = chart.key[len(prefix) :] if chart.key.startswith(prefix) else chart.key
     caption = (
         f"<figcaption><strong>{escape(chart.title)}</strong>{escape(chart.caption)}</figcaption>"
@@ -191,7 +189,7 @@ def _facts(report: Report) -> list[tuple[str, str]]:
     return facts
 
 
-def _facts_table(reports: Sequence[tuple[str, Report]]) -> str:
+def facts_table(reports: Sequence[tuple[str, Report]]) -> str:
     head = "<th>run</th>" + "".join(f"<th>{escape(label)}</th>" for label, _ in reports)
     rows = []
     columns = [_facts(report) for _, report in reports]
@@ -205,7 +203,7 @@ def _facts_table(reports: Sequence[tuple[str, Report]]) -> str:
     )
 
 
-def _colors(suite: str, groups: Sequence[Mapping[str, list[Cell]]]) -> dict[str, str]:
+def suite_colors(suite: str, groups: Sequence[Mapping[str, list[Cell]]]) -> dict[str, str]:
     return agent_colors(str(c.get("agent")) for g in groups for c in g.get(suite, []))
 
 
@@ -217,7 +215,7 @@ def _suite_section(
     if not cells:
         return (
             f'<section class="suite missing" id="{anchor}" data-suite="{escape(suite)}">'
-            f"<h2>{escape(title)}</h2><p>{escape(_missing_note(suite, report))}</p></section>"
+            f"<h2>{escape(title)}</h2><p>{escape(missing_note(suite, report))}</p></section>"
         )
     agents = sorted({str(c.get("agent")) for c in cells})
     parts = [
@@ -227,7 +225,7 @@ def _suite_section(
     ]
     maker = CHARTS.get(suite)
     if maker is not None:
-        parts.extend(_chart_html(chart, prefix) for chart in maker(cells, colors, prefix))
+        parts.extend(chart_html(chart, prefix) for chart in maker(cells, colors, prefix))
     parts.append("<h3>Scores</h3>")
     parts.append(_table(columns_for(suite, cells), cells))
     lines = footer_lines(suite, cells)
@@ -239,12 +237,12 @@ def _suite_section(
     return "".join(parts)
 
 
-def _nav(links: Sequence[tuple[str, str]]) -> str:
+def nav(links: Sequence[tuple[str, str]]) -> str:
     items = "".join(f'<a href="#{escape(anchor)}">{escape(text)}</a>' for anchor, text in links)
     return f"<nav>{items}</nav>"
 
 
-def _document(title: str, body: str, *, wide: bool = False) -> str:
+def document(title: str, body: str, *, wide: bool = False) -> str:
     main_class = ' class="wide"' if wide else ""
     return (
         "<!DOCTYPE html>\n"
@@ -261,9 +259,11 @@ def render_page(reports: Sequence[tuple[str, Report]], *, compare: bool = False)
     if compare:
         if len(reports) != 2:
             raise ValueError(f"--compare takes exactly two reports, got {len(reports)}")
-        return _compare_page(reports[0], reports[1])
-    groups = [_suites_of(report) for _, report in reports]
-    order = _suite_order(groups)
+        from pytest_budget.html.compare_page import compare_page
+
+        return compare_page(reports[0], reports[1])
+    groups = [suites_of(report) for _, report in reports]
+    order = suite_order(groups)
     body: list[str] = ["<h1>pytest-budget report</h1>"]
     several = len(reports) > 1
     if several:
@@ -274,7 +274,7 @@ def render_page(reports: Sequence[tuple[str, Report]], *, compare: bool = False)
         for suite in order:
             text = f"{label}: {suite}" if several else suite
             links.append((f"{prefix}{suite}", text))
-    body.append(_nav(links))
+    body.append(nav(links))
     for index, (label, report) in enumerate(reports, start=1):
         prefix = f"r{index}-" if several else ""
         body.append(f'<article class="report" id="report-{index}">')
@@ -282,159 +282,10 @@ def render_page(reports: Sequence[tuple[str, Report]], *, compare: bool = False)
             body.append(f"<h2>Report {index}: {escape(label)}</h2>")
         else:
             body.append(f'<p class="sub">source: {escape(label)}</p>')
-        body.append(_facts_table([(label, report)]))
+        body.append(facts_table([(label, report)]))
         for suite in order:
-            colors = _colors(suite, groups)
+            colors = suite_colors(suite, groups)
             cells = groups[index - 1].get(suite, [])
             body.append(_suite_section(suite, cells, report, colors, prefix))
         body.append("</article>")
-    return _document("pytest-budget report", "".join(body))
-
-
-# --------------------------------------------------------------------------- comparison
-
-
-def _compare_cell(column: Column, base: Cell, new: Cell) -> str:
-    old_value, new_value = column.read(base), column.read(new)
-    shown = escape(column.text(new))
-    numeric = _is_number(new_value) or new_value is None
-    if column.metric is None:
-        cls = "num" if numeric else ""
-        return f'<td class="{cls}">{shown}</td>' if cls else f"<td>{shown}</td>"
-    change = delta(column.metric, old_value, new_value)
-    tip = f"baseline {format_cell_value(old_value)}"
-    if change.verdict in ("better", "worse"):
-        tip += f" ({change.verdict})"
-    # the bootstrap intervals tell a real change from noise (see --budget-gate=ci)
-    old_ci, new_ci = interval_text(base, column.metric), interval_text(new, column.metric)
-    if old_ci or new_ci:
-        tip += f"; baseline {old_ci or 'no CI'}, new {new_ci or 'no CI'}"
-    mark = f'<span class="d">{escape(change.text)}</span>' if change.text else ""
-    return f'<td class="num {change.verdict}" title="{escape(tip)}">{shown}{mark}</td>'
-
-
-def _compare_table(columns: Sequence[Column], pairs: Sequence[tuple[Cell, Cell]]) -> str:
-    news = [new for _, new in pairs]
-    head = "".join(
-        f'<th{_num_class(columns, news, i)} title="{escape(c.tooltip)}">{escape(c.header)}</th>'
-        for i, c in enumerate(columns)
-    )
-    rows = [
-        "<tr>" + "".join(_compare_cell(column, base, new) for column in columns) + "</tr>"
-        for base, new in pairs
-    ]
-    return (
-        '<div class="table-wrap"><table class="scores compare"><thead><tr>'
-        + head
-        + "</tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table></div>"
-    )
-
-
-def _tally(columns: Sequence[Column], pairs: Sequence[tuple[Cell, Cell]]) -> dict[str, int]:
-    tally = {"better": 0, "worse": 0, "same": 0, "neutral": 0}
-    for base, new in pairs:
-        for column in columns:
-            if column.metric is not None:
-                tally[delta(column.metric, column.read(base), column.read(new)).verdict] += 1
-    return tally
-
-
-def _only_list(title: str, cells: Sequence[Cell]) -> str:
-    if not cells:
-        return ""
-    items = "".join(f"<li>{escape(' / '.join(cell_key(cell)[1:]))}</li>" for cell in cells)
-    return (
-        f"<details open><summary>{len(cells)} {escape(title)}</summary><ul>{items}</ul></details>"
-    )
-
-
-def _compare_section(
-    suite: str,
-    base: tuple[str, Report, list[Cell]],
-    new: tuple[str, Report, list[Cell]],
-    colors: Mapping[str, str],
-) -> str:
-    title = SUITE_TITLES.get(suite, f"{suite} (your own cells)")
-    (base_label, base_report, base_cells), (new_label, new_report, new_cells) = base, new
-    parts = [f'<section class="suite compare" id="{escape(suite)}" data-suite="{escape(suite)}">']
-    parts.append(f"<h2>{escape(title)}</h2>")
-    if not base_cells and not new_cells:
-        parts.append(
-            f"<p>{escape(_missing_note(suite, new_report))} (in neither run)</p></section>"
-        )
-        return "".join(parts)
-    for label, report, cells in (
-        (base_label, base_report, base_cells),
-        (new_label, new_report, new_cells),
-    ):
-        if not cells:
-            parts.append(
-                f'<p class="note">{escape(label)}: {escape(_missing_note(suite, report))}</p>'
-            )
-    matched = match_cells(base_cells, new_cells)
-    columns = columns_for(suite, new_cells or base_cells)
-    if matched.pairs:
-        tally = _tally(columns, matched.pairs)
-        parts.append(
-            f'<p class="lede legend">{len(matched.pairs)} cells in both runs; scores against the '
-            f'baseline: <span class="better">{tally["better"]} better</span> '
-            f'<span class="worse">{tally["worse"]} worse</span> {tally["same"]} unchanged, '
-            f"{tally['neutral']} changed without a direction (grey). Each score shows the new "
-            "value and its change; hover for the baseline value.</p>"
-        )
-        parts.append(_compare_table(columns, matched.pairs))
-    parts.append(_only_list(f"cells only in the baseline ({base_label})", matched.only_base))
-    parts.append(_only_list(f"cells only in the new run ({new_label})", matched.only_new))
-    maker = CHARTS.get(suite)
-    if maker is not None:
-        with deferred():  # drawn first, encoded in pairs with shared axis ranges
-            base_charts = maker(base_cells, colors, "base-") if base_cells else []
-            new_charts = maker(new_cells, colors, "new-") if new_cells else []
-        parts.append("<h3>Figures, baseline left, new run right, on the same scales</h3>")
-        for index in range(max(len(base_charts), len(new_charts))):
-            pair = finish_pair(
-                base_charts[index] if index < len(base_charts) else None,
-                new_charts[index] if index < len(new_charts) else None,
-            )
-            parts.append('<div class="pair">')
-            for chart, tag, label in zip(
-                pair, ("base", "new"), (f"baseline: {base_label}", f"new: {new_label}"),
-                strict=True,
-            ):  # fmt: skip
-                parts.append(f"<div><h4>{escape(label)}</h4>")
-                if chart is not None:
-                    parts.append(_chart_html(chart, f"{tag}-"))
-                else:
-                    parts.append('<p class="note">no cells of this suite in this run</p>')
-                parts.append("</div>")
-            parts.append("</div>")
-    lines = footer_lines(suite, new_cells)
-    if lines:
-        parts.append(
-            '<ul class="footer">' + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>"
-        )
-    parts.append("</section>")
-    return "".join(parts)
-
-
-def _compare_page(base: tuple[str, Report], new: tuple[str, Report]) -> str:
-    groups = [_suites_of(base[1]), _suites_of(new[1])]
-    order = _suite_order(groups)
-    body = [
-        "<h1>pytest-budget comparison</h1>",
-        f'<p class="sub">baseline: {escape(base[0])} \u2192 new: {escape(new[0])}</p>',
-        _nav([(suite, suite) for suite in order]),
-        _facts_table([(f"baseline: {base[0]}", base[1]), (f"new: {new[0]}", new[1])]),
-    ]
-    for suite in order:
-        body.append(
-            _compare_section(
-                suite,
-                (base[0], base[1], groups[0].get(suite, [])),
-                (new[0], new[1], groups[1].get(suite, [])),
-                _colors(suite, groups),
-            )
-        )
-    return _document("pytest-budget comparison", "".join(body), wide=True)
+    return document("pytest-budget report", "".join(body))
