@@ -334,6 +334,8 @@ def parse_options(
             require_matplotlib()
         except MissingReportExtra as exc:
             raise OptionError(f"--budget-html: {exc}") from None
+        if Path(html_path).is_dir():  # found now, not after every cell has run
+            raise OptionError(f"--budget-html: {html_path} is a directory; give a file path")
 
     rollouts = tuple(str((base / path).resolve()) for path in (get_option("budget_rollouts") or ()))
     for path in rollouts:

@@ -656,3 +656,13 @@ def test_html_package_is_core_code(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == "[]"
     assert lines[-1] == "['matplotlib']"
+
+
+def test_budget_html_to_a_directory_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("pages")
+    result = pytester.runpytest(*SMALL_TRIAGE, "--budget-html=pages")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --budget-html: {pytester.path / 'pages'} is a directory*"]
+    )
+    assert "passed" not in result.stdout.str()
