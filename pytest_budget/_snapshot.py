@@ -13,6 +13,7 @@ import json
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from syrupy.data import SnapshotCollection, SnapshotCollections
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from pytest_budget.gating import MetricSpec, compare
+from pytest_budget.gating import MetricSpec, compare, compare_ci
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BASELINE_DIR",
     "SNAPSHOT_SCHEMA_VERSION",
+    "BudgetBaselineWarning",
     "BudgetSnapshotExtension",
     "cell_file_name",
     "extension_for",
@@ -44,6 +46,10 @@ SNAPSHOT_SCHEMA_VERSION = 1
 #: Baselines of the reference agents, shipped with the package (read-only fallback).
 BASELINE_DIR = Path(__file__).parent / "baselines"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=#-]+")
+
+
+class BudgetBaselineWarning(UserWarning):
+    """A stored baseline that can be used, but not fully (e.g. it has no intervals)."""
 
 
 def cell_file_name(cell_id: str) -> str:
@@ -59,6 +65,9 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     specs: ClassVar[tuple[MetricSpec, ...]] = ()
     exact: ClassVar[bool] = False
     suite: ClassVar[str] = ""
+    #: ``tolerance`` or ``ci`` (``--budget-gate``); ``level`` is the intervals' coverage.
+    gate: ClassVar[str] = "tolerance"
+    level: ClassVar[float | None] = None
 
     # -- where the file is ---------------------------------------------------------
     @classmethod
@@ -124,14 +133,14 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     def matches(
         self, *, serialized_data: SerializableData, snapshot_data: SerializableData
     ) -> bool:
-        return not list(self._problems(str(serialized_data), str(snapshot_data)))
+        return not list(self._problems(str(serialized_data), str(snapshot_data), warn=True))
 
     def diff_lines(
         self, serialized_data: SerializedData, snapshot_data: SerializedData
     ) -> Iterator[str]:
         yield from self._problems(str(serialized_data), str(snapshot_data))
 
-    def _problems(self, serialized: str, stored_text: str) -> Iterator[str]:
+    def _problems(self, serialized: str, stored_text: str, *, warn: bool = False) -> Iterator[str]:
         """One line per reason the new scores do not pass against the stored ones."""
         path = self._stored_path()
         hint = f"pytest --budget-suite={self.suite} --snapshot-update"
@@ -168,7 +177,35 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
             )
             yield f"baseline {path} was recorded with {details}; re-record with: {hint}"
             return
-        for regression in compare(stored["scores"], new["scores"], self.specs):
+        if self.gate != "ci":
+            for regression in compare(stored["scores"], new["scores"], self.specs):
+                yield regression.message()
+            return
+        stored_ci = stored.get("ci")
+        if not isinstance(stored_ci, dict):
+            # The interval rule needs only the stored value, so an older baseline still
+            # gates; it just cannot show its own interval.
+            stored_ci = None
+            if warn:
+                with warnings.catch_warnings():
+                    # A notice, not a failure, even under -W error: the cell still gates.
+                    warnings.simplefilter("always", BudgetBaselineWarning)
+                    warnings.warn(
+                        BudgetBaselineWarning(
+                            f"baseline {path} stores no intervals (recorded by an older "
+                            "pytest-budget or with --budget-ci-resamples=0); --budget-gate=ci "
+                            f"compares the new intervals with its values; re-record with: {hint}"
+                        ),
+                        stacklevel=2,
+                    )
+        for regression in compare_ci(
+            stored["scores"],
+            new["scores"],
+            new.get("ci") or {},
+            self.specs,
+            stored_ci=stored_ci,
+            level=self.level,
+        ):
             yield regression.message()
 
     def _stored_path(self) -> str:
@@ -185,6 +222,8 @@ def extension_for(
     specs: tuple[MetricSpec, ...],
     exact: bool,
     fallback_dir: str | None,
+    gate: str = "tolerance",
+    level: float | None = None,
 ) -> type[BudgetSnapshotExtension]:
     """A per-cell subclass bound to the cell's file (and packaged fallback, if any)."""
     name = cell_file_name(cell_id) + ".json"
@@ -196,5 +235,7 @@ def extension_for(
         "specs": specs,
         "exact": exact,
         "suite": suite,
+        "gate": gate,
+        "level": level,
     }
     return type("BudgetCellSnapshot", (BudgetSnapshotExtension,), attrs)

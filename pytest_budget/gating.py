@@ -1,9 +1,16 @@
 """Directional score comparison: what counts as a regression against a stored baseline.
 
 Every gated metric declares a direction (higher or lower is better) and an absolute
-tolerance.  A score may move in its better direction by any amount; it may move in its
-worse direction by at most the tolerance.  This module is plain Python: the syrupy
-extension in :mod:`pytest_budget._snapshot` and user scripts both call :func:`compare`.
+tolerance.  Two rules decide what a regression is:
+
+* ``tolerance`` (:func:`compare`): a score may move in its better direction by any amount
+  and in its worse direction by at most the tolerance;
+* ``ci`` (:func:`compare_ci`): a score fails only when its whole confidence interval lies
+  on the worse side of the stored value (and the score itself does too), so noise that
+  the interval covers never fails, whatever its size.
+
+This module is plain Python: the syrupy extension in :mod:`pytest_budget._snapshot` and
+user scripts both call these functions.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ __all__ = [
     "MetricSpec",
     "Regression",
     "compare",
+    "compare_ci",
     "parse_tolerances",
 ]
 
@@ -42,6 +50,17 @@ class MetricSpec:
             return new < stored - self.tolerance - 1e-12
         return new > stored + self.tolerance + 1e-12
 
+    def ci_fails(self, stored: float, new: float, interval: tuple[float, float]) -> bool:
+        """True when the interval of ``new`` lies entirely on the worse side of ``stored``.
+
+        ``new`` itself must be worse too: a percentile interval need not contain its own
+        point estimate, and an unchanged score must never fail.
+        """
+        lo, hi = interval
+        if self.direction == "higher":
+            return hi < stored - 1e-12 and new < stored - 1e-12
+        return lo > stored + 1e-12 and new > stored + 1e-12
+
     def with_tolerance(self, tolerance: float) -> MetricSpec:
         return MetricSpec(self.name, self.direction, tolerance, self.description)
 
@@ -55,6 +74,13 @@ class Regression:
     new: float | None
     tolerance: float
     direction: Direction
+    #: ``ci`` when decided by the interval rule (then ``interval`` is the new value's).
+    rule: str = "tolerance"
+    interval: tuple[float, float] | None = None
+    stored_interval: tuple[float, float] | None = None
+    level: float | None = None
+    #: Why the tolerance rule decided under ``--budget-gate=ci`` (no interval to use).
+    note: str = ""
 
     def message(self) -> str:
         better = "higher" if self.direction == "higher" else "lower"
@@ -63,14 +89,38 @@ class Regression:
                 f"{self.metric}: stored {_fmt(self.stored)}, new value missing "
                 f"({better} is better, tolerance {self.tolerance:g})"
             )
-        return (
+        if self.rule == "ci" and self.interval is not None:
+            side = "below" if self.direction == "higher" else "above"
+            level = f"{self.level:.0%} " if self.level is not None else ""
+            stored = _fmt(self.stored) + _fmt_interval(self.stored_interval)
+            return (
+                f"{self.metric} regressed: stored {stored}, new {_fmt(self.new)} with "
+                f"{level}interval {_fmt_interval(self.interval).strip()} entirely {side} the "
+                f"stored value ({better} is better)"
+            )
+        text = (
             f"{self.metric} regressed: stored {_fmt(self.stored)}, new {_fmt(self.new)}, "
             f"tolerance {self.tolerance:g} ({better} is better)"
         )
+        return f"{text}; {self.note}" if self.note else text
 
 
 def _fmt(value: float | None) -> str:
     return "none" if value is None else f"{value:.6g}"
+
+
+def _fmt_interval(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f" [{interval[0]:.6g}, {interval[1]:.6g}]"
+
+
+def _interval(value: object) -> tuple[float, float] | None:
+    """A stored ``[lo, hi]`` pair as floats, or ``None`` when absent or malformed."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    lo, hi = (_number(v) for v in value)
+    if lo is None or hi is None:
+        return None
+    return (lo, hi)
 
 
 def _number(value: object) -> float | None:
@@ -98,6 +148,52 @@ def compare(
         after = _number(new.get(spec.name))
         if after is None or spec.fails(before, after):
             regressions.append(Regression(spec.name, before, after, spec.tolerance, spec.direction))
+    return regressions
+
+
+def compare_ci(
+    stored: Mapping[str, object],
+    new: Mapping[str, object],
+    new_ci: Mapping[str, object],
+    specs: Iterable[MetricSpec],
+    *,
+    stored_ci: Mapping[str, object] | None = None,
+    level: float | None = None,
+) -> list[Regression]:
+    """Regressions under the interval rule (``--budget-gate=ci``).
+
+    A metric fails when the new value's interval (``new_ci[name]``, ``[lo, hi]``) lies
+    entirely on the worse side of the stored value, and the new value does too.  The
+    stored interval (``stored_ci``) is only reported.  As in :func:`compare`, a metric the
+    baseline leaves undefined is not gated and one the new run lost fails.  A metric with
+    a value but no interval (e.g. cells of your own tests that record none) falls back to
+    the tolerance rule, and its message says so.
+    """
+    regressions: list[Regression] = []
+    for spec in specs:
+        before = _number(stored.get(spec.name))
+        if before is None:
+            continue
+        after = _number(new.get(spec.name))
+        interval = _interval(new_ci.get(spec.name))
+        kept = _interval((stored_ci or {}).get(spec.name))
+        if after is None:
+            regressions.append(Regression(spec.name, before, after, spec.tolerance, spec.direction))
+        elif interval is None:
+            if spec.fails(before, after):
+                regressions.append(
+                    Regression(
+                        spec.name, before, after, spec.tolerance, spec.direction,
+                        note="no interval for the new value, so compared with the tolerance",
+                    )
+                )  # fmt: skip
+        elif spec.ci_fails(before, after, interval):
+            regressions.append(
+                Regression(
+                    spec.name, before, after, spec.tolerance, spec.direction, rule="ci",
+                    interval=interval, stored_interval=kept, level=level,
+                )
+            )  # fmt: skip
     return regressions
 
 

@@ -41,8 +41,10 @@ AVAILABLE_SUITES: tuple[str, ...] = ("triage", "awareness", "planning")
 DEFAULT_SEED = 42
 DEFAULT_ALPHAS = "0.25,0.5,0.75,1.0"
 DEFAULT_UNSOLVABLE = "0,0.5"
-#: ``tolerance`` compares with stored baselines; ``off`` records scores without gating.
-GATE_MODES = ("tolerance", "off")
+#: ``tolerance`` compares with stored baselines by absolute tolerance; ``ci`` fails only when
+#: a score's whole confidence interval is on the worse side of the stored value; ``off``
+#: records scores without gating.
+GATE_MODES = ("tolerance", "ci", "off")
 #: Awareness environments with a built-in actor (``--budget-env``).
 AWARENESS_ENVS: tuple[str, ...] = (
     "sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic",
@@ -173,6 +175,11 @@ class BudgetOptions:
     tasks: tuple[str, ...] = PLANNING_TASKS
     query_count: int = 10
     queries: tuple[str, ...] = ()
+    # Bootstrap intervals (--budget-ci-level, --budget-ci-resamples; 0 resamples = none)
+    # and repeats per cell (--budget-repeat).
+    ci_level: float = 0.95
+    ci_resamples: int = 1000
+    repeat: int = 1
     # --budget-shard=i/N: this process runs shard i of N (None = the whole run).
     shard: Shard | None = None
 
@@ -240,6 +247,28 @@ def _positive_int(option: str, value: Any, *, minimum: int = 1) -> int:
     if number < minimum:
         raise OptionError(f"{option}: must be at least {minimum}, got {number}")
     return number
+
+
+def _first_set(*values: Any) -> Any:
+    """The first value that was given (0 counts as given; ``None`` and "" do not)."""
+    for value in values:
+        if value is not None and str(value).strip() != "":
+            return value
+    return None
+
+
+def _ci_level(value: Any) -> float:
+    text = str(value).strip()
+    try:
+        level = float(text)
+    except ValueError:
+        level = math.nan
+    if not (0.0 < level < 1.0):
+        raise OptionError(
+            f"--budget-ci-level: {text!r} is not a confidence level strictly between 0 and 1 "
+            "(e.g. 0.95)"
+        )
+    return level
 
 
 def _tolerance_value(value: str) -> float | None:
@@ -474,6 +503,20 @@ def parse_options(
         raise OptionError(
             f"--budget-gate: unknown mode {gate!r}; choose from {', '.join(GATE_MODES)}"
         )
+    ci_level = _ci_level(get_option("budget_ci_level") or get_ini("budget_ci_level") or 0.95)
+    ci_resamples = _positive_int(
+        "--budget-ci-resamples",
+        _first_set(get_option("budget_ci_resamples"), get_ini("budget_ci_resamples"), 1000),
+        minimum=0,
+    )
+    if gate == "ci" and ci_resamples == 0:
+        raise OptionError(
+            "--budget-gate=ci needs confidence intervals: drop --budget-ci-resamples=0 "
+            "(or give a positive number of resamples)"
+        )
+    repeat = _positive_int(
+        "--budget-repeat", get_option("budget_repeat") or get_ini("budget_repeat") or 1
+    )
 
     return BudgetOptions(
         gate=gate,
@@ -538,6 +581,9 @@ def parse_options(
         tasks=tasks or PLANNING_TASKS,
         query_count=_positive_int("--budget-query-count", get_option("budget_query_count") or 10),
         queries=queries,
+        ci_level=ci_level,
+        ci_resamples=ci_resamples,
+        repeat=repeat,
         shard=_shard(get_option("budget_shard")),
     )
 

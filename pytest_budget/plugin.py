@@ -97,8 +97,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--budget-gate",
-        help="tolerance: fail on regressions against stored baselines (default); "
-        "off: score and report without comparing",
+        help="tolerance: fail on regressions past tolerance against stored baselines "
+        "(default); ci: fail only when a score's whole confidence interval is on the worse "
+        "side of the stored value; off: score and report without comparing",
+    )
+    group.addoption(
+        "--budget-ci-level",
+        metavar="LEVEL",
+        help="coverage of the bootstrap confidence interval of every score, strictly between "
+        "0 and 1 (default: ini budget_ci_level, else 0.95)",
+    )
+    group.addoption(
+        "--budget-ci-resamples",
+        metavar="N",
+        help="bootstrap resamples per cell (default: ini budget_ci_resamples, else 1000; "
+        "0 turns intervals off)",
+    )
+    group.addoption(
+        "--budget-repeat",
+        metavar="K",
+        help="run each cell's agent K times and report mean, spread and pass^k consistency "
+        "(default: ini budget_repeat, else 1)",
     )
     group.addoption(
         "--budget-env",
@@ -205,16 +224,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--budget-retry-max-s",
         help="give up retrying a model call after this many seconds in all (default 300)",
     )
-    parser.addini(
-        "budget_snapshot_dir",
-        "directory for score snapshots, relative to rootdir",
-        default="__budget_snapshots__",
-    )
     group.addoption(
         "--budget-shard",
         metavar="I/N",
         help="run only shard I of N (1-based) of the collected tests, chosen by a hash of each "
         "test's id; merge the shards' reports with budget-report merge",
+    )
+    parser.addini(
+        "budget_snapshot_dir",
+        "directory for score snapshots, relative to rootdir",
+        default="__budget_snapshots__",
     )
     parser.addini(
         "budget_tolerances",
@@ -223,6 +242,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini("budget_tolerance", "absolute tolerance for every gated metric", default="")
+    parser.addini("budget_ci_level", "coverage of the scores' bootstrap intervals", default="")
+    parser.addini("budget_ci_resamples", "bootstrap resamples per cell (0: none)", default="")
+    parser.addini("budget_repeat", "runs of each cell's agent (default 1)", default="")
     parser.addini(
         "budget_cache_dir",
         "where Phase 0 results are cached (default: inside pytest's cache directory)",

@@ -74,9 +74,20 @@ def mean_scores(runs: Sequence[Mapping[str, object]]) -> dict[str, object]:
         names.extend(name for name in run if name not in names)
     out: dict[str, object] = {}
     for name in names:
-        values = [v for run in runs if (v := _number(run.get(name))) is not None]
-        out[name] = math.fsum(values) / len(values) if values else None
+        given = [run.get(name) for run in runs if _number(run.get(name)) is not None]
+        out[name] = _mean(given)
     return out
+
+
+def _mean(values: Sequence[object]) -> object:
+    """Mean of defined numbers; equal values come back unchanged (a count stays an int
+    and a deterministic agent's repeats average to exactly its score)."""
+    if not values:
+        return None
+    if all(v == values[0] for v in values):
+        return values[0]
+    numbers = [float(v) for v in values]  # type: ignore[arg-type]
+    return math.fsum(numbers) / len(numbers)
 
 
 def score_spread(runs: Sequence[Mapping[str, object]]) -> dict[str, dict[str, Any]]:
@@ -92,7 +103,7 @@ def score_spread(runs: Sequence[Mapping[str, object]]) -> dict[str, dict[str, An
         defined = [v for v in values if v is not None]
         entry: dict[str, Any] = {"values": values}
         if defined:
-            mean = math.fsum(defined) / len(defined)
+            mean = float(_mean(defined))  # type: ignore[arg-type]
             entry["mean"] = mean
             entry["std"] = (
                 math.sqrt(math.fsum((v - mean) ** 2 for v in defined) / (len(defined) - 1))

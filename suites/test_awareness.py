@@ -18,6 +18,7 @@ import pytest
 
 from pytest_budget.awareness.environments import file_digest
 from pytest_budget.awareness.evaluate import run_awareness_cell, summarize_rollouts
+from pytest_budget.awareness.intervals import cell_summary
 from pytest_budget.awareness.probes import Probe, ProbeTruth
 from pytest_budget.awareness.rollouts import Rollout
 from pytest_budget.awareness.subsample import subsample_probes
@@ -28,7 +29,8 @@ from pytest_budget.fixtures.awareness import (
     RolloutGenerationError,
     awareness_cells,
 )
-from pytest_budget.fixtures.core import agent_axis
+from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
+from pytest_budget.models.connections import in_connection_scope
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.roles import agent_name
@@ -111,13 +113,40 @@ def test_awareness(
         pytest.fail(str(exc), pytrace=False)
     probes = _probes(rollouts)
     outcome = anyio.run(
+        in_connection_scope,
         lambda: run_awareness_cell(
             rollouts,
             budget_estimator,
             policy=budget_options.parse,  # type: ignore[arg-type]
             limiter=anyio.CapacityLimiter(budget_options.concurrency),
             probes=probes,
-        )
+        ),
+    )
+    # --budget-repeat: the estimator answers the same probes again (a reference
+    # estimator with another seed).
+    outcomes = (
+        [outcome]
+        + [
+            anyio.run(
+                in_connection_scope,
+                lambda estimator=estimator: run_awareness_cell(
+                    rollouts,
+                    estimator,
+                    policy=budget_options.parse,  # type: ignore[arg-type]
+                    limiter=anyio.CapacityLimiter(budget_options.concurrency),
+                    probes=probes,
+                ),
+            )
+            for estimator in repeat_agents(request, "estimator", budget_estimator)[1:]
+        ]
+    )
+    summary = cell_summary(
+        outcomes,
+        seed=budget_options.seed,
+        cell_id=awareness_cell.id,
+        level=budget_options.ci_level,
+        resamples=budget_options.ci_resamples,
+        seeds=repeat_seeds(budget_options),
     )
     agent = budget_agent if budget_agent != "user" else outcome.estimator
     budget_record(
@@ -132,7 +161,7 @@ def test_awareness(
             **_budget_fields(rollouts),
             "outcome": outcome.outcome,
             "reason": outcome.reason,
-            "scores": outcome.scores,
+            **summary.report_fields(),
             "rollouts": dict(summarize_rollouts(rollouts)),
             "invalid_reasons": outcome.invalid_reasons,
             "notes": outcome.notes,
@@ -141,10 +170,12 @@ def test_awareness(
             "sort_key": [awareness_cell.env, agent],
         }
     )
-    if outcome.outcome == "error":
-        pytest.fail(outcome.reason, pytrace=False)
+    for index, each in enumerate(outcomes):
+        if each.outcome == "error":
+            where = f"repeat {index}: " if len(outcomes) > 1 else ""
+            pytest.fail(f"{where}{each.reason}", pytrace=False)
     payload = {
-        "scores": outcome.scores,
+        **summary.snapshot_fields(),
         "context": _context(budget_options, awareness_cell, budget_actor, rollouts),
     }
     assert budget_snapshot("awareness") == payload

@@ -15,10 +15,12 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_budget.fixtures.core import agent_axis
+from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.planning import PlanningCell, PlanningQueries, planning_cells
+from pytest_budget.models.connections import in_connection_scope
 from pytest_budget.options import BudgetOptions
 from pytest_budget.planning.evaluate import run_planning_cell
+from pytest_budget.planning.intervals import cell_summary
 from pytest_budget.planning.records import Query
 from pytest_budget.plugin import budget_session
 
@@ -47,10 +49,12 @@ def test_planning(
     planning_queries: PlanningQueries,
     budget_record: Any,
     budget_snapshot: Any,
+    request: pytest.FixtureRequest,
 ) -> None:
     scenario = planning_cell.scenario
     queries = planning_queries.for_task(planning_cell.task)
     outcome = anyio.run(
+        in_connection_scope,
         lambda: run_planning_cell(
             queries,
             scenario.level,
@@ -59,7 +63,31 @@ def test_planning(
             budget_tool_agent,
             seed=budget_options.seed,
             limiter=anyio.CapacityLimiter(budget_options.concurrency),
+        ),
+    )
+    # --budget-repeat: the agent runs every query again (a reference agent with another seed).
+    outcomes = [outcome] + [
+        anyio.run(
+            in_connection_scope,
+            lambda tool_agent=tool_agent: run_planning_cell(
+                queries,
+                scenario.level,
+                scenario.mode,
+                scenario.blocks,
+                tool_agent,
+                seed=budget_options.seed,
+                limiter=anyio.CapacityLimiter(budget_options.concurrency),
+            ),
         )
+        for tool_agent in repeat_agents(request, "tool_agent", budget_tool_agent)[1:]
+    ]
+    summary = cell_summary(
+        outcomes,
+        seed=budget_options.seed,
+        cell_id=planning_cell.id,
+        level=budget_options.ci_level,
+        resamples=budget_options.ci_resamples,
+        seeds=repeat_seeds(budget_options),
     )
     agent = budget_agent if budget_agent != "user" else outcome.agent
     budget_record(
@@ -76,16 +104,18 @@ def test_planning(
             "queries": len(queries),
             "outcome": outcome.outcome,
             "reason": outcome.reason,
-            "scores": outcome.scores,
+            **summary.report_fields(),
             "greedy": outcome.greedy,
             "first_error": outcome.first_error,
             "sort_key": [planning_cell.task, scenario.level, scenario.mode, scenario.blocks, agent],
         }
     )
-    if outcome.outcome == "error":
-        pytest.fail(outcome.reason, pytrace=False)
+    for index, each in enumerate(outcomes):
+        if each.outcome == "error":
+            where = f"repeat {index}: " if len(outcomes) > 1 else ""
+            pytest.fail(f"{where}{each.reason}", pytrace=False)
     payload = {
-        "scores": outcome.scores,
+        **summary.snapshot_fields(),
         "context": {
             "seed": budget_options.seed,
             "queries": len(queries),

@@ -6,17 +6,21 @@ One test per cell: pool x unsolvable ratio x alpha x prompt variant x agent.  Ru
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import pytest
 
-from pytest_budget.fixtures.core import agent_axis
+from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
+from pytest_budget.models.connections import in_connection_scope
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
+from pytest_budget.repeats import CellSummary
 from pytest_budget.roles import agent_name
 from pytest_budget.triage.evaluate import CellOutcome, run_cell
+from pytest_budget.triage.intervals import cell_summary, item_units
 from pytest_budget.triage.phase0 import BaselineReport
 from pytest_budget.triage.types import Pool
 
@@ -92,6 +96,39 @@ async def _plan(
     )
 
 
+def _summary(
+    outcomes: Sequence[CellOutcome],
+    pool: Pool,
+    phase0: BaselineReport,
+    cell: TriageCell,
+    options: BudgetOptions,
+    suite: str,
+    memo: dict[Any, Any],
+) -> CellSummary:
+    """Scores (the mean over repeats), their bootstrap intervals and the repeat spread."""
+    return cell_summary(
+        outcomes,
+        item_units(pool.items, phase0.baselines),
+        phase0.baselines,
+        cell.alpha,
+        seed=options.seed,
+        cell_id=cell.id,
+        level=options.ci_level,
+        resamples=options.ci_resamples,
+        seeds=repeat_seeds(options),
+        suite=suite,
+        cache=memo.setdefault("triage-bootstrap", {}),
+    )
+
+
+def _fail_on_error(outcomes: Sequence[CellOutcome]) -> None:
+    """A planner that raised fails the cell (in any repeat), after it was recorded."""
+    for index, outcome in enumerate(outcomes):
+        if outcome.outcome == "error":
+            where = f"repeat {index}: " if len(outcomes) > 1 else ""
+            pytest.fail(f"{where}{outcome.reason}", pytrace=False)
+
+
 def _record(
     suite: str, cell: TriageCell, pool: Pool, outcome: CellOutcome, agent: str, solver: Any,
     options: BudgetOptions,
@@ -124,9 +161,11 @@ def test_triage(
     triage_ground_truth: TriageGroundTruth,
     budget_record: Any,
     budget_snapshot: Any,
+    request: pytest.FixtureRequest,
 ) -> None:
     pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver, budget_record, "triage")
     outcome = anyio.run(
+        in_connection_scope,
         lambda: _plan(
             pool,
             phase0,
@@ -134,8 +173,25 @@ def test_triage(
             budget_planner,
             budget_options,
             anyio.CapacityLimiter(budget_options.concurrency),
-        )
+        ),
     )
+    # --budget-repeat: the planner plans again (a reference planner with another seed).
+    outcomes = [outcome] + [
+        anyio.run(
+            in_connection_scope,
+            lambda planner=planner: _plan(
+                pool,
+                phase0,
+                triage_cell,
+                planner,
+                budget_options,
+                anyio.CapacityLimiter(budget_options.concurrency),
+            ),
+        )
+        for planner in repeat_agents(request, "planner", budget_planner)[1:]
+    ]
+    memo = budget_session(request.config).memo
+    summary = _summary(outcomes, pool, phase0, triage_cell, budget_options, "triage", memo)
     scores = outcome.scores
     budget_record(
         {
@@ -146,7 +202,7 @@ def test_triage(
             # Allocations adding up to more than B are scored as written (regime E stops
             # at the first allocation that no longer fits) and counted here.
             "over_budget": sum(entry.tokens for entry in outcome.plan.planned) > outcome.budget,
-            "scores": scores.as_scores(),
+            **summary.report_fields(),
             "v_random_stderr": scores.v_random_stderr,
             "planned_ids": list(scores.planned_ids),
             "executed_ids": {"u": list(scores.executed_u), "e": list(scores.executed_e)},
@@ -159,10 +215,9 @@ def test_triage(
             },
         }
     )
-    if outcome.outcome == "error":
-        pytest.fail(f"{outcome.reason}", pytrace=False)
+    _fail_on_error(outcomes)
     payload = {
-        "scores": scores.as_scores(),
+        **summary.snapshot_fields(),
         "context": _context(budget_options, budget_solver, len(pool.items)),
     }
     assert budget_snapshot("triage") == payload

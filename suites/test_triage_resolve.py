@@ -12,12 +12,14 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_budget.fixtures.core import agent_axis
+from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
+from pytest_budget.models.connections import in_connection_scope
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
-from pytest_budget.suites.test_triage import _context, _phase0, _plan, _record
-from pytest_budget.triage.resolve import run_resolve
+from pytest_budget.suites.test_triage import _context, _fail_on_error, _phase0, _plan, _record
+from pytest_budget.triage.intervals import resolve_cell_summary
+from pytest_budget.triage.resolve import resolve_records, summarize_records
 
 #: The paper re-solves the plans made with the full baseline budget.
 RESOLVE_ALPHA = 1.0
@@ -45,21 +47,35 @@ def test_resolve(
     triage_ground_truth: TriageGroundTruth,
     budget_record: Any,
     budget_snapshot: Any,
+    request: pytest.FixtureRequest,
 ) -> None:
     pool, phase0 = _phase0(
         triage_ground_truth, triage_cell, budget_solver, budget_record, "triage-resolve"
     )
     limiter_size = budget_options.concurrency
 
-    async def both() -> Any:
+    async def both(planner: Any = budget_planner) -> Any:
         limiter = anyio.CapacityLimiter(limiter_size)
-        outcome = await _plan(pool, phase0, triage_cell, budget_planner, budget_options, limiter)
-        resolved = await run_resolve(
+        outcome = await _plan(pool, phase0, triage_cell, planner, budget_options, limiter)
+        records = await resolve_records(
             pool.items, phase0.baselines, outcome.plan, budget_solver, limiter=limiter
         )
-        return outcome, resolved
+        return outcome, records
 
-    outcome, resolved = anyio.run(both)
+    outcome, resolved = anyio.run(in_connection_scope, both)
+    # --budget-repeat: plan and re-solve again (a reference planner with another seed).
+    runs = [(outcome, resolved)] + [
+        anyio.run(in_connection_scope, lambda planner=planner: both(planner))
+        for planner in repeat_agents(request, "planner", budget_planner)[1:]
+    ]
+    summary = resolve_cell_summary(
+        [(o.outcome, summarize_records(records).as_scores(), records) for o, records in runs],
+        seed=budget_options.seed,
+        cell_id=triage_cell.id,
+        level=budget_options.ci_level,
+        resamples=budget_options.ci_resamples,
+        seeds=repeat_seeds(budget_options),
+    )
     budget_record(
         {
             **_record(
@@ -71,13 +87,12 @@ def test_resolve(
                 budget_solver,
                 budget_options,
             ),
-            "scores": resolved.as_scores(),
+            **summary.report_fields(),
         }
     )
-    if outcome.outcome == "error":
-        pytest.fail(f"{outcome.reason}", pytrace=False)
+    _fail_on_error([o for o, _ in runs])
     payload = {
-        "scores": resolved.as_scores(),
+        **summary.snapshot_fields(),
         "context": _context(budget_options, budget_solver, len(pool.items)),
     }
     assert budget_snapshot("triage-resolve") == payload

@@ -50,7 +50,8 @@ def test_record_then_pass(pytester: pytest.Pytester, xdist: list[str]) -> None:
     assert [f.name for f in files] == ["arith-u0-a0.5-A-user.json", "sokoban-u0-a0.5-A-user.json"]
     for file in files:
         data = json.loads(file.read_text(encoding="utf-8"))  # complete, valid JSON
-        assert set(data) == {"context", "scores"}
+        assert set(data) == {"ci", "context", "scores"}  # each value with its interval
+        assert set(data["ci"]) == set(data["scores"])
         assert data["context"]["seed"] == 42
     pytester.runpytest_subprocess(*ARGS, *xdist).assert_outcomes(passed=2)
 
