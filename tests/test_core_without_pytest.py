@@ -30,6 +30,11 @@ CORE_MODULES = [
     "pytest_budget.awareness.trajectories",
     "pytest_budget.awareness.subsample",
     "pytest_budget.models",
+    "pytest_budget.bootstrap",
+    "pytest_budget.repeats",
+    "pytest_budget.triage.intervals",
+    "pytest_budget.awareness.intervals",
+    "pytest_budget.planning.intervals",
 ]
 
 

@@ -286,11 +286,14 @@ def test_repeats_of_deterministic_agents_have_no_spread(pytester: pytest.Pyteste
 
 
 def test_repeats_of_stochastic_agents_spread(pytester: pytest.Pytester) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
     pytester.makeconftest(STOCHASTIC)
     args = ("--budget-suite=awareness,triage", "--budget-env=sokoban-8x8",
             "--budget-rollout-count=12", "--budget-alpha=0.5", "--budget-unsolvable=0",
             "--budget-gate=off", "--budget-repeat=3")  # fmt: skip
-    cells = report(pytester, *args)["cells"]  # your estimator; triage: the reference planners
+    data = report(pytester, *args)  # your estimator; triage: the reference planners
+    jsonschema.validate(data, json.loads(SCHEMA.read_text(encoding="utf-8")))
+    cells = data["cells"]
     mine = next(c for c in cells if c["suite"] == "awareness" and c["agent"] == "jittery")
     spread = mine["repeat"]["scores"]["interval_score"]
     assert spread["std"] > 0 and spread["min"] < spread["max"]
