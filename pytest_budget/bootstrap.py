@@ -164,12 +164,18 @@ def _sorted_quantile(ordered: FloatArray, defined: IntArray, q: float) -> FloatA
     return out
 
 
-def mean_over_repeats(matrices: Sequence[ResampleMatrix]) -> ResampleMatrix:
+def mean_over_repeats(
+    matrices: Sequence[ResampleMatrix], *, seed: int | None = None
+) -> ResampleMatrix:
     """Per score and resample, the mean over repeats of the recomputed values.
 
-    Every repeat must come from the same resamples (same count matrix), so the result is
-    the bootstrap distribution of the repeat-averaged score.  Repeats in which a score is
-    undefined on a resample are left out of that mean (``NaN`` when none defines it).
+    Every repeat must come from the same resamples (same count matrix).  Without ``seed``
+    each resample averages all K repeats.  With ``seed`` (the suites pass one) each
+    resample also draws K repeats with replacement, one draw per resample shared by all
+    scores, so the distribution holds the agent's run-to-run variation as well as the
+    sampling of the units (a two-level bootstrap: units, then runs); identical repeats give
+    the same result either way.  Repeats in which a score is undefined on a resample are
+    left out of that mean (``NaN`` when none defines it).
     """
     if not matrices:
         return {}
@@ -178,14 +184,23 @@ def mean_over_repeats(matrices: Sequence[ResampleMatrix]) -> ResampleMatrix:
     names: list[str] = []
     for matrix in matrices:
         names.extend(name for name in matrix if name not in names)
+    if not names:
+        return {}
+    rows = next(len(m[name]) for m in matrices for name in m)
+    k = len(matrices)
+    if seed is None:
+        weights = np.ones((k, rows))
+    else:
+        picks = np.random.default_rng(seed).integers(0, k, size=(rows, k))
+        weights = counts_from_indices(picks, k).T.astype(np.float64)
     out: ResampleMatrix = {}
     for name in names:
-        stack = np.stack([m[name] for m in matrices if name in m])
+        stack = np.stack([m.get(name, np.full(rows, np.nan)) for m in matrices])
         defined = np.isfinite(stack)
-        total = np.where(defined, stack, 0.0).sum(axis=0)
-        count = defined.sum(axis=0)
+        total = np.where(defined, stack * weights, 0.0).sum(axis=0)
+        count = np.where(defined, weights, 0.0).sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[name] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+            out[name] = np.where(count > 0, total / np.maximum(count, 1e-300), np.nan)
     return out
 
 

@@ -9,7 +9,8 @@ runs into what the report and the snapshot store:
   when K = 1);
 * ``ci`` and ``ci_meta``: bootstrap intervals of those scores (see
   :mod:`pytest_budget.bootstrap`); with K > 1 every repeat is recomputed on the same
-  resamples and averaged, so the interval is that of the repeat-averaged score;
+  resamples and each resample averages K repeats drawn with replacement, so the interval
+  of the repeat-averaged score covers the agent's run-to-run variation too;
 * ``repeat`` (K > 1 only): per score the values, mean, sample standard deviation, min and
   max, and the pass^k consistency of :func:`pass_hat_k`.
 
@@ -193,11 +194,13 @@ def summarize_cell(
     consistency: Consistency | None = None,
     seeds: Sequence[int] = (),
     outcomes: Sequence[str] = (),
+    repeat_draws: int | None = None,
 ) -> CellSummary:
     """Combine K runs of one cell (K >= 1) into its report and snapshot fields.
 
     ``matrices`` holds each run's recomputed scores on the same resamples (``None`` when
-    intervals are off); ``meta`` describes them.
+    intervals are off); ``meta`` describes them.  ``repeat_draws`` seeds the draw of K
+    repeats per resample (see :func:`~pytest_budget.bootstrap.mean_over_repeats`).
     """
     if not runs:
         raise ValueError("a cell needs at least one run")
@@ -205,7 +208,8 @@ def summarize_cell(
     ci: IntervalMap | None = None
     ci_meta: dict[str, Any] | None = None
     if matrices is not None and meta is not None:
-        ci = percentile_intervals(scores, mean_over_repeats(matrices), meta.level)
+        combined = mean_over_repeats(matrices, seed=repeat_draws)
+        ci = percentile_intervals(scores, combined, meta.level)
         ci_meta = meta.as_dict()
     repeat: dict[str, Any] | None = None
     if len(runs) > 1:

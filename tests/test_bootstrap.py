@@ -131,6 +131,20 @@ def test_mean_over_repeats_skips_undefined_repeats() -> None:
     assert out["y"].tolist() == [2.0, 2.0, 2.0]
 
 
+def test_drawing_repeats_adds_their_spread() -> None:
+    low, high = {"x": np.zeros(400)}, {"x": np.ones(400)}
+    # Averaging all repeats: every resample is 0.5, the runs' difference is invisible.
+    assert percentile_interval(mean_over_repeats([low, high])["x"], 0.9) == [0.5, 0.5]
+    # Drawing 2 of the 2 repeats per resample: 0, 0.5 or 1 with chances 1/4, 1/2, 1/4.
+    drawn = mean_over_repeats([low, high], seed=3)["x"]
+    assert set(drawn.tolist()) == {0.0, 0.5, 1.0}
+    assert 0.2 < float(np.mean(drawn == 0.0)) < 0.3
+    assert percentile_interval(drawn, 0.9) == [0.0, 1.0]
+    # Identical repeats: drawing changes nothing.
+    same = {"x": np.linspace(0, 1, 400)}
+    assert np.array_equal(mean_over_repeats([same, same], seed=3)["x"], same["x"])
+
+
 # --------------------------------------------------------------------------- properties
 
 

@@ -400,4 +400,5 @@ def cell_summary(
         consistency=consistency,
         seeds=seeds,
         outcomes=[outcome.outcome for outcome in outcomes],
+        repeat_draws=bootstrap_seed(seed, "awareness", cell_id, "repeats"),
     )

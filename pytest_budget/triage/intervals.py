@@ -401,6 +401,7 @@ def cell_summary(
         consistency=consistency,
         seeds=seeds,
         outcomes=[outcome.outcome for outcome in outcomes],
+        repeat_draws=bootstrap_seed(seed, suite, cell_id, "repeats"),
     )
 
 
@@ -441,4 +442,5 @@ def resolve_cell_summary(
         consistency=consistency,
         seeds=seeds,
         outcomes=[outcome for outcome, _, _ in runs],
+        repeat_draws=bootstrap_seed(seed, "triage-resolve", cell_id, "repeats"),
     )
