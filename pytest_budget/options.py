@@ -175,8 +175,9 @@ class BudgetOptions:
     tasks: tuple[str, ...] = PLANNING_TASKS
     query_count: int = 10
     queries: tuple[str, ...] = ()
-    # Bootstrap intervals (--budget-ci-level, --budget-ci-resamples; 0 resamples = none)
-    # and repeats per cell (--budget-repeat).
+    # Bootstrap intervals (--budget-ci-level, --budget-ci-resamples; 0 resamples = none;
+    # the defaults are bootstrap.DEFAULT_LEVEL and DEFAULT_RESAMPLES) and repeats per cell
+    # (--budget-repeat).
     ci_level: float = 0.95
     ci_resamples: int = 1000
     repeat: int = 1
@@ -503,10 +504,16 @@ def parse_options(
         raise OptionError(
             f"--budget-gate: unknown mode {gate!r}; choose from {', '.join(GATE_MODES)}"
         )
-    ci_level = _ci_level(get_option("budget_ci_level") or get_ini("budget_ci_level") or 0.95)
+    from pytest_budget.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES
+
+    ci_level = _ci_level(
+        get_option("budget_ci_level") or get_ini("budget_ci_level") or DEFAULT_LEVEL
+    )
     ci_resamples = _positive_int(
         "--budget-ci-resamples",
-        _first_set(get_option("budget_ci_resamples"), get_ini("budget_ci_resamples"), 1000),
+        _first_set(
+            get_option("budget_ci_resamples"), get_ini("budget_ci_resamples"), DEFAULT_RESAMPLES
+        ),
         minimum=0,
     )
     if gate == "ci" and ci_resamples == 0:
