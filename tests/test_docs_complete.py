@@ -69,6 +69,14 @@ METRIC_PAGES = {"triage": "metrics.md", "triage-resolve": "metrics.md",
 FAST = ("-p", "no:hypothesispytest", "-p", "no:unraisableexception")
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process runs here stand for a user's plain run; inside an xdist worker the
+    environment says otherwise, and syrupy then leaves its summary to a controller."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     """pytest in this process (no start-up cost), as a user would run it from pytester.path."""
     return pytester.runpytest_inprocess(*FAST, *args)
