@@ -33,7 +33,7 @@ import anyio
 from pytest_budget.awareness.evaluate import run_awareness_cell
 from pytest_budget.awareness.rollouts import Rollout, Turn
 from pytest_budget.models.agents import LLMEstimator
-from pytest_budget.models.connections import in_connection_scope
+from pytest_budget.models.connections import run_in_connection_scope
 from pytest_budget.models.provider import build_chat_client
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
 
@@ -107,8 +107,7 @@ def _cpu_s() -> float:
 def _cell(rollouts: list[Rollout], estimator: object, concurrency: int) -> tuple[float, float, Any]:
     started, cpu = time.perf_counter(), _cpu_s()
     # As the suites do: one connection scope per cell, so calls reuse keep-alive connections.
-    outcome = anyio.run(
-        in_connection_scope,
+    outcome = run_in_connection_scope(
         lambda: run_awareness_cell(rollouts, estimator, limiter=anyio.CapacityLimiter(concurrency)),
     )
     return time.perf_counter() - started, _cpu_s() - cpu, outcome
@@ -119,6 +118,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2000, help="probes (default 2000)")
     parser.add_argument("--delay", type=float, default=0.05, help="server delay, s")
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument(
+        "--cache-root", default=".", help="folder for the recordings (default: current folder)"
+    )
     args = parser.parse_args()
     rollouts = _rollouts(args.n)
     n = sum(len(r.turns) - 1 for r in rollouts)
@@ -129,7 +131,9 @@ def main() -> None:
     server.start()
     ready.wait(10)
     url = f"http://127.0.0.1:{port.value}/v1"
-    with tempfile.TemporaryDirectory() as tmp:
+    # The recordings go where a run puts them, under the project (.pytest_cache), not in
+    # /tmp: on this machine a file created in /tmp costs 20 times more than in /work.
+    with tempfile.TemporaryDirectory(dir=args.cache_root, prefix=".bench-cache-") as tmp:
         config = RuntimeConfig(
             cache_dir=str(Path(tmp) / "models"),
             ledger_path=str(Path(tmp) / "ledger.json"),

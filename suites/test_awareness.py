@@ -30,7 +30,7 @@ from pytest_budget.fixtures.awareness import (
     awareness_cells,
 )
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
-from pytest_budget.models.connections import in_connection_scope
+from pytest_budget.models.connections import run_in_connection_scope
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.roles import agent_name
@@ -112,8 +112,7 @@ def test_awareness(
     except RolloutGenerationError as exc:
         pytest.fail(str(exc), pytrace=False)
     probes = _probes(rollouts)
-    outcome = anyio.run(
-        in_connection_scope,
+    outcome = run_in_connection_scope(
         lambda: run_awareness_cell(
             rollouts,
             budget_estimator,
@@ -127,8 +126,7 @@ def test_awareness(
     outcomes = (
         [outcome]
         + [
-            anyio.run(
-                in_connection_scope,
+            run_in_connection_scope(
                 lambda estimator=estimator: run_awareness_cell(
                     rollouts,
                     estimator,

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
-from pytest_budget.models.connections import in_connection_scope
+from pytest_budget.models.connections import run_in_connection_scope
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.repeats import CellSummary
@@ -164,8 +164,7 @@ def test_triage(
     request: pytest.FixtureRequest,
 ) -> None:
     pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver, budget_record, "triage")
-    outcome = anyio.run(
-        in_connection_scope,
+    outcome = run_in_connection_scope(
         lambda: _plan(
             pool,
             phase0,
@@ -177,8 +176,7 @@ def test_triage(
     )
     # --budget-repeat: the planner plans again (a reference planner with another seed).
     outcomes = [outcome] + [
-        anyio.run(
-            in_connection_scope,
+        run_in_connection_scope(
             lambda planner=planner: _plan(
                 pool,
                 phase0,

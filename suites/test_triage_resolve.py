@@ -14,7 +14,7 @@ import pytest
 
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
-from pytest_budget.models.connections import in_connection_scope
+from pytest_budget.models.connections import run_in_connection_scope
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.suites.test_triage import _context, _fail_on_error, _phase0, _plan, _record
@@ -62,10 +62,10 @@ def test_resolve(
         )
         return outcome, records
 
-    outcome, resolved = anyio.run(in_connection_scope, both)
+    outcome, resolved = run_in_connection_scope(both)
     # --budget-repeat: plan and re-solve again (a reference planner with another seed).
     runs = [(outcome, resolved)] + [
-        anyio.run(in_connection_scope, lambda planner=planner: both(planner))
+        run_in_connection_scope(lambda planner=planner: both(planner))
         for planner in repeat_agents(request, "planner", budget_planner)[1:]
     ]
     summary = resolve_cell_summary(

@@ -24,6 +24,7 @@ from pytest_budget.models.connections import (
     connection_scope,
     current_connection_scope,
     in_connection_scope,
+    run_in_connection_scope,
 )
 from pytest_budget.models.provider import build_chat_client
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
@@ -323,3 +324,15 @@ def test_scope_maps_backend_errors_to_httpx_errors() -> None:
 
         with pytest.raises(httpx.ConnectError):
             anyio.run(go)
+
+
+def test_run_in_connection_scope_returns_the_result_and_reuses_connections() -> None:
+    with ModelServer(lambda body: "ok") as server:
+        client = _client(server)
+
+        async def three() -> list[str]:
+            return [(await client.complete(MESSAGES, max_tokens=5)).text for _ in range(3)]
+
+        assert run_in_connection_scope(three) == ["ok", "ok", "ok"]
+        assert server.connections == 1
+        assert current_connection_scope() is None  # nothing leaks out of the loop
