@@ -141,7 +141,8 @@ def parse_answer(reply: Any, dimensions: Sequence[str], policy: ParsePolicy) -> 
     )
 
 
-def _records(results: Sequence[ProbeResult]) -> list[MultiProbeRecord]:
+def answered_records(results: Sequence[ProbeResult]) -> list[MultiProbeRecord]:
+    """Scoring records of answered probes (every result must carry an estimate)."""
     out = []
     for result in results:
         assert result.estimate is not None
@@ -176,17 +177,18 @@ def score_results(
     reported per dimension and the plain key is ``None``.
     """
     answered = [r for r in results if r.estimate is not None]
-    multi = _records(answered)
+    multi = answered_records(answered)
     if len(dimensions) > 1:
         scores = score_probes(project_dimension(multi, dimensions[0]))
         scores.update(per_dimension_scores(multi, dimensions))
         scores["linear_error_reduction"] = None
         return scores
-    return score_probes(_plain(multi, dimensions[0]))
+    return score_probes(single_dimension_records(multi, dimensions[0]))
 
 
-def _plain(multi: Sequence[MultiProbeRecord], dim: str) -> list[ProbeRecord]:
-    # A one-dimension answer is a plain Interval (project_dimension expects a map).
+def single_dimension_records(multi: Sequence[MultiProbeRecord], dim: str) -> list[ProbeRecord]:
+    """One-dimension probe records (the answer stays a plain Interval; project_dimension
+    expects a map)."""
     return [
         ProbeRecord(
             r.rollout_id, r.k, r.T, r.used[dim], r.total[dim], r.budget[dim], r.success,
@@ -202,7 +204,7 @@ def result_notes(results: Sequence[ProbeResult], dimensions: Sequence[str]) -> d
     Feasibility notes come from :func:`~pytest_budget.awareness.metrics.score_notes`; a
     multi-dimension cell also says that ``linear_error_reduction`` is per dimension only.
     """
-    multi = _records([r for r in results if r.estimate is not None])
+    multi = answered_records([r for r in results if r.estimate is not None])
     if len(dimensions) > 1:
         notes = score_notes(project_dimension(multi, dimensions[0]))
         notes["linear_error_reduction"] = (
@@ -210,7 +212,7 @@ def result_notes(results: Sequence[ProbeResult], dimensions: Sequence[str]) -> d
             "have different units"
         )
         return notes
-    return score_notes(_plain(multi, dimensions[0]))
+    return score_notes(single_dimension_records(multi, dimensions[0]))
 
 
 #: Budget shares at which the late-recognition curve is sampled (0, 0.05, ..., 1).
@@ -226,16 +228,20 @@ def result_curves(
     shares; the width and linear-baseline curves are per dimension (each normalised by
     its own cap).
     """
-    multi = _records([r for r in results if r.estimate is not None])
+    multi = answered_records([r for r in results if r.estimate is not None])
     per_dim = {
         dim: progress_curves(
-            project_dimension(multi, dim) if len(dimensions) > 1 else _plain(multi, dim), bins
+            project_dimension(multi, dim)
+            if len(dimensions) > 1
+            else single_dimension_records(multi, dim),
+            bins,
         )
         for dim in dimensions
     }
     first = project_dimension(multi, dimensions[0]) if len(dimensions) > 1 else None
     curve, n_failed = late_recognition_curve(
-        first if first is not None else _plain(multi, dimensions[0]), LATE_RECOGNITION_GRID
+        first if first is not None else single_dimension_records(multi, dimensions[0]),
+        LATE_RECOGNITION_GRID,
     )
     return {
         "bin_edges": [round(i / bins, 6) for i in range(bins + 1)],

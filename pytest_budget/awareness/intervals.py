@@ -21,12 +21,16 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_budget.awareness.answers import Interval, IntervalMap, Invalid
-from pytest_budget.awareness.evaluate import AwarenessOutcome, ProbeResult
+from pytest_budget.awareness.evaluate import (
+    AwarenessOutcome,
+    ProbeResult,
+    answered_records,
+    single_dimension_records,
+)
 from pytest_budget.awareness.metrics import (
     KIND_IMPOSSIBLE,
     KIND_INTERVAL,
     KIND_INVALID,
-    MultiProbeRecord,
     ProbeRecord,
     ProbeTable,
     linear_extrapolation,
@@ -66,30 +70,6 @@ BoolArray = npt.NDArray[np.bool_]
 def rollout_units(results: Sequence[ProbeResult]) -> list[str]:
     """The cell's units: ids of the rollouts with at least one probe, sorted."""
     return sorted({r.probe.rollout_id for r in results})
-
-
-def _records(results: Sequence[ProbeResult]) -> list[MultiProbeRecord]:
-    out = []
-    for result in results:
-        assert result.estimate is not None
-        probe, truth = result.probe, result.truth
-        out.append(
-            MultiProbeRecord(
-                probe.rollout_id, probe.k, truth.T, probe.used, truth.total, probe.budget,
-                truth.success, truth.feasible, result.estimate,
-            )
-        )  # fmt: skip
-    return out
-
-
-def _single(records: Sequence[MultiProbeRecord], dim: str) -> list[ProbeRecord]:
-    return [
-        ProbeRecord(
-            r.rollout_id, r.k, r.T, r.used[dim], r.total[dim], r.budget[dim], r.success,
-            r.feasible, r.estimate,
-        )
-        for r in records
-    ]  # fmt: skip
 
 
 @dataclass
@@ -287,7 +267,7 @@ def resampled_scores(
         if result.estimate is None:
             errors[index[result.probe.rollout_id]] += 1
     answered = [r for r in results if r.estimate is not None]
-    multi = _records(answered)
+    multi = answered_records(answered)
 
     def weighted(records: Sequence[ProbeRecord]) -> _Weighted:
         t = ProbeTable.from_records(records)
@@ -296,7 +276,7 @@ def resampled_scores(
         return _Weighted(t, unit, weights, len(units))
 
     if len(dimensions) == 1:
-        out = _all_scores(weighted(_single(multi, dimensions[0])))
+        out = _all_scores(weighted(single_dimension_records(multi, dimensions[0])))
     else:
         out = _all_scores(weighted(project_dimension(multi, dimensions[0])))
         for name in _MEANED:

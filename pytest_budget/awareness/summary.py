@@ -7,7 +7,7 @@ from typing import Any
 
 from pytest_budget.tables import render_table
 
-__all__ = ["awareness_table"]
+__all__ = ["awareness_table", "rollout_lines"]
 
 
 def awareness_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -29,7 +29,12 @@ def awareness_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             s.get("false_abort_rate"), s.get("saved_token_share"), s.get("reward"),
             s.get("n_errors"),
         ])  # fmt: skip
-    lines = render_table(headers, rows)
+    return [*render_table(headers, rows), *rollout_lines(cells)]
+
+
+def rollout_lines(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per environment: how many rollouts, by whom, how many succeeded."""
+    lines: list[str] = []
     seen: set[str] = set()
     for cell in cells:
         env, summary = str(cell.get("env")), cell.get("rollouts")

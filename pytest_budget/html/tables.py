@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_budget.awareness.summary import rollout_lines
+
 __all__ = [
     "SUITE_TITLES",
     "Column",
@@ -172,18 +174,7 @@ def footer_lines(suite: str, cells: Sequence[Cell]) -> list[str]:
         counts = ", ".join(f"{statuses.get(k, 0)} {k}" for k in ("ok", "repaired", "unparseable"))
         return [f"plans: {counts}; {over} with allocations over B", *variant_agreement(cells)]
     if suite == "awareness":
-        lines, seen = [], set()
-        for cell in cells:
-            env, summary = str(cell.get("env")), cell.get("rollouts")
-            if env in seen or not isinstance(summary, Mapping):
-                continue
-            seen.add(env)
-            lines.append(
-                f"{env}: {summary.get('rollouts')} rollouts by {cell.get('actor')}, "
-                f"{summary.get('succeeded')} succeeded, {summary.get('feasible')} feasible "
-                f"within budget, {summary.get('mean_turns')} turns on average"
-            )
-        return lines
+        return rollout_lines(cells)
     if suite == "planning":
         return [
             "blocks = blocking events applied/dropped (dropped: too late to matter); excl = "

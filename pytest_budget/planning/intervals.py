@@ -22,7 +22,7 @@ from pytest_budget.bootstrap import (
     resample_indices,
 )
 from pytest_budget.planning.evaluate import PlanningOutcome
-from pytest_budget.planning.metrics import score_episode
+from pytest_budget.planning.metrics import COUNT_FIELDS, EXCLUSIONS, score_episode
 from pytest_budget.planning.records import EpisodeRecord
 from pytest_budget.repeats import CellSummary, Consistency, summarize_cell
 
@@ -32,20 +32,6 @@ __all__ = ["SUCCESS", "UNIT", "cell_summary", "exact_matches", "resampled_scores
 UNIT = "query"
 #: What one trial's success means in the planning suite's pass^k consistency.
 SUCCESS = "the episode's tool sequence exactly matches an optimal one (EM = 1)"
-
-_COUNT_FIELDS: tuple[str, ...] = (
-    "total_calls",
-    "invalid_calls",
-    "repeated_calls",
-    "extra_calls",
-    "wrong_parameter_calls",
-    "inaccessible_calls",
-    "unknown_tool_calls",
-    "bad_id_calls",
-    "banned_calls",
-    "banned_retry_calls",
-)
-_EXCLUSIONS: tuple[str, ...] = ("errored", "underblocked", "unreached", "no_ground_truth")
 
 
 def _columns(episodes: Sequence[EpisodeRecord]) -> dict[str, npt.NDArray[np.float64]]:
@@ -61,10 +47,10 @@ def _columns(episodes: Sequence[EpisodeRecord]) -> dict[str, npt.NDArray[np.floa
         put("one", 1.0)
         put("applied", episode.blocks_applied)
         put("dropped", episode.blocks_dropped)
-        for reason in _EXCLUSIONS:
+        for reason in EXCLUSIONS:
             put(reason, score.exclusion == reason)
         put("counted", counted)
-        for name in _COUNT_FIELDS:
+        for name in COUNT_FIELDS:
             put(name, getattr(score, name) if counted else 0)
         put("answered", counted and score.answer_correct)
         has_hit = counted and score.intent_hit is not None
@@ -124,13 +110,13 @@ def resampled_scores(
         "n_path": s["path_n"],
         "n_cost": s["cost_n"],
         "n_uihr": s["hit_n"],
-        "excluded": sum((s[reason] for reason in _EXCLUSIONS), np.zeros(len(weights))),
+        "excluded": sum((s[reason] for reason in EXCLUSIONS), np.zeros(len(weights))),
     }
-    for reason in _EXCLUSIONS:
+    for reason in EXCLUSIONS:
         out[reason] = s[reason]
     out["blocks_applied"] = s["applied"]
     out["blocks_dropped"] = s["dropped"]
-    for name in _COUNT_FIELDS:
+    for name in COUNT_FIELDS:
         out[name] = s[name]
     return out
 

@@ -323,7 +323,8 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.fromiter(values, dtype=np.float64, count=len(values)).mean())
 
 
-_COUNT_FIELDS: tuple[str, ...] = (
+#: Per-episode call counters, summed into a cell's scores (also by the bootstrap).
+COUNT_FIELDS: tuple[str, ...] = (
     "total_calls",
     "invalid_calls",
     "repeated_calls",
@@ -335,7 +336,8 @@ _COUNT_FIELDS: tuple[str, ...] = (
     "banned_calls",
     "banned_retry_calls",
 )
-_EXCLUSIONS: tuple[str, ...] = ("errored", "underblocked", "unreached", "no_ground_truth")
+#: Why an episode is left out of the cost and path metrics.
+EXCLUSIONS: tuple[str, ...] = ("errored", "underblocked", "unreached", "no_ground_truth")
 
 
 def score_episodes(
@@ -360,8 +362,8 @@ def score_episodes(
     abs_gaps: list[float] = []
     abs_gaps_clean: list[float] = []
     hits: list[float] = []
-    counts = dict.fromkeys(_COUNT_FIELDS, 0)
-    reasons = dict.fromkeys(_EXCLUSIONS, 0)
+    counts = dict.fromkeys(COUNT_FIELDS, 0)
+    reasons = dict.fromkeys(EXCLUSIONS, 0)
     n_episodes = n_counted = applied = dropped = answered = 0
     for episode in episodes:
         n_episodes += 1
@@ -373,7 +375,7 @@ def score_episodes(
         if not score.counted:
             continue
         n_counted += 1
-        for name in _COUNT_FIELDS:
+        for name in COUNT_FIELDS:
             counts[name] += getattr(score, name)
         answered += score.answer_correct
         if score.intent_hit is not None:
