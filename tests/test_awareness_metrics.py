@@ -18,6 +18,7 @@ The shared probe set (R_k = C_T - C_k; "feas" = ground-truth feasible)::
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -536,3 +537,9 @@ def test_timing_100k_probes() -> None:
         f"macro_f1_all={scores['macro_f1_all']:.3f}"
     )
     assert scores["n_probes"] == n
+
+
+def test_midpoint_error_of_a_vanishing_remaining_budget_is_infinite_not_nan() -> None:
+    # R_k = 5e-324: the relative error overflows; interpolating two infinities gave NaN.
+    probes = [_p("r0", 1, 2, 0.0, 5e-324, 1.0, True, Interval(0.0, 1.0))]
+    assert midpoint_relative_error(probes) == (math.inf, math.inf)

@@ -322,6 +322,11 @@ def midpoint_relative_error(
     with np.errstate(over="ignore", invalid="ignore"):
         mre = np.abs((t.lo[mask] + t.hi[mask]) / 2.0 - r[mask]) / r[mask]
         values = np.percentile(mre, list(percentiles))
+        # Interpolating between two infinite errors gives NaN (inf - inf); the percentile
+        # is infinite then, as the nearest-rank value says.
+        values = np.where(
+            np.isnan(values), np.percentile(mre, list(percentiles), method="higher"), values
+        )
     return tuple(float(v) for v in values)
 
 
