@@ -25,8 +25,10 @@ __all__ = [
     "Planner",
     "Solver",
     "ToolAgent",
+    "acquire",
     "agent_name",
     "call_role",
+    "for_each_bounded",
     "role_callable",
 ]
 
@@ -151,8 +153,11 @@ async def call_role(
         if _is_async(fn):
             if limiter is None:
                 return await fn(*args)
-            async with limiter:
+            await acquire(limiter)
+            try:
                 return await fn(*args)
+            finally:
+                limiter.release()
         result = await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=limiter)
         if inspect.isawaitable(result):
             result = await _await(result)
@@ -163,6 +168,44 @@ async def call_role(
         detail = str(exc).splitlines()[0] if str(exc) else ""
         reason = f"raised {type(exc).__name__}" + (f": {detail}" if detail else "")
         raise AgentError(role, name, reason) from exc
+
+
+async def acquire(limiter: anyio.CapacityLimiter) -> None:
+    """Take a token of ``limiter``, yielding to the event loop only when none is free.
+
+    ``async with limiter`` always yields once, even when a token is free; at tens of calls
+    in flight each yield sends the call to the back of the loop's queue, which stretches
+    every burst of answers.  Release with ``limiter.release()``.
+    """
+    try:
+        limiter.acquire_nowait()
+    except anyio.WouldBlock:
+        await limiter.acquire()
+
+
+async def for_each_bounded(
+    count: int,
+    work: Callable[[int], Awaitable[None]],
+    limiter: anyio.CapacityLimiter | None = None,
+) -> None:
+    """Await ``work(0)`` .. ``work(count - 1)`` concurrently, started in index order.
+
+    No more tasks run than ``limiter`` admits at once (all of them without one): each task
+    takes the next index when it is free.  One task per item would spend tens of
+    microseconds each on items parked behind the limiter, before the first call goes out;
+    a pool of workers does that work while earlier calls wait on the network.
+    """
+    tokens = limiter.total_tokens if limiter is not None else float("inf")
+    workers = count if tokens == float("inf") else min(count, max(1, int(tokens)))
+    indices = iter(range(count))
+
+    async def worker() -> None:
+        for index in indices:  # shared: each index is taken by exactly one worker
+            await work(index)
+
+    async with anyio.create_task_group() as group:
+        for _ in range(workers):
+            group.start_soon(worker)
 
 
 async def _await(result: Awaitable[Any]) -> Any:

@@ -1,4 +1,4 @@
-"""Keep-alive connection scopes and the asyncio network backend, against a real server.
+"""Keep-alive connection scopes and the HTTP/1.1 connection, against real servers.
 
 Every test talks HTTP to :class:`tests.model_server.ModelServer` on loopback (or to a raw
 socket server for byte-level faults); nothing is monkeypatched.
@@ -6,18 +6,19 @@ socket server for byte-level faults); nothing is monkeypatched.
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import socket
 import threading
 import time
 import warnings
+import zlib
 from collections.abc import Iterator
 
 import anyio
-import httpcore
 import httpx
 import pytest
 
-from pytest_budget.models.asyncio_backend import AsyncioBackend
 from pytest_budget.models.client import ChatClient, ModelCallError
 from pytest_budget.models.connections import (
     HTTPAnswer,
@@ -26,6 +27,7 @@ from pytest_budget.models.connections import (
     in_connection_scope,
     run_in_connection_scope,
 )
+from pytest_budget.models.http11 import open_connection, request_head
 from pytest_budget.models.provider import build_chat_client
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
 from tests.model_server import Fault, ModelServer
@@ -224,13 +226,17 @@ def test_http_answer_reads_like_a_response() -> None:
         HTTPAnswer(200, {}, b"<html>").json()
 
 
-# -- the asyncio backend at the byte level -------------------------------------------------
+# -- the HTTP/1.1 connection at the byte level ---------------------------------------------
 
 
 @pytest.fixture
-def raw_server() -> Iterator[tuple[int, list[bytes]]]:
-    """A TCP server that sends scripted byte chunks per connection, then closes."""
-    scripts: list[bytes] = []
+def raw_server() -> Iterator[tuple[int, list[bytes | list[bytes]]]]:
+    """A TCP server that answers each connection's first request with a script, then closes.
+
+    A script is the answer's bytes, where ``|`` splits it into pieces sent 20 ms apart, or
+    the list of pieces itself (for binary bodies).
+    """
+    scripts: list[bytes | list[bytes]] = []
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     stop = threading.Event()
@@ -244,7 +250,8 @@ def raw_server() -> Iterator[tuple[int, list[bytes]]]:
                 continue
             with conn:
                 conn.recv(65536)
-                for chunk in scripts.pop(0).split(b"|"):
+                script = scripts.pop(0)
+                for chunk in script.split(b"|") if isinstance(script, bytes) else script:
                     conn.sendall(chunk)
                     time.sleep(0.02)
 
@@ -256,61 +263,138 @@ def raw_server() -> Iterator[tuple[int, list[bytes]]]:
     listener.close()
 
 
-def test_backend_reassembles_an_answer_sent_in_pieces(
-    raw_server: tuple[int, list[bytes]],
+def _ask(port: int, timeout: float = 2.0) -> tuple[HTTPAnswer, bool]:
+    """One POST on a fresh connection: the answer and whether the connection is reusable."""
+
+    async def go() -> tuple[HTTPAnswer, bool]:
+        connection = await open_connection("127.0.0.1", port, timeout)
+        try:
+            head = request_head("POST", "/v1/x", f"127.0.0.1:{port}", {}, 2)
+            answer = await connection.request(head, b"{}", timeout)
+            return answer, connection.reusable
+        finally:
+            await connection.aclose()
+
+    return asyncio.run(go())
+
+
+def test_an_answer_sent_in_pieces_is_reassembled(
+    raw_server: tuple[int, list[bytes | list[bytes]]],
 ) -> None:
     port, scripts = raw_server
-    scripts.append(b"HTTP/1.1 200 OK\r\nContent-Len|gth: 5\r\n\r\nhe|llo")
-
-    async def go() -> tuple[int, bytes]:
-        async with httpcore.AsyncConnectionPool(network_backend=AsyncioBackend()) as pool:
-            answer = await pool.request("GET", f"http://127.0.0.1:{port}/")
-            return answer.status, answer.content
-
-    assert anyio.run(go, backend="asyncio") == (200, b"hello")
+    scripts.append(b"HTTP/1.1 200 OK\r\nContent-Len|gth: 5\r\nX-Tag: a\r\n\r\nhe|llo")
+    answer, reusable = _ask(port)
+    assert (answer.status_code, answer.content) == (200, b"hello")
+    assert answer.headers["x-tag"] == "a" and answer.headers["content-length"] == "5"
+    assert reusable  # HTTP/1.1 without "Connection: close" stays open
 
 
-def test_backend_reports_a_connection_closed_mid_answer(
-    raw_server: tuple[int, list[bytes]],
+def test_a_chunked_answer_is_decoded(raw_server: tuple[int, list[bytes | list[bytes]]]) -> None:
+    port, scripts = raw_server
+    scripts.append(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhe|llo\r\n"
+        b"6\r\n wor|ld\r\n0\r\n\r\n"
+    )
+    assert _ask(port)[0].content == b"hello world"
+
+
+def test_an_answer_without_length_ends_with_the_connection(
+    raw_server: tuple[int, list[bytes | list[bytes]]],
+) -> None:
+    port, scripts = raw_server
+    scripts.append(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil| close")
+    answer, reusable = _ask(port)
+    assert answer.content == b"until close" and not reusable
+
+
+def test_connection_close_is_honoured(raw_server: tuple[int, list[bytes | list[bytes]]]) -> None:
+    port, scripts = raw_server
+    scripts.append(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+    answer, reusable = _ask(port)
+    assert answer.content == b"ok" and not reusable
+
+
+def test_an_interim_answer_is_skipped(raw_server: tuple[int, list[bytes | list[bytes]]]) -> None:
+    port, scripts = raw_server
+    scripts.append(
+        b"HTTP/1.1 100 Continue\r\n\r\n|HTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\n!"
+    )
+    answer, _ = _ask(port)
+    assert (answer.status_code, answer.content) == (201, b"!")
+
+
+def test_gzip_and_deflate_bodies_are_decoded(
+    raw_server: tuple[int, list[bytes | list[bytes]]],
+) -> None:
+    port, scripts = raw_server
+    text = b'{"choices": []}' * 20
+    for coding, body in (("gzip", gzip.compress(text)), ("deflate", zlib.compress(text))):
+        head = b"HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\nContent-Length: %d\r\n\r\n"
+        scripts.append([head % (coding.encode(), len(body)), body])  # pieces as given
+        assert _ask(port)[0].content == text
+
+
+def test_an_unknown_content_coding_is_a_decoding_error(
+    raw_server: tuple[int, list[bytes | list[bytes]]],
+) -> None:
+    port, scripts = raw_server
+    scripts.append(b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 3\r\n\r\nxyz")
+    with pytest.raises(httpx.DecodingError, match="'br'"):
+        _ask(port)
+
+
+def test_a_connection_closed_mid_answer_is_a_protocol_error(
+    raw_server: tuple[int, list[bytes | list[bytes]]],
 ) -> None:
     port, scripts = raw_server
     scripts.append(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nonly part")
-
-    async def go() -> None:
-        async with httpcore.AsyncConnectionPool(network_backend=AsyncioBackend()) as pool:
-            await pool.request("GET", f"http://127.0.0.1:{port}/")
-
-    with pytest.raises(httpcore.RemoteProtocolError):
-        anyio.run(go, backend="asyncio")
+    with pytest.raises(httpx.RemoteProtocolError, match="mid-answer"):
+        _ask(port)
 
 
-def test_backend_refused_connection_is_a_connect_error() -> None:
+def test_a_connection_closed_before_any_answer_is_a_protocol_error(
+    raw_server: tuple[int, list[bytes | list[bytes]]],
+) -> None:
+    port, scripts = raw_server
+    scripts.append(b"")
+    with pytest.raises(httpx.RemoteProtocolError, match="without sending a response"):
+        _ask(port)
+
+
+def test_bytes_that_are_not_http_are_a_protocol_error(
+    raw_server: tuple[int, list[bytes | list[bytes]]],
+) -> None:
+    port, scripts = raw_server
+    scripts.append(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+    with pytest.raises(httpx.RemoteProtocolError, match="malformed HTTP answer"):
+        _ask(port)
+
+
+def test_a_refused_connection_is_a_connect_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # bound, never listening: connections are refused
-
-        async def go() -> None:
-            async with httpcore.AsyncConnectionPool(network_backend=AsyncioBackend()) as pool:
-                await pool.request("GET", f"http://127.0.0.1:{port}/")
-
-        with pytest.raises(httpcore.ConnectError):
-            anyio.run(go, backend="asyncio")
+        with pytest.raises(httpx.ConnectError):
+            _ask(port)
 
 
-def test_backend_read_timeout(raw_server: tuple[int, list[bytes]]) -> None:
+def test_the_read_timeout_is_the_longest_silence(
+    raw_server: tuple[int, list[bytes | list[bytes]]],
+) -> None:
     port, scripts = raw_server
+    # Eight pieces 20 ms apart take 160 ms in all, longer than the 100 ms timeout, but no
+    # silence reaches it: the answer arrives, as with httpx's per-read timeout.
+    scripts.append(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n|a|b|c|d|e|f|")
+    assert _ask(port, timeout=0.1)[0].content == b"abcdef"
     scripts.append(b"HTTP/1.1 200 OK\r\n|")  # then silence until the server closes
+    with pytest.raises(httpx.ReadTimeout):
+        _ask(port, timeout=0.005)
 
-    async def go() -> None:
-        async with httpcore.AsyncConnectionPool(network_backend=AsyncioBackend()) as pool:
-            await pool.request(
-                "GET",
-                f"http://127.0.0.1:{port}/",
-                extensions={"timeout": {"read": 0.005, "connect": 1, "write": 1, "pool": 1}},
-            )
 
-    with pytest.raises(httpcore.ReadTimeout):
-        anyio.run(go, backend="asyncio")
+def test_a_line_break_in_a_header_is_refused_without_quoting_it() -> None:
+    with pytest.raises(httpx.LocalProtocolError) as info:
+        request_head("POST", "/", "h", {"authorization": "Bearer sk-CANARY\r\nX-Evil: 1"}, 0)
+    assert "sk-CANARY" not in str(info.value) and "'authorization'" in str(info.value)
 
 
 def test_scope_maps_backend_errors_to_httpx_errors() -> None:

@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from pytest_budget.roles import AgentError, agent_name, call_role
+from pytest_budget.roles import AgentError, acquire, agent_name, call_role, for_each_bounded
 
 
 class SyncPlanner:
@@ -127,3 +127,73 @@ def test_inline_agents_run_in_the_event_loop_thread() -> None:
 
     quick, slow = anyio.run(both)
     assert quick == threading.current_thread().name and slow != quick
+
+
+def test_for_each_bounded_runs_every_index_once_within_the_limit() -> None:
+    seen: list[int] = []
+    in_flight = peak = 0
+
+    async def work(index: int) -> None:
+        nonlocal in_flight, peak
+        seen.append(index)
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await anyio.sleep(0.001 * (index % 3))
+        in_flight -= 1
+
+    async def go(limiter: anyio.CapacityLimiter | None, count: int) -> None:
+        await for_each_bounded(count, work, limiter)
+
+    anyio.run(go, anyio.CapacityLimiter(4), 50)
+    assert sorted(seen) == list(range(50)) and peak == 4
+    assert seen[:4] == [0, 1, 2, 3]  # started in index order
+    seen.clear()
+    peak = 0
+    anyio.run(go, None, 30)  # no limiter: all at once
+    assert sorted(seen) == list(range(30)) and peak == 30
+    seen.clear()
+    anyio.run(go, anyio.CapacityLimiter(8), 0)
+    assert seen == []
+
+
+def test_for_each_bounded_lets_an_error_through() -> None:
+    async def work(index: int) -> None:
+        if index == 5:
+            raise ValueError("five")
+
+    async def go() -> None:
+        await for_each_bounded(10, work, anyio.CapacityLimiter(3))
+
+    with pytest.raises(ExceptionGroup) as info:
+        anyio.run(go)
+    assert info.group_contains(ValueError, match="five")
+
+
+def test_acquire_yields_only_when_it_must_wait() -> None:
+    order: list[str] = []
+
+    async def other() -> None:
+        order.append("other ran")
+
+    async def go() -> None:
+        limiter = anyio.CapacityLimiter(1)
+        async with anyio.create_task_group() as group:
+            group.start_soon(other)
+            await acquire(limiter)  # a free token: no trip through the loop
+            order.append("acquired")
+            limiter.release()
+
+            async def holder() -> None:
+                await acquire(limiter)
+                order.append("holder acquired")
+                await anyio.sleep(0.01)
+                limiter.release()
+
+            group.start_soon(holder)
+            await anyio.sleep(0)
+            await acquire(limiter)  # held by the holder: waits for its release
+            order.append("acquired after holder")
+            limiter.release()
+
+    anyio.run(go)
+    assert order == ["acquired", "other ran", "holder acquired", "acquired after holder"]

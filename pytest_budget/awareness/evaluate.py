@@ -37,7 +37,7 @@ from pytest_budget.awareness.metrics import (
 )
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
-from pytest_budget.roles import AgentError, agent_name, call_role
+from pytest_budget.roles import AgentError, agent_name, call_role, for_each_bounded
 
 __all__ = [
     "PARSE_POLICIES",
@@ -282,7 +282,8 @@ async def run_awareness_cell(
         estimator = bind({(p.rollout_id, p.k): t for p, t in probes})
     results: list[ProbeResult | None] = [None] * len(probes)
 
-    async def ask(index: int, probe: Probe, truth: ProbeTruth) -> None:
+    async def ask(index: int) -> None:
+        probe, truth = probes[index]
         try:
             reply = await call_role(estimator, "estimator", probe, limiter=limiter)
         except AgentError as exc:
@@ -290,9 +291,7 @@ async def run_awareness_cell(
             return
         results[index] = ProbeResult(probe, truth, parse_answer(reply, dimensions, policy))
 
-    async with anyio.create_task_group() as group:
-        for index, (probe, truth) in enumerate(probes):
-            group.start_soon(ask, index, probe, truth)
+    await for_each_bounded(len(probes), ask, limiter)
     done = [r for r in results if r is not None]
     errors = [r.error for r in done if r.error is not None]
     reasons = Counter(r.estimate.reason for r in done if isinstance(r.estimate, Invalid))

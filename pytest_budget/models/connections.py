@@ -8,27 +8,26 @@ tens of calls in flight the client's CPU becomes the bottleneck.  A single poole
 queued request on each event, which grows with the square of the calls in flight.
 
 :func:`connection_scope` therefore keeps, for the duration of one loop's work, a free list
-of single-connection ``httpx`` transports per origin: a call takes an idle one (or makes
+of keep-alive connections per origin: a call takes an idle one (or makes
 one), sends through it, and puts it back.  Concurrency stays bounded by the runtime's
 limiter, so the list never grows past the calls in flight.  Everything is closed when the
 scope ends, inside the loop that opened it.
 
-The pools are httpcore's (the engine under httpx's own transport) and a call skips httpx's
-client layers (redirects, cookies, auth hooks, stream decoders), which are not needed for
-one JSON POST and cost more CPU than the request.  Under asyncio, ``http://`` origins use
-:class:`~pytest_budget.models.asyncio_backend.AsyncioBackend`; ``https://`` ones and other
-event loops keep httpcore's default backend.  Errors are raised as the httpx exceptions of
-the same name, so the retry policy cannot tell the paths apart.
+A call skips httpx's client layers (redirects, cookies, auth hooks, stream decoders), which
+are not needed for one JSON POST and cost more CPU than the request.  Under asyncio,
+``http://`` origins (local model servers, where the client's CPU sets the pace) use
+:class:`~pytest_budget.models.http11.HTTP11Connection`, a keep-alive connection parsed by
+httptools in C; ``https://`` ones and other event loops use single-connection pools of
+httpcore (the engine under httpx's own transport).  Errors are raised as the httpx
+exceptions of the same name on both paths, so the retry policy cannot tell them apart.
 
-A transport whose call failed is closed, not reused.  When proxy variables are set in the
+A connection whose call failed is closed, not reused.  When proxy variables are set in the
 environment (``HTTP_PROXY`` and friends) the scope stands aside and calls take the client's
 own ``httpx.AsyncClient``, which honours them.
 """
 
 from __future__ import annotations
 
-import http
-import json
 import ssl
 import threading
 import urllib.request
@@ -36,14 +35,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 import httpcore
 import httpx
 import sniffio
 
-from pytest_budget.models.asyncio_backend import AsyncioBackend
+from pytest_budget.models.http11 import HTTP11Connection, HTTPAnswer, open_connection, request_head
 
 __all__ = [
     "ConnectionScope",
@@ -75,52 +74,27 @@ _Origin = tuple[bytes, bytes, int | None]
 
 
 @dataclass(frozen=True)
-class HTTPAnswer:
-    """A whole HTTP answer: status, headers (lower-case names) and body bytes."""
-
-    status_code: int
-    headers: Mapping[str, str]
-    content: bytes
-
-    @property
-    def is_success(self) -> bool:
-        return 200 <= self.status_code < 300
-
-    @property
-    def reason_phrase(self) -> str:
-        try:
-            return http.HTTPStatus(self.status_code).phrase
-        except ValueError:
-            return ""
-
-    @property
-    def text(self) -> str:
-        return self.content.decode("utf-8", errors="replace")
-
-    def json(self) -> Any:
-        """The body as JSON (``ValueError`` when it is not)."""
-        return json.loads(self.content)
-
-    @classmethod
-    def from_httpx(cls, response: httpx.Response) -> HTTPAnswer:
-        return cls(response.status_code, dict(response.headers), response.content)
-
-
-@dataclass(frozen=True)
 class _Target:
     origin: _Origin
     url: httpcore.URL
     host_header: bytes
+    host: str
+    port: int
+    path: str
 
 
 def _target(url: str) -> _Target:
     parsed = httpx.URL(url)
     origin = (parsed.raw_scheme, parsed.raw_host, parsed.port)
     host = parsed.raw_host if parsed.port is None else b"%s:%d" % (parsed.raw_host, parsed.port)
+    default_port = 443 if parsed.scheme == "https" else 80
     return _Target(
         origin,
         httpcore.URL(scheme=origin[0], host=origin[1], port=origin[2], target=parsed.raw_path),
         host,
+        parsed.host,
+        parsed.port or default_port,
+        parsed.raw_path.decode("ascii"),
     )
 
 
@@ -145,30 +119,26 @@ _HTTPCORE_ERRORS = (
 
 
 class ConnectionScope:
-    """Idle single-connection pools per origin, for one event loop's calls."""
+    """Idle keep-alive connections per origin, for one event loop's calls."""
 
     def __init__(self) -> None:
         self.direct = not urllib.request.getproxies()
-        self._idle: dict[_Origin, list[httpcore.AsyncConnectionPool]] = {}
-        self._open: list[httpcore.AsyncConnectionPool] = []
-        self.opened = 0  # pools made (for tests and benchmarks: reuse is visible)
+        self.opened = 0  # connections made (for tests and benchmarks: reuse is visible)
         self._closed = False
         self._asyncio = sniffio.current_async_library() == "asyncio"
         self._targets: dict[str, _Target] = {}
+        # asyncio and http://: our httptools connections.
+        self._idle_fast: dict[_Origin, list[HTTP11Connection]] = {}
+        self._open_fast: set[HTTP11Connection] = set()
+        # https:// or another event loop: single-connection httpcore pools.
+        self._idle: dict[_Origin, list[httpcore.AsyncConnectionPool]] = {}
+        self._open: list[httpcore.AsyncConnectionPool] = []
 
-    def _pool(self, origin: _Origin) -> httpcore.AsyncConnectionPool:
-        idle = self._idle.get(origin)
-        if idle:
-            return idle.pop()
-        if origin[0] == b"https":
-            pool = httpcore.AsyncConnectionPool(ssl_context=_ssl_context(), max_connections=1)
-        elif self._asyncio:
-            pool = httpcore.AsyncConnectionPool(max_connections=1, network_backend=AsyncioBackend())
-        else:
-            pool = httpcore.AsyncConnectionPool(max_connections=1)
-        self._open.append(pool)
-        self.opened += 1
-        return pool
+    def _target(self, url: str) -> _Target:
+        target = self._targets.get(url)
+        if target is None:
+            target = self._targets[url] = _target(url)
+        return target
 
     async def post(
         self, url: str, headers: Mapping[str, str], content: bytes, timeout: float
@@ -176,9 +146,59 @@ class ConnectionScope:
         """POST ``content`` to ``url`` on an idle connection and read the whole answer."""
         if self._closed:
             raise RuntimeError("connection scope is closed")
-        target = self._targets.get(url)
-        if target is None:
-            target = self._targets[url] = _target(url)
+        target = self._target(url)
+        if self._asyncio and target.origin[0] == b"http":
+            return await self._post_fast(target, headers, content, timeout)
+        return await self._post_httpcore(target, headers, content, timeout)
+
+    # -- http:// under asyncio ------------------------------------------------------------------
+    async def _post_fast(
+        self, target: _Target, headers: Mapping[str, str], content: bytes, timeout: float
+    ) -> HTTPAnswer:
+        head = request_head(
+            "POST", target.path, target.host_header.decode("ascii"), headers, len(content)
+        )
+        idle = self._idle_fast.get(target.origin)
+        connection = None
+        while idle:
+            candidate = idle.pop()
+            if candidate.reusable:  # the server may have closed it while it was idle
+                connection = candidate
+                break
+            self._open_fast.discard(candidate)
+            candidate.close()
+        if connection is None:
+            connection = await open_connection(target.host, target.port, timeout)
+            self._open_fast.add(connection)
+            self.opened += 1
+        try:
+            answer = await connection.request(head, content, timeout)
+        except BaseException:
+            self._open_fast.discard(connection)  # request() has closed it
+            raise
+        if connection.reusable:
+            self._idle_fast.setdefault(target.origin, []).append(connection)
+        else:
+            self._open_fast.discard(connection)
+            connection.close()
+        return answer
+
+    # -- https:// or another event loop -----------------------------------------------------------
+    def _pool(self, origin: _Origin) -> httpcore.AsyncConnectionPool:
+        idle = self._idle.get(origin)
+        if idle:
+            return idle.pop()
+        if origin[0] == b"https":
+            pool = httpcore.AsyncConnectionPool(ssl_context=_ssl_context(), max_connections=1)
+        else:
+            pool = httpcore.AsyncConnectionPool(max_connections=1)
+        self._open.append(pool)
+        self.opened += 1
+        return pool
+
+    async def _post_httpcore(
+        self, target: _Target, headers: Mapping[str, str], content: bytes, timeout: float
+    ) -> HTTPAnswer:
         raw_headers = [
             (b"Host", target.host_header),
             (b"Content-Length", str(len(content)).encode()),
@@ -221,6 +241,9 @@ class ConnectionScope:
         pools, self._open, self._idle = self._open, [], {}
         for pool in pools:
             await pool.aclose()
+        fast, self._open_fast, self._idle_fast = self._open_fast, set(), {}
+        for connection in fast:
+            await connection.aclose()
 
 
 def current_connection_scope() -> ConnectionScope | None:

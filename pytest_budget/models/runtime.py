@@ -42,6 +42,7 @@ from pytest_budget.models.prices import PriceTable
 from pytest_budget.models.recorder import CallRecorder, request_key
 from pytest_budget.models.retry import RetryPolicy, call_with_retries
 from pytest_budget.models.usage import TokenUsage
+from pytest_budget.roles import acquire
 from pytest_budget.tokens import count_tokens
 
 __all__ = ["AdaptiveLimit", "ModelRuntime", "RuntimeChatModel", "RuntimeConfig"]
@@ -294,10 +295,14 @@ class RuntimeChatModel:
             runtime._count(retries=1, rate_limited=int(rate_limited))
 
         async def attempt() -> ChatResult:
-            async with runtime.limit.limiter():
+            limiter = runtime.limit.limiter()
+            await acquire(limiter)
+            try:
                 return await self.client.complete(
                     messages, max_tokens=max_tokens, temperature=temperature, tools=tools
                 )
+            finally:
+                limiter.release()
 
         try:
             result = await call_with_retries(
