@@ -271,19 +271,25 @@ def test_key_covers_the_request_and_records_hold_no_secret(
     with ModelServer(api_key=canary) as server:
         call(make_runtime(tmp_path).wrap(client(server)))
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert any(p.suffix == ".json" and "models" in p.parts for p in files)
+    assert any(p.suffix == ".jsonl" and "models" in p.parts for p in files)
     for path in files:
         assert canary not in path.read_text(errors="replace"), path
 
 
-def test_a_corrupt_record_is_a_miss_and_is_rewritten(server: ModelServer, tmp_path: Path) -> None:
+def test_a_corrupt_record_is_a_miss_and_is_recorded_again(
+    server: ModelServer, tmp_path: Path
+) -> None:
     call(make_runtime(tmp_path).wrap(client(server)))
-    (record,) = (tmp_path / "models").rglob("*.json")
-    record.write_text('{"format": 1, "request": ')
+    (journal,) = (tmp_path / "models").rglob("*.jsonl")
+    journal.write_text('{"format": 1, "request": \n')  # one line, not a record
     runtime = make_runtime(tmp_path)
     assert call(runtime.wrap(client(server))).text == "ok How far?"
     assert runtime.recorder is not None and runtime.recorder.corrupt == 1
-    assert len(server.requests) == 2 and json.loads(record.read_text())["format"] == 1
+    assert len(server.requests) == 2
+    (fresh,) = set((tmp_path / "models").rglob("*.jsonl")) - {journal}
+    assert json.loads(fresh.read_text())["response"]["text"] == "ok How far?"
+    assert call(make_runtime(tmp_path).wrap(client(server))).text == "ok How far?"
+    assert len(server.requests) == 2  # the new recording replays
 
 
 # -- spend cap and ledger ----------------------------------------------------------------------

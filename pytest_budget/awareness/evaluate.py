@@ -28,6 +28,7 @@ from pytest_budget.awareness.answers import (
 from pytest_budget.awareness.metrics import (
     MultiProbeRecord,
     ProbeRecord,
+    ProbeTable,
     late_recognition_curve,
     per_dimension_scores,
     progress_curves,
@@ -163,8 +164,22 @@ def answered_records(results: Sequence[ProbeResult]) -> list[MultiProbeRecord]:
     return out
 
 
+_Tables = tuple[list[MultiProbeRecord], dict[str, ProbeTable]]
+
+
+def _tables(results: Sequence[ProbeResult], dimensions: Sequence[str]) -> _Tables:
+    """The answered probes' records and one scoring table per dimension, built once for
+    the scores, notes and curves of a cell (building a table is most of their cost)."""
+    multi = answered_records([r for r in results if r.estimate is not None])
+    if len(dimensions) > 1:
+        projected = {dim: project_dimension(multi, dim) for dim in dimensions}
+    else:
+        projected = {dimensions[0]: single_dimension_records(multi, dimensions[0])}
+    return multi, {dim: ProbeTable.from_records(records) for dim, records in projected.items()}
+
+
 def score_results(
-    results: Sequence[ProbeResult], dimensions: Sequence[str]
+    results: Sequence[ProbeResult], dimensions: Sequence[str], *, tables: _Tables | None = None
 ) -> dict[str, float | int | None]:
     """Scores over the answered probes (errors excluded).
 
@@ -176,14 +191,12 @@ def score_results(
     except ``linear_error_reduction``, which is in each dimension's own units: it is only
     reported per dimension and the plain key is ``None``.
     """
-    answered = [r for r in results if r.estimate is not None]
-    multi = answered_records(answered)
+    multi, by_dim = tables or _tables(results, dimensions)
+    scores = score_probes(by_dim[dimensions[0]])
     if len(dimensions) > 1:
-        scores = score_probes(project_dimension(multi, dimensions[0]))
         scores.update(per_dimension_scores(multi, dimensions))
         scores["linear_error_reduction"] = None
-        return scores
-    return score_probes(single_dimension_records(multi, dimensions[0]))
+    return scores
 
 
 def single_dimension_records(multi: Sequence[MultiProbeRecord], dim: str) -> list[ProbeRecord]:
@@ -198,21 +211,22 @@ def single_dimension_records(multi: Sequence[MultiProbeRecord], dim: str) -> lis
     ]  # fmt: skip
 
 
-def result_notes(results: Sequence[ProbeResult], dimensions: Sequence[str]) -> dict[str, str]:
+def result_notes(
+    results: Sequence[ProbeResult], dimensions: Sequence[str], *, tables: _Tables | None = None
+) -> dict[str, str]:
     """Why some scores are 0 or absent by definition (see ``score_notes``), per score name.
 
     Feasibility notes come from :func:`~pytest_budget.awareness.metrics.score_notes`; a
     multi-dimension cell also says that ``linear_error_reduction`` is per dimension only.
     """
-    multi = answered_records([r for r in results if r.estimate is not None])
+    _, by_dim = tables or _tables(results, dimensions)
+    notes = score_notes(by_dim[dimensions[0]])
     if len(dimensions) > 1:
-        notes = score_notes(project_dimension(multi, dimensions[0]))
         notes["linear_error_reduction"] = (
             "reported per dimension only (linear_error_reduction_<dim>): the dimensions "
             "have different units"
         )
-        return notes
-    return score_notes(single_dimension_records(multi, dimensions[0]))
+    return notes
 
 
 #: Budget shares at which the late-recognition curve is sampled (0, 0.05, ..., 1).
@@ -220,7 +234,11 @@ LATE_RECOGNITION_GRID = tuple(round(i / 20, 2) for i in range(21))
 
 
 def result_curves(
-    results: Sequence[ProbeResult], dimensions: Sequence[str], *, bins: int = 5
+    results: Sequence[ProbeResult],
+    dimensions: Sequence[str],
+    *,
+    bins: int = 5,
+    tables: _Tables | None = None,
 ) -> dict[str, Any]:
     """Per-progress-bin curves per budget dimension and the late-recognition curve.
 
@@ -228,21 +246,9 @@ def result_curves(
     shares; the width and linear-baseline curves are per dimension (each normalised by
     its own cap).
     """
-    multi = answered_records([r for r in results if r.estimate is not None])
-    per_dim = {
-        dim: progress_curves(
-            project_dimension(multi, dim)
-            if len(dimensions) > 1
-            else single_dimension_records(multi, dim),
-            bins,
-        )
-        for dim in dimensions
-    }
-    first = project_dimension(multi, dimensions[0]) if len(dimensions) > 1 else None
-    curve, n_failed = late_recognition_curve(
-        first if first is not None else single_dimension_records(multi, dimensions[0]),
-        LATE_RECOGNITION_GRID,
-    )
+    _, by_dim = tables or _tables(results, dimensions)
+    per_dim = {dim: progress_curves(by_dim[dim], bins) for dim in dimensions}
+    curve, n_failed = late_recognition_curve(by_dim[dimensions[0]], LATE_RECOGNITION_GRID)
     return {
         "bin_edges": [round(i / bins, 6) for i in range(bins + 1)],
         "dimensions": per_dim,
@@ -308,10 +314,11 @@ async def run_awareness_cell(
         outcome.outcome = "error"
         outcome.reason = f"estimator {name!r} failed on all {len(done)} probes: {errors[0]}"
         return outcome
-    outcome.scores = score_results(done, dimensions)
+    tables = _tables(done, dimensions)
+    outcome.scores = score_results(done, dimensions, tables=tables)
     outcome.scores["n_errors"] = len(errors)
-    outcome.notes = result_notes(done, dimensions)
-    outcome.curves = result_curves(done, dimensions)
+    outcome.notes = result_notes(done, dimensions, tables=tables)
+    outcome.curves = result_curves(done, dimensions, tables=tables)
     return outcome
 
 

@@ -286,13 +286,38 @@ class ChatClient:
         tools: Sequence[ToolSpec] | None = None,
     ) -> ChatResult:
         """Make one call; raises :class:`ModelCallError` on any failure (no retries)."""
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
-        payload = self.build_request(
+        payload = self.request_body(
             messages, max_tokens=max_tokens, temperature=temperature, tools=tools
         )
+        return await self.send(payload)
+
+    def request_body(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`build_request` after checking ``max_tokens`` (ValueError when it is bad)."""
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        return self.build_request(
+            messages, max_tokens=max_tokens, temperature=temperature, tools=tools
+        )
+
+    async def send(self, body: Mapping[str, Any], content: bytes | None = None) -> ChatResult:
+        """Post a body made by :meth:`request_body` and parse the answer (no retries).
+
+        ``content`` is the body's JSON encoding when the caller has made it already (the
+        runtime hashes that encoding for the recordings); otherwise it is encoded here.
+        """
+        if content is None:
+            content = json.dumps(
+                body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            ).encode()
         try:
-            response = await self._send(payload)
+            response = await self._send(content)
         except httpx.TimeoutException:
             raise self._error(f"timed out after {self.timeout:g} s", kind="timeout") from None
         except httpx.HTTPError as exc:
@@ -323,19 +348,16 @@ class ChatClient:
             reason = _truncate(_mask(f"malformed response: {exc}", self._key))
             raise self._error(reason, status=response.status_code, kind="unusable") from None
 
-    async def _send(self, payload: Mapping[str, Any]) -> HTTPAnswer:
+    async def _send(self, content: bytes) -> HTTPAnswer:
         scope = current_connection_scope() if self._use_scope else None
         if scope is None or not scope.direct:
             response = await self._http.post(
                 self.endpoint,
-                json=payload,
+                content=content,
                 headers=self._headers(),
                 timeout=httpx.Timeout(self.timeout),
             )
             return HTTPAnswer.from_httpx(response)
-        content = json.dumps(
-            payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
         return await scope.post(self.endpoint, self._headers(), content, self.timeout)
 
     def _error(

@@ -1,11 +1,23 @@
-"""Record and replay model calls: one JSON file per distinct request, written as it completes.
+"""Record and replay model calls: append-only journals of calls, written as each completes.
 
 A call is keyed by the SHA-256 of its normalised request: the provider and the JSON body the
 client would post (model, messages, tools, ``max_tokens``, ``temperature``), serialised with
-sorted keys.  Headers are never part of the key or the file, so no API key is stored; the
+sorted keys.  Headers are never part of the key or the record, so no API key is stored; the
 base URL is not part of the key either, so calls recorded against a hosted API replay in CI
-without it.  Files live under ``<dir>/<provider>/<model>/<key[:2]>/<key>.json``; the folder of
-one provider and model is a *cassette*.
+without it.  The folder ``<dir>/<provider>/<model>/`` of one provider and model is a
+*cassette*.
+
+A cassette holds journals, ``calls-<time>-<pid>-<random>.jsonl``: one per process that
+recorded something, one JSON record per line (format, key, provider, model, request,
+response), appended with a single ``write`` as the call completes.  Appending costs one
+system call where a file per call costs four and a directory entry, and on some disks
+creating a file takes half a millisecond.  A process reads the cassette's journals once,
+when it first needs them, into an index of key -> (file, offset); replaying a call reads
+that one line.  Later journals win (the names sort by time), so ``all`` re-records
+override older answers, and folders from several machines can be copied together.
+Records written by other processes after the index was read are not seen until the next
+run.  Records in the earlier layout, one ``<key[:2]>/<key>.json`` file per call, are read
+too.
 
 Modes (``--budget-record-mode``), as in VCR-style tools:
 
@@ -15,10 +27,11 @@ Modes (``--budget-record-mode``), as in VCR-style tools:
 * ``all``: call everything and re-record;
 * ``none``: replay only; a request without a recording is an error and nothing is called.
 
-Every record is written with temp-file-and-rename, so a run killed at any moment leaves only
-whole records, and the next run replays them instead of paying again.  Identical requests
-get the identical recorded answer, which is what makes a replayed run's scores equal the
-live run's (temperature 0 is the default for every role).
+A run killed at any moment leaves whole lines, except at worst a torn last line, which is
+skipped on reading (each process appends to its own journal, so nothing is written after
+it); the next run replays the rest instead of paying again.  Identical requests get the
+identical recorded answer, which is what makes a replayed run's scores equal the live
+run's (temperature 0 is the default for every role).
 """
 
 from __future__ import annotations
@@ -27,7 +40,10 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import threading
+import time
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,7 +54,9 @@ from pytest_budget.models.usage import TokenUsage
 __all__ = [
     "RECORD_FORMAT",
     "CallRecorder",
+    "canonical_body",
     "cassette_has_records",
+    "key_of",
     "request_key",
     "resolve_mode",
     "result_from_json",
@@ -47,18 +65,34 @@ __all__ = [
 
 RECORD_FORMAT = 1
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_JOURNAL_GLOB = "calls-*.jsonl"
+_LEGACY_GLOB = "*/*.json"
+# Every line this module writes starts so; the key is read from the next 64 characters
+# without parsing the line (a line of another shape is parsed).
+_LINE_PREFIX = b'{"format":%d,"key":"' % RECORD_FORMAT
+_HEX = frozenset(b"0123456789abcdef")
+
+
+def canonical_body(body: Mapping[str, Any]) -> str:
+    """The request body as compact JSON with sorted keys: what is hashed, sent and stored."""
+    return json.dumps(
+        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def key_of(provider: str, body_json: str) -> str:
+    """The key of a request given its :func:`canonical_body`.
+
+    Hashes the same bytes as ``json.dumps({"provider": ..., "request": body})`` with sorted
+    keys ("provider" sorts before "request"), without encoding the body a second time.
+    """
+    canonical = f'{{"provider":{json.dumps(provider, ensure_ascii=False)},"request":{body_json}}}'
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def request_key(provider: str, body: Mapping[str, Any]) -> str:
     """The SHA-256 hex digest of the normalised request."""
-    canonical = json.dumps(
-        {"provider": provider, "request": body},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return key_of(provider, canonical_body(body))
 
 
 def _cassette(root: Path, provider: str, model: str) -> Path:
@@ -71,7 +105,10 @@ def _cassette(root: Path, provider: str, model: str) -> Path:
 
 def cassette_has_records(root: str | os.PathLike[str], provider: str, model: str) -> bool:
     folder = _cassette(Path(root), provider, model)
-    return folder.is_dir() and any(folder.glob("*/*.json"))
+    if not folder.is_dir():
+        return False
+    journals = (p for p in folder.glob(_JOURNAL_GLOB) if p.stat().st_size > 0)
+    return any(journals) or any(folder.glob(_LEGACY_GLOB))
 
 
 def resolve_mode(mode: str, root: str | os.PathLike[str], provider: str, model: str) -> str:
@@ -135,43 +172,160 @@ def result_from_json(data: Mapping[str, Any]) -> ChatResult:
     )
 
 
+class _Cassette:
+    """One provider and model's folder: the index of its records and this process's journal."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        # key -> (file, offset, length); length -1 means the whole file (earlier layout).
+        self.index: dict[str, tuple[str, int, int]] = {}
+        self.corrupt = 0
+        self._journal: str | None = None
+        self._fd: int | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._size = 0
+        if folder.is_dir():
+            for path in sorted(str(p) for p in folder.glob(_LEGACY_GLOB)):
+                self.index[Path(path).stem] = (path, 0, -1)
+            # Names start with the time they were made: later journals override.
+            for path in sorted(str(p) for p in folder.glob(_JOURNAL_GLOB)):
+                self._read_journal(path)
+
+    def _read_journal(self, path: str) -> None:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            self.corrupt += 1
+            return
+        offset = 0
+        prefix, start = _LINE_PREFIX, len(_LINE_PREFIX)
+        while offset < len(data):
+            end = data.find(b"\n", offset)
+            if end < 0:
+                # A torn last line (the writer was killed mid-write): not a record.
+                self.corrupt += 1
+                break
+            line = data[offset:end]
+            key = None
+            if line.startswith(prefix) and line[start + 64 : start + 65] == b'"':
+                candidate = line[start : start + 64]
+                if _HEX.issuperset(candidate):
+                    key = candidate.decode("ascii")
+            if key is None:
+                try:
+                    record = json.loads(line)
+                    key = record["key"] if isinstance(record, dict) else None
+                except ValueError:
+                    key = None
+            if isinstance(key, str) and key:
+                self.index[key] = (path, offset, end - offset)
+            elif line.strip():
+                self.corrupt += 1
+            offset = end + 1
+
+    def read(self, key: str) -> dict[str, Any] | None:
+        """The stored record of ``key`` (None when absent or unreadable)."""
+        where = self.index.get(key)
+        if where is None:
+            return None
+        path, offset, length = where
+        try:
+            if length < 0:
+                with open(path, "rb") as handle:
+                    raw = handle.read()
+            else:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    raw = os.pread(fd, length, offset)
+                finally:
+                    os.close(fd)
+            record = json.loads(raw)
+        except (OSError, ValueError):
+            record = None
+        # The stored key guards against a record copied, renamed or edited by hand.
+        if (
+            not isinstance(record, dict)
+            or record.get("format") != RECORD_FORMAT
+            or record.get("key") != key
+        ):
+            self.corrupt += 1
+            del self.index[key]
+            return None
+        return record
+
+    def append(self, key: str, line: bytes) -> str:
+        """Append one record line (ending in a newline) to this process's journal."""
+        if self._fd is None or self._journal is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            name = f"calls-{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+            self._journal = str(self.folder / name)
+            self._fd = os.open(self._journal, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._size = 0
+            # Closed when the cassette is dropped or the interpreter exits, whichever is first.
+            self._finalizer = weakref.finalize(self, os.close, self._fd)
+        view = memoryview(line)
+        while view:  # os.write may write less than asked
+            view = view[os.write(self._fd, view) :]
+        self.index[key] = (self._journal, self._size, len(line) - 1)
+        self._size += len(line)
+        return self._journal
+
+    def close(self) -> None:
+        if self._fd is not None:
+            if self._finalizer is not None:
+                self._finalizer()  # closes the descriptor, once
+            self._fd = None
+            self._journal = None
+
+
 class CallRecorder:
-    """Reads and writes recorded calls under one directory (see the module doc)."""
+    """Reads and writes recorded calls under one directory (see the module doc).
+
+    One per process; safe to share between threads.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        self.corrupt = 0  # records that could not be read (treated as missing)
-        self._made: set[Path] = set()  # folders known to exist (one mkdir per folder)
-        self._cassettes: dict[tuple[str, str], str] = {}
+        self._cassettes: dict[tuple[str, str], _Cassette] = {}
+        self._lock = threading.Lock()
 
-    def path(self, provider: str, model: str, key: str) -> Path:
-        folder = self._cassettes.get((provider, model))
-        if folder is None:
-            folder = self._cassettes[provider, model] = str(_cassette(self.root, provider, model))
-        return Path(f"{folder}/{key[:2]}/{key}.json")
+    @property
+    def corrupt(self) -> int:
+        """Records that could not be read (each treated as missing)."""
+        return sum(cassette.corrupt for cassette in self._cassettes.values())
+
+    def _cassette(self, provider: str, model: str) -> _Cassette:
+        cassette = self._cassettes.get((provider, model))
+        if cassette is None:
+            with self._lock:
+                cassette = self._cassettes.get((provider, model))
+                if cassette is None:
+                    folder = _cassette(self.root, provider, model)
+                    cassette = self._cassettes[provider, model] = _Cassette(folder)
+        return cassette
+
+    def folder(self, provider: str, model: str) -> Path:
+        """The cassette folder of ``provider`` and ``model``."""
+        return _cassette(self.root, provider, model)
 
     def load(
-        self, provider: str, model: str, key: str, body: Mapping[str, Any]
+        self, provider: str, model: str, key: str, body: Mapping[str, Any] | None = None
     ) -> ChatResult | None:
         """The recorded answer to exactly this request, or None."""
-        path = self.path(provider, model, key)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        cassette = self._cassette(provider, model)
+        if key not in cassette.index:
             return None
-        except OSError:
-            self.corrupt += 1
+        with self._lock:
+            record = cassette.read(key)
+        if record is None:
             return None
         try:
-            data = json.loads(text)
-            # The file name is the SHA-256 of the normalised request; the stored key guards
-            # against a file copied or renamed by hand.
-            if data.get("format") != RECORD_FORMAT or data.get("key") != key:
-                self.corrupt += 1
-                return None
-            return result_from_json(data["response"])
+            return result_from_json(record["response"])
         except (ValueError, KeyError, TypeError, AttributeError):
-            self.corrupt += 1
+            with self._lock:
+                cassette.corrupt += 1
+                cassette.index.pop(key, None)
             return None
 
     def store(
@@ -181,36 +335,32 @@ class CallRecorder:
         key: str,
         body: Mapping[str, Any],
         result: ChatResult,
+        *,
+        body_json: str | None = None,
     ) -> Path:
-        """Write one record atomically (a reader never sees half a file)."""
-        path = self.path(provider, model, key)
-        if path.parent not in self._made:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._made.add(path.parent)
-        record = {
-            "format": RECORD_FORMAT,
-            "provider": provider,
-            "model": model,
-            "key": key,
-            "request": body,
-            "response": result_to_json(result),
-        }
-        # dumps, not dump: json.dump to a file takes the pure-Python encoder, several times
-        # slower on a long conversation.
-        data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        # A name of our own, unique per process and thread (a store never yields to another
-        # task), is half the cost of mkstemp's random-name search.
-        tmp = f"{path.parent}/.{key}.{os.getpid()}.{threading.get_ident()}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                view = memoryview(data)
-                while view:  # os.write may write less than asked
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        """Append one record to this process's journal; returns the journal's path.
+
+        ``body_json`` is :func:`canonical_body` of ``body`` when the caller has it already.
+        """
+        if body_json is None:
+            body_json = canonical_body(body)
+        # Written by hand so the request is not encoded again; keys in sorted order, the
+        # shape _LINE_PREFIX expects.
+        response = json.dumps(
+            result_to_json(result), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        line = (
+            f'{{"format":{RECORD_FORMAT},"key":"{key}",'
+            f'"model":{json.dumps(model, ensure_ascii=False)},'
+            f'"provider":{json.dumps(provider, ensure_ascii=False)},'
+            f'"request":{body_json},"response":{response}}}\n'
+        ).encode()
+        cassette = self._cassette(provider, model)
+        with self._lock:
+            return Path(cassette.append(key, line))
+
+    def close(self) -> None:
+        """Close the journals this process has open (more stores open new ones)."""
+        with self._lock:
+            for cassette in self._cassettes.values():
+                cassette.close()

@@ -39,7 +39,7 @@ from pytest_budget.budget import Usage, current_meter
 from pytest_budget.models.client import ChatClient, ChatResult, ModelCallError, ToolSpec
 from pytest_budget.models.ledger import SpendLedger
 from pytest_budget.models.prices import PriceTable
-from pytest_budget.models.recorder import CallRecorder, request_key
+from pytest_budget.models.recorder import CallRecorder, canonical_body, key_of
 from pytest_budget.models.retry import RetryPolicy, call_with_retries
 from pytest_budget.models.usage import TokenUsage
 from pytest_budget.roles import acquire
@@ -256,10 +256,12 @@ class RuntimeChatModel:
     ) -> ChatResult:
         runtime = self.runtime
         mode = runtime.config.mode_for(self.provider, self.model)
-        body = self.client.build_request(
+        body = self.client.request_body(
             messages, max_tokens=max_tokens, temperature=temperature, tools=tools
         )
-        key = request_key(self.provider, body)
+        # Encoded once: hashed for the key, sent as the request, kept in the recording.
+        body_json = canonical_body(body)
+        key = key_of(self.provider, body_json)
         recorder = runtime.recorder
         if recorder is not None and mode in ("new", "none"):
             recorded = recorder.load(self.provider, self.model, key, body)
@@ -294,13 +296,13 @@ class RuntimeChatModel:
                 runtime.limit.rate_limited()
             runtime._count(retries=1, rate_limited=int(rate_limited))
 
+        content = body_json.encode()
+
         async def attempt() -> ChatResult:
             limiter = runtime.limit.limiter()
             await acquire(limiter)
             try:
-                return await self.client.complete(
-                    messages, max_tokens=max_tokens, temperature=temperature, tools=tools
-                )
+                return await self.client.send(body, content)
             finally:
                 limiter.release()
 
@@ -319,7 +321,7 @@ class RuntimeChatModel:
         price = runtime.prices.lookup(self.provider, self.model)
         cost = price.cost(result.usage) if price is not None else 0.0
         if recorder is not None:
-            recorder.store(self.provider, self.model, key, body, result)
+            recorder.store(self.provider, self.model, key, body, result, body_json=body_json)
         runtime.stats.calls += 1
         runtime._count(
             cost=cost,
