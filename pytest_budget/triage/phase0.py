@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from pytest_budget.roles import AgentError, agent_name, call_role
+from pytest_budget.roles import AgentError, agent_name, call_role, for_each_bounded
 from pytest_budget.tokens import count_tokens
 from pytest_budget.triage.graders import extract_answer, grade
 from pytest_budget.triage.types import Baseline, Item, Problem, Solution
@@ -170,7 +170,8 @@ async def measure_baselines(
         report.solutions[item.id] = solution
         report.baselines[item.id] = _baseline(item, solution)
 
-    async with anyio.create_task_group() as group:
-        for item in items:
-            group.start_soon(one, item)
+    async def at(index: int) -> None:
+        await one(items[index])
+
+    await for_each_bounded(len(items), at, limiter)
     return report

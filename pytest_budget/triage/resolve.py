@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from pytest_budget.roles import AgentError, call_role
+from pytest_budget.roles import AgentError, call_role, for_each_bounded
 from pytest_budget.triage.graders import grade
 from pytest_budget.triage.phase0 import coerce_solution
 from pytest_budget.triage.types import Baseline, Item, Plan
@@ -121,9 +121,11 @@ async def resolve_records(
             return
         results[position] = (solution.tokens, grade(item, solution.answer))
 
-    async with anyio.create_task_group() as group:
-        for position, entry in enumerate(entries):
-            group.start_soon(one, position, by_id[entry.id], entry.tokens)
+    async def at(position: int) -> None:
+        entry = entries[position]
+        await one(position, by_id[entry.id], entry.tokens)
+
+    await for_each_bounded(len(entries), at, limiter)
 
     out: list[ResolveRecord] = []
     for position, entry in enumerate(entries):
