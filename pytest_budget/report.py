@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import tempfile
@@ -22,6 +23,7 @@ __all__ = [
     "ReportFileError",
     "build_report",
     "cell_sort_key",
+    "finite_cell",
     "load_report",
     "write_report",
 ]
@@ -34,6 +36,38 @@ def cell_sort_key(cell: Mapping[str, Any]) -> tuple[str, tuple[Any, ...], str]:
     """Stable order: suite, the suite's own sort key, then the node id."""
     key = cell.get("sort_key") or ()
     return (str(cell.get("suite", "")), tuple(key), str(cell.get("nodeid", "")))
+
+
+def _finite(value: Any, path: str, found: list[tuple[str, float]]) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        found.append((path, value))
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    return value
+
+
+def finite_cell(cell: Mapping[str, Any]) -> dict[str, Any]:
+    """``cell`` with every infinite or NaN number replaced by ``null`` (JSON has neither).
+
+    A replaced score gets a note (``notes[<score>]``) saying what it was, so a ``null``
+    that is "infinitely bad" is not mistaken for "not defined".
+    """
+    found: list[tuple[str, float]] = []
+    out: dict[str, Any] = _finite(dict(cell), "", found)
+    if found:
+        notes = out.get("notes")
+        notes = dict(notes) if isinstance(notes, Mapping) else {}
+        for path, value in found:
+            if path.startswith("scores."):
+                name = path.removeprefix("scores.")
+                notes[name] = (
+                    f"the score was {value} (not representable in JSON), so it is reported as null"
+                )
+        out["notes"] = notes
+    return out
 
 
 def build_report(

@@ -219,3 +219,27 @@ def test_scores():
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*TriageScores differ:*", "*eta_u: 1.0 != 0.5*"])
+
+
+def test_a_cell_with_infinite_or_nan_values_is_recorded_with_nulls_and_notes(
+    pytester: pytest.Pytester,
+) -> None:
+    # An awareness cell whose remaining budget is ~0 has an infinite relative error; JSON
+    # has no infinity, and the cell must still reach the table and the report.
+    pytester.makepyfile(
+        test_mine="""
+        def test_cell(budget_record):
+            budget_record({
+                "suite": "mine", "cell": "c", "agent": "a",
+                "scores": {"mre_p50": float("inf"), "spread": float("nan"), "hit": 0.5},
+                "ci": {"mre_p50": [1.0, float("inf")], "hit": [0.25, 0.75]},
+            })
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--budget-report=r.json")
+    result.assert_outcomes(passed=1)
+    (cell,) = report_of(pytester, "r.json")["cells"]
+    assert cell["scores"] == {"mre_p50": None, "spread": None, "hit": 0.5}
+    assert cell["ci"] == {"mre_p50": [1.0, None], "hit": [0.25, 0.75]}
+    assert "was inf" in cell["notes"]["mre_p50"] and "was nan" in cell["notes"]["spread"]
+    assert "hit" not in cell["notes"]
