@@ -8,12 +8,19 @@ subprocess against it, as a user would against vLLM or a LiteLLM proxy.
 from __future__ import annotations
 
 import json
+import re
+import ssl
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Imported here, before pytester snapshots sys.modules: cryptography's extension keeps its
+# classes, and a second import under a later test would not match them.
+import trustme
 
 CANARY = "sk-CANARY-7f3e9a"
 
@@ -58,8 +65,12 @@ class _ModelServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 64
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.scheme = "http"
+        if tls is not None:  # every accepted connection speaks TLS
+            self.socket = tls.wrap_socket(self.socket, server_side=True)
+            self.scheme = "https"
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.auth: list[str] = []
@@ -77,12 +88,28 @@ class _ModelServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
 
 
 @pytest.fixture
 def model_server() -> Iterator[_ModelServer]:
-    server = _ModelServer()
+    yield from _serve(_ModelServer())
+
+
+@pytest.fixture
+def tls_model_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[_ModelServer]:
+    """The same server over TLS, with a certificate from a throwaway CA that the run trusts
+    through ``SSL_CERT_FILE`` (as a company proxy's CA would be trusted)."""
+    authority = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(context)
+    ca_file = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(ca_file))
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
+    yield from _serve(_ModelServer(context))
+
+
+def _serve(server: _ModelServer) -> Iterator[_ModelServer]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -133,6 +160,39 @@ def test_awareness_estimator_over_http(
         if path.is_file():
             assert CANARY not in path.read_text(errors="replace"), path
     assert CANARY not in result.stdout.str() + result.stderr.str()
+
+
+def test_awareness_estimator_over_https(
+    pytester: pytest.Pytester, tls_model_server: _ModelServer
+) -> None:
+    # Hosted APIs are https://: those calls take the httpcore path with certificate checks.
+    assert tls_model_server.url.startswith("https://")
+    result = pytester.runpytest_subprocess(
+        "--budget-suite=awareness", _chat_file(pytester), "--budget-agent=openai:test-model",
+        f"--budget-base-url={tls_model_server.url}/v1", "--budget-gate=off",
+        "--budget-report=r.json", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
+    assert cell["scores"]["n_probes"] == 6 and cell["scores"]["invalid_rate"] == 0.0
+    assert len(tls_model_server.requests) == 6
+
+
+def test_an_untrusted_certificate_is_an_error_not_a_silent_pass(
+    pytester: pytest.Pytester, tls_model_server: _ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE")  # the throwaway CA is no longer trusted
+    result = pytester.runpytest_subprocess(
+        "--budget-suite=awareness", _chat_file(pytester), "--budget-agent=openai:test-model",
+        f"--budget-base-url={tls_model_server.url}/v1", "--budget-gate=off",
+        "--budget-report=r.json", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = [x for x in result.stderr.lines if x.startswith("ERROR:")]
+    assert f"the TLS certificate of {tls_model_server.url}/v1 is not trusted" in line
+    # OpenSSL's own words, e.g. "unable to get local issuer certificate".
+    assert re.search(r"is not trusted \([^)]*certificate[^)]*\); .*SSL_CERT_FILE", line), line
+    assert tls_model_server.requests == []  # refused before any call
 
 
 def test_triage_planner_and_solver_over_http(

@@ -10,6 +10,7 @@ say what is wrong.  Every failure is a one-line :class:`PreflightError` without 
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 from urllib.parse import quote
 
@@ -38,6 +39,16 @@ def _json(response: httpx.Response) -> Any:
         return response.json()
     except ValueError:
         return None
+
+
+def _certificate_problem(exc: BaseException) -> str | None:
+    """Why the server's certificate was refused, if that is what failed."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return str(seen.verify_message or seen.reason or "certificate verify failed")
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def preflight(
@@ -71,6 +82,13 @@ def preflight(
             "and --budget-base-url right?"
         ) from None
     except httpx.HTTPError as exc:
+        reason = _certificate_problem(exc)
+        if reason is not None:
+            raise PreflightError(
+                f"{name}: the TLS certificate of {root} is not trusted ({reason}); if the "
+                "server uses a private certificate authority, point SSL_CERT_FILE at its "
+                "certificate"
+            ) from None
         raise PreflightError(
             f"{name}: cannot reach {root} ({type(exc).__name__}); is the server "
             "running and --budget-base-url right?"
