@@ -298,20 +298,22 @@ def test_a_chunked_answer_is_decoded(raw_server: tuple[int, list[bytes | list[by
     assert _ask(port)[0].content == b"hello world"
 
 
-def test_an_answer_without_length_ends_with_the_connection(
-    raw_server: tuple[int, list[bytes | list[bytes]]],
+@pytest.mark.parametrize(
+    ("script", "body"),
+    [
+        # No length, not chunked: the body ends where the connection does.
+        (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil| close", b"until close"),
+        (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", b"ok"),
+    ],
+    ids=["read-until-close", "connection-close"],
+)
+def test_an_answer_that_ends_the_connection_is_read_and_not_reused(
+    raw_server: tuple[int, list[bytes | list[bytes]]], script: bytes, body: bytes
 ) -> None:
     port, scripts = raw_server
-    scripts.append(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil| close")
+    scripts.append(script)
     answer, reusable = _ask(port)
-    assert answer.content == b"until close" and not reusable
-
-
-def test_connection_close_is_honoured(raw_server: tuple[int, list[bytes | list[bytes]]]) -> None:
-    port, scripts = raw_server
-    scripts.append(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
-    answer, reusable = _ask(port)
-    assert answer.content == b"ok" and not reusable
+    assert answer.content == body and not reusable
 
 
 def test_an_interim_answer_is_skipped(raw_server: tuple[int, list[bytes | list[bytes]]]) -> None:
@@ -334,39 +336,33 @@ def test_gzip_and_deflate_bodies_are_decoded(
         assert _ask(port)[0].content == text
 
 
-def test_an_unknown_content_coding_is_a_decoding_error(
+@pytest.mark.parametrize(
+    ("script", "error", "message"),
+    [
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 3\r\n\r\nxyz",
+            httpx.DecodingError,
+            "'br'",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nonly part",
+            httpx.RemoteProtocolError,
+            "mid-answer",
+        ),
+        (b"", httpx.RemoteProtocolError, "without sending a response"),
+        (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", httpx.RemoteProtocolError, "malformed HTTP answer"),
+    ],
+    ids=["unknown-coding", "closed-mid-answer", "closed-before-answer", "not-http"],
+)
+def test_a_broken_answer_raises_the_httpx_error(
     raw_server: tuple[int, list[bytes | list[bytes]]],
+    script: bytes,
+    error: type[Exception],
+    message: str,
 ) -> None:
     port, scripts = raw_server
-    scripts.append(b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 3\r\n\r\nxyz")
-    with pytest.raises(httpx.DecodingError, match="'br'"):
-        _ask(port)
-
-
-def test_a_connection_closed_mid_answer_is_a_protocol_error(
-    raw_server: tuple[int, list[bytes | list[bytes]]],
-) -> None:
-    port, scripts = raw_server
-    scripts.append(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nonly part")
-    with pytest.raises(httpx.RemoteProtocolError, match="mid-answer"):
-        _ask(port)
-
-
-def test_a_connection_closed_before_any_answer_is_a_protocol_error(
-    raw_server: tuple[int, list[bytes | list[bytes]]],
-) -> None:
-    port, scripts = raw_server
-    scripts.append(b"")
-    with pytest.raises(httpx.RemoteProtocolError, match="without sending a response"):
-        _ask(port)
-
-
-def test_bytes_that_are_not_http_are_a_protocol_error(
-    raw_server: tuple[int, list[bytes | list[bytes]]],
-) -> None:
-    port, scripts = raw_server
-    scripts.append(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
-    with pytest.raises(httpx.RemoteProtocolError, match="malformed HTTP answer"):
+    scripts.append(script)
+    with pytest.raises(error, match=message):
         _ask(port)
 
 
