@@ -46,6 +46,7 @@ from pytest_budget.models.prompts import (
     estimator_system,
     solver_system,
 )
+from pytest_budget.textscan import remove_tag_blocks
 from pytest_budget.tokens import count_tokens
 from pytest_budget.triage.domains import recognise_domain
 from pytest_budget.triage.graders import extract_answer, parse_moves
@@ -177,7 +178,7 @@ def env_token_cap(env: str) -> int | None:
     return _env_caps().get(env_family(env))
 
 
-_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_THINK_TAGS = ("think", "thinking", "reasoning")
 _LEADING_NUMBER = re.compile(
     r"^[+-]?(?:\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*[+-]?\d+(?:,\d{3})*)?(?!\w)"
 )
@@ -194,7 +195,7 @@ def extract_solver_answer(text: str, domain: str | None) -> str | None:
     ``"7/2"``).  For ``sokoban`` an answer that is not a plain move list keeps its move words
     in order (``"1. Up 2. Left"`` -> ``"Up Left"``).  Graders judge the result.
     """
-    answer = extract_answer(_THINK_BLOCK.sub("\n", text))
+    answer = extract_answer(remove_tag_blocks(text, _THINK_TAGS, "\n"))
     if answer is None:
         return None
     if domain == "arith":

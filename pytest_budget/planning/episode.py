@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +50,7 @@ from pytest_budget.planning.env import TravelEnv, expected_answer
 from pytest_budget.planning.records import EpisodeRecord, Query, ToolCallRecord
 from pytest_budget.planning.tools import Tool, goal_type
 from pytest_budget.roles import AgentError, call_role
+from pytest_budget.textscan import last_tag_content
 
 __all__ = [
     "ANSWER_CALL_NAME",
@@ -66,8 +66,6 @@ __all__ = [
 
 #: ``ToolCallRecord.name`` of a rejected answer (no tool name can contain ``<``).
 ANSWER_CALL_NAME = "<answer>"
-
-_ANSWER_RE = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL | re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -248,11 +246,12 @@ def parse_reply(reply: Any) -> ParsedReply:
         )
     if isinstance(raw_calls, str | bytes) or not isinstance(raw_calls, Sequence):
         return ParsedReply(content, problem="tool_calls must be a list")
-    answers = _ANSWER_RE.findall(content or "")
+    # As re.findall(r"<answer>\s*(.*?)\s*</answer>", DOTALL | IGNORECASE), in linear time.
+    answer = last_tag_content(content or "", "<answer>", "</answer>")
     return ParsedReply(
         content,
         tuple(_parse_call(entry) for entry in raw_calls),
-        answers[-1] if answers else None,
+        None if answer is None else answer.strip(),
     )
 
 

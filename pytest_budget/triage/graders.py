@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from types import MappingProxyType
 
+from pytest_budget.textscan import last_balanced_boxed, last_tag_content
 from pytest_budget.triage.types import Item
 
 __all__ = [
@@ -48,25 +49,18 @@ __all__ = [
 
 Grader = Callable[[str | None, Item], bool]
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+# Possessive quantifiers (``*+``): the same matches as the plain ones here (a run of spaces
+# and ``*``/``_`` is always taken whole before a letter or ``:``), without the quadratic
+# backtracking of ``\s*[*_]*\s*`` over a long line of spaces.
 _ANSWER_LINE = re.compile(
-    r"^\s*[*_]*\s*(?:final\s+)?answer\s*[*_]*\s*:\s*[*_]*(.*)$", re.IGNORECASE
+    r"^\s*+[*_]*+\s*+(?:final\s++)?answer\s*+[*_]*+\s*+:\s*+[*_]*+(.*)$", re.IGNORECASE
 )
 _BOXED = "\\boxed{"
 
 
 def _last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}``, honouring nested braces."""
-    start = text.rfind(_BOXED)
-    while start != -1:
-        depth, i = 1, start + len(_BOXED)
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        if depth == 0:
-            return text[start + len(_BOXED) : i - 1]
-        start = text.rfind(_BOXED, 0, start)  # unbalanced: try an earlier one
-    return None
+    """Content of the last ``\\boxed{...}`` whose braces close, honouring nested braces."""
+    return last_balanced_boxed(text, _BOXED)
 
 
 def extract_answer(text: str) -> str | None:
@@ -76,11 +70,8 @@ def extract_answer(text: str) -> str | None:
     ``\\boxed{...}``, then the last line starting with ``Answer:`` or ``Final answer:``.
     An empty answer counts as none.
     """
-    found: str | None = None
-    tags = _ANSWER_TAG.findall(text)
-    if tags:
-        found = tags[-1]
-    else:
+    found = last_tag_content(text, "<answer>", "</answer>")
+    if found is None:
         found = _last_boxed(text)
         if found is None:
             for line in reversed(text.splitlines()):

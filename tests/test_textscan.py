@@ -1,0 +1,113 @@
+"""Linear-time answer/think-tag scans: the same results as the regular expressions they
+replace (hypothesis, against those expressions), and megabytes of hostile text in seconds."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_budget.planning.episode import parse_reply
+from pytest_budget.textscan import last_balanced_boxed, remove_tag_blocks, tag_contents
+from pytest_budget.triage.graders import _ANSWER_LINE
+
+# The expressions of the previous versions (quadratic on hostile text): the oracles.
+OLD_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+OLD_EPISODE = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL | re.IGNORECASE)
+OLD_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+OLD_LINE = re.compile(r"^\s*[*_]*\s*(?:final\s+)?answer\s*[*_]*\s*:\s*[*_]*(.*)$", re.IGNORECASE)
+
+
+def old_last_boxed(text: str) -> str | None:
+    start = text.rfind("\\boxed{")
+    while start != -1:
+        depth, i = 1, start + len("\\boxed{")
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        if depth == 0:
+            return text[start + len("\\boxed{") : i - 1]
+        start = text.rfind("\\boxed{", 0, start)
+    return None
+
+
+def pieces(*words: str) -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(words), max_size=40).map("".join)
+
+
+TAGS = pieces("<answer>", "</answer>", "<ANSWER>", "</Answer>", "x", " ", "\n", "<", ">", "/")
+THINK = pieces(
+    "<think>", "</think>", "<thinking>", "</THINKING>", "<reasoning>", "</reasoning>",
+    "<Think>", "</thinking", "a", " ", "\n",
+)  # fmt: skip
+BOXED = pieces("\\boxed{", "{", "}", "a", "\\", "boxed", " ")
+LINES = pieces(" ", "\t", "*", "_", "final", "Answer", "answer", ":", "x", "FINAL ")
+
+
+@settings(max_examples=400, deadline=None)
+@given(TAGS)
+def test_tag_contents_match_the_regular_expression(text: str) -> None:
+    assert tag_contents(text, "<answer>", "</answer>") == OLD_TAG.findall(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TAGS)
+def test_episode_answer_matches_the_regular_expression(text: str) -> None:
+    found = OLD_EPISODE.findall(text)
+    assert parse_reply(text).answer == (found[-1] if found else None)
+
+
+@settings(max_examples=400, deadline=None)
+@given(THINK)
+def test_think_blocks_removed_as_the_regular_expression_does(text: str) -> None:
+    names = ("think", "thinking", "reasoning")
+    assert remove_tag_blocks(text, names, "\n") == OLD_THINK.sub("\n", text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(BOXED)
+def test_last_boxed_matches_the_brace_walk(text: str) -> None:
+    assert last_balanced_boxed(text) == old_last_boxed(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(LINES)
+def test_answer_line_matches_the_backtracking_expression(line: str) -> None:
+    old, new = OLD_LINE.match(line), _ANSWER_LINE.match(line)
+    assert (old.group(1) if old else None) == (new.group(1) if new else None)
+
+
+def test_boxed_examples_worked_by_hand() -> None:
+    assert last_balanced_boxed("\\boxed{1} then \\boxed{\\frac{1}{2}}") == "\\frac{1}{2}"
+    assert last_balanced_boxed("\\boxed{7} and \\boxed{unclosed") == "7"
+    assert last_balanced_boxed("\\boxed{") is None
+    assert last_balanced_boxed("no marker") is None
+    assert last_balanced_boxed("\\boxed{a\ud800}") == "a\ud800"  # a lone surrogate is text
+
+
+def test_two_megabytes_of_hostile_text_parse_in_seconds() -> None:
+    """Each of these took 5-6 s at 20 KB before (quadratic): hours at 2 MB.  Run in a child
+    process so a regression fails on the timeout instead of hanging the suite."""
+    code = textwrap.dedent(
+        """
+        from pytest_budget.models.agents import extract_solver_answer
+        from pytest_budget.planning.episode import parse_reply
+        from pytest_budget.triage.graders import extract_answer
+        n = 2_000_000
+        for text in ["<answer>" * (n // 8), "<answer>x" + " " * n, "\\\\boxed{" * (n // 7),
+                     " " * n, "answer" + " " * n, "<think>" * (n // 7),
+                     "Final answer " + "\\t" * n]:
+            extract_answer(text)
+            parse_reply(text)
+            extract_solver_answer(text, "arith")
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.strip() == "ok", done.stderr
