@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from syrupy.data import SnapshotCollection, SnapshotCollections
 from syrupy.extensions.json import JSONSnapshotExtension
 
+from pytest_budget.files import write_atomic
 from pytest_budget.gating import MetricSpec, compare, compare_ci
 
 if TYPE_CHECKING:
@@ -53,8 +53,9 @@ class BudgetBaselineWarning(UserWarning):
 
 
 def cell_file_name(cell_id: str) -> str:
-    """A file-system-safe name for a cell id (``openai:gpt-4o`` -> ``openai_gpt-4o``)."""
-    return _UNSAFE.sub("_", cell_id).strip("_") or "cell"
+    """A file-system-safe name for a cell id (``openai:gpt-4o`` -> ``openai_gpt-4o``); never
+    starts with ``.`` (a hidden file, or ``..``)."""
+    return _UNSAFE.sub("_", cell_id).lstrip("._").rstrip("_") or "cell"
 
 
 class BudgetSnapshotExtension(JSONSnapshotExtension):
@@ -109,15 +110,7 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     ) -> None:
         target = Path(snapshot_collection.location)
         data = next(iter(snapshot_collection)).data
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(str(data))
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(target, str(data))
 
     # -- what is in it ---------------------------------------------------------------
     def serialize(

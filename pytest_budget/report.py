@@ -11,12 +11,12 @@ import json
 import math
 import os
 import platform
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_budget._version import __version__
+from pytest_budget.files import write_atomic
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
@@ -104,19 +104,10 @@ def build_report(
 
 
 def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> Path:
-    """Write atomically (temp file + rename) so a reader never sees half a report."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=2, sort_keys=False, allow_nan=False)
-            handle.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    """Write atomically (temp file + rename) so a reader never sees half a report; the file
+    gets the mode a new file gets (``0644`` under umask ``022``)."""
+    text = json.dumps(report, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    return write_atomic(path, text)
 
 
 class ReportFileError(ValueError):

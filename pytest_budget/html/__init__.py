@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from pytest_budget.files import write_atomic
 
 __all__ = [
     "INSTALL_HINT",
@@ -51,20 +52,9 @@ def render_html(reports: Sequence[tuple[str, Mapping[str, Any]]], *, compare: bo
 
 
 def _write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        # a page is meant to be shared (served, attached): readable like any new file,
-        # not private as mkstemp makes it
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    # a page is meant to be shared: the mode of any new file (0644 under umask 022), the
+    # same as the JSON report and the snapshots
+    return write_atomic(path, text)
 
 
 def write_html_report(

@@ -24,6 +24,8 @@ from typing import Any
 
 from filelock import FileLock
 
+from pytest_budget.files import new_file_mode
+
 __all__ = ["COUNTERS", "LedgerState", "SpendLedger"]
 
 #: Integer counters kept in the ledger (besides the USD amounts).
@@ -111,6 +113,7 @@ class SpendLedger:
             "counts": state.counts,
         }
         fd, tmp = tempfile.mkstemp(prefix=".ledger.", suffix=".tmp", dir=self.path.parent)
+        os.fchmod(fd, new_file_mode())  # as any new file, not mkstemp's 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(data, handle)

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from pytest_budget.files import new_file_mode
 from pytest_budget.roles import AgentError, agent_name, call_role, for_each_bounded
 from pytest_budget.tokens import count_tokens
 from pytest_budget.triage.graders import extract_answer, grade
@@ -105,6 +106,7 @@ class Phase0Cache:
             "answer": solution.answer,
         }
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        os.fchmod(fd, new_file_mode())  # as any new file, not mkstemp's 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(record, handle, ensure_ascii=False)

@@ -1,0 +1,89 @@
+"""What the run writes: one file mode for the report, the HTML page and the snapshots (the
+mode of any new file under the umask), and snapshot names that never start with ``.``."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from pytest_budget._snapshot import cell_file_name, extension_for
+from pytest_budget.files import current_umask, new_file_mode, write_atomic
+from pytest_budget.report import write_report
+
+PLANNER = """
+def pytest_budget_planner(config):
+    def plan(request):
+        ids = [p.id for p in request.items][:4]
+        return {"plan": [{"id": i, "tokens": request.budget // 4} for i in ids]}
+    return plan
+"""
+ARGS = ("--budget-suite=triage", "-p", "no:cacheprovider", "--budget-pool-size=6",
+        "--budget-alpha=0.5", "--budget-unsolvable=0")  # fmt: skip
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_report_page_and_snapshots_share_the_umask_mode(
+    pytester: pytest.Pytester, umask: int
+) -> None:
+    pytester.makeconftest(PLANNER)
+    # The child process inherits the umask (pytester's subprocess run).
+    old = os.umask(umask)
+    try:
+        result = pytester.runpytest_subprocess(
+            *ARGS, "--snapshot-update", "--budget-report=r.json", "--budget-html=page.html"
+        )
+    finally:
+        os.umask(old)
+    result.assert_outcomes(passed=2)
+    expected = 0o666 & ~umask
+    written = [pytester.path / "r.json", pytester.path / "page.html"]
+    written += sorted((pytester.path / "__budget_snapshots__" / "triage").glob("*.json"))
+    assert len(written) == 4
+    assert {path.name: oct(mode(path)) for path in written} == {
+        path.name: oct(expected) for path in written
+    }
+
+
+def test_write_atomic_gives_the_mode_of_a_new_file(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        assert current_umask() == 0o027
+        assert new_file_mode() == 0o640
+        target = write_atomic(tmp_path / "a.txt", "x")
+        write_report(tmp_path / "r.json", {"cells": []})
+        plain = tmp_path / "plain.txt"
+        plain.write_text("x")
+    finally:
+        os.umask(old)
+    assert mode(target) == mode(tmp_path / "r.json") == mode(plain) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "plain.txt", "r.json"]
+
+
+@pytest.mark.parametrize(
+    ("cell_id", "expected"),
+    [
+        (".hidden", "hidden"),
+        ("..", "cell"),
+        ("../x", "x"),
+        ("._x", "x"),
+        (":.x", "x"),
+        ("openai:gpt-4o", "openai_gpt-4o"),
+        ("a.b", "a.b"),
+    ],
+)
+def test_snapshot_names_never_start_with_a_dot(cell_id: str, expected: str) -> None:
+    name = cell_file_name(cell_id)
+    assert name == expected
+    assert not name.startswith(".")
+    extension = extension_for(
+        suite="triage", cell_id=cell_id, snapshot_dir="/snaps", specs=(), exact=False,
+        fallback_dir=None,
+    )  # fmt: skip
+    assert Path(extension.location) == Path("/snaps/triage") / f"{expected}.json"
