@@ -15,6 +15,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_budget.option_checks import (
+    MAXIMUMS,
+    OPTION_DESTS,
+    check_directory_option,
+    check_empty_values,
+    check_output_file,
+)
 from pytest_budget.shard import Shard, ShardSpecError, parse_shard
 
 __all__ = [
@@ -247,6 +254,9 @@ def _positive_int(option: str, value: Any, *, minimum: int = 1) -> int:
         raise OptionError(f"{option}: {value!r} is not a whole number") from None
     if number < minimum:
         raise OptionError(f"{option}: must be at least {minimum}, got {number}")
+    maximum = MAXIMUMS.get(option)
+    if maximum is not None and number > maximum:
+        raise OptionError(f"{option}: must be at most {maximum}, got {number}")
     return number
 
 
@@ -295,6 +305,7 @@ def parse_options(
     """Build :class:`BudgetOptions` from raw option/ini getters (values as pytest gives them)."""
     from pytest_budget.agents import UnknownAgentError, validate_agent_name
 
+    check_empty_values(get_option, OPTION_DESTS)
     suites = parse_suites(get_option("budget_suite"))
     agent_value = get_option("budget_agent")
     agents: tuple[str, ...] = ()
@@ -335,6 +346,7 @@ def parse_options(
     snapshot_path = Path(snapshot_dir)
     if not snapshot_path.is_absolute():
         snapshot_path = Path(rootdir) / snapshot_path
+    check_directory_option("--budget-snapshot-dir", str(snapshot_path))
 
     from pytest_budget.gating import parse_tolerances
     from pytest_budget.metrics import gated_metric_names
@@ -352,11 +364,14 @@ def parse_options(
         # A command-line path is relative to where pytest was started, an ini one to rootdir.
         anchor = Path(invocation_dir) if cache_option else Path(rootdir)
         cache_dir = str(cache_path if cache_path.is_absolute() else anchor / cache_path)
+        check_directory_option("--budget-cache-dir", cache_dir)
 
     report_value = get_option("budget_report")
     report_path = str((base / report_value).resolve()) if report_value else None
     html_value = get_option("budget_html")
     html_path = str((base / html_value).resolve()) if html_value else None
+    if report_path:
+        check_output_file("--budget-report", report_path)
     if html_path:
         from pytest_budget.html import MissingReportExtra, require_matplotlib
 
@@ -364,8 +379,7 @@ def parse_options(
             require_matplotlib()
         except MissingReportExtra as exc:
             raise OptionError(f"--budget-html: {exc}") from None
-        if Path(html_path).is_dir():  # found now, not after every cell has run
-            raise OptionError(f"--budget-html: {html_path} is a directory; give a file path")
+        check_output_file("--budget-html", html_path)  # now, not after every cell has run
 
     rollouts = tuple(str((base / path).resolve()) for path in (get_option("budget_rollouts") or ()))
     for path in rollouts:

@@ -563,6 +563,7 @@ SMALL_TRIAGE = (
 
 @pytest.mark.parametrize("workers", [None, "2"], ids=["no-xdist", "n2"])
 def test_budget_html_end_to_end(pytester: pytest.Pytester, workers: str | None) -> None:
+    (pytester.path / "out").mkdir()  # a missing directory is a usage error
     args = [*SMALL_TRIAGE, "--budget-report=r.json", "--budget-html=out/page.html"]
     if workers:
         args += ["-n", workers]

@@ -269,6 +269,8 @@ def read_rollouts(path: str | os.PathLike[str]) -> list[Rollout]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise RolloutFileError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise RolloutFileError(f"{path}:{number}: JSON nested too deeply to read") from None
         try:
             rollout = rollout_from_dict(data)
         except RolloutFileError as exc:

@@ -173,6 +173,8 @@ def _read_records(path: Path) -> list[_Record]:
         whole: Any = json.loads(text)
     except json.JSONDecodeError as exc:
         whole_error: json.JSONDecodeError | None = exc
+    except RecursionError:
+        raise RolloutFileError(f"{path}: JSON nested too deeply to read") from None
     else:
         if not isinstance(whole, dict):
             raise RolloutFileError(
@@ -188,6 +190,8 @@ def _read_records(path: Path) -> list[_Record]:
             continue
         try:
             data = json.loads(line)
+        except RecursionError:
+            raise RolloutFileError(f"{path}:{number}: JSON nested too deeply to read") from None
         except json.JSONDecodeError as exc:
             if not records and whole_error is not None and len(lines) > 1:
                 # A document spread over several lines (a pretty-printed .traj.json) that

@@ -162,6 +162,8 @@ def load_price_table(lines: Iterable[str] = (), path: str | None = None) -> Pric
                 data = json.loads(text)
             except ValueError as exc:
                 raise PriceTableError(f"{where}: not valid JSON: {exc}") from None
+            except RecursionError:
+                raise PriceTableError(f"{where}: JSON nested too deeply to read") from None
             prices.update(_parse_json(where, data))
         else:
             prices.update(_parse_lines(where, text.splitlines()))

@@ -238,6 +238,10 @@ def load_pool_file(
             raise where.error(
                 f"not valid JSON ({exc.args[0]} is not a JSON value); write null or a number"
             ) from None
+        except RecursionError:
+            raise where.error(
+                "JSON nested too deeply to read; write one flat JSON object per line"
+            ) from None
         if not isinstance(raw, dict):
             raise where.error(
                 f"expected a JSON object, got {_json_type(raw)}; write one object per line like "
