@@ -30,6 +30,7 @@ OPTION_DESTS = (
     "budget_rollout_missing_usage", "budget_rollout_cap", "budget_search_url",
     "budget_warehouse_demand", "budget_parse", "budget_scenario", "budget_task",
     "budget_query_count", "budget_queries", "budget_base_url", "budget_api_key_env",
+    "budget_model_header",
     "budget_max_usd", "budget_record_mode", "budget_price_file", "budget_model_timeout",
     "budget_cache_dir", "budget_retries", "budget_retry_max_s", "budget_shard",
 )  # fmt: skip

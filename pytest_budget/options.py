@@ -156,6 +156,8 @@ class BudgetOptions:
     cache_dir: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
+    # --budget-model-header: "HEADER=ENV_VAR" (variable names only, never values).
+    model_headers: tuple[str, ...] = ()
     random_samples: int = 1000
     gate: str = "tolerance"
     rollouts: tuple[str, ...] = ()
@@ -192,8 +194,13 @@ class BudgetOptions:
     shard: Shard | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready view for the report (no secrets live here: keys come from env vars)."""
+        """JSON-ready view for the report (no secrets live here: keys come from env vars,
+        and credentials in a URL are masked, ``https://***@host/v1``)."""
+        from pytest_budget.redact import redact_url
+
         data = asdict(self)
+        data["base_url"] = redact_url(self.base_url)
+        data["search_url"] = redact_url(self.search_url)
         return {
             key: list(value) if isinstance(value, tuple) else value for key, value in data.items()
         }
@@ -577,6 +584,7 @@ def parse_options(
         default_tolerance=_tolerance_value(get_ini("budget_tolerance") or ""),
         cache_dir=cache_dir,
         base_url=get_option("budget_base_url"),
+        model_headers=_model_headers(get_option("budget_model_header")),
         api_key_env=get_option("budget_api_key_env"),
         rollouts=rollouts,
         envs=envs or AWARENESS_ENVS,
@@ -607,6 +615,18 @@ def parse_options(
         repeat=repeat,
         shard=_shard(get_option("budget_shard")),
     )
+
+
+def _model_headers(values: Any) -> tuple[str, ...]:
+    from pytest_budget.models.provider import ProviderConfigError, parse_header_env
+
+    specs = tuple(str(value).strip() for value in (values or ()))
+    for spec in specs:
+        try:
+            parse_header_env(spec)
+        except ProviderConfigError as exc:
+            raise OptionError(f"{exc} (got {spec.partition('=')[0]!r}=...)") from None
+    return specs
 
 
 def _shard(value: Any) -> Shard | None:

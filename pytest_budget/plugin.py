@@ -190,6 +190,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "http://localhost:8000/v1 (default: the provider's public API)",
     )
     group.addoption(
+        "--budget-model-header",
+        action="append",
+        metavar="HEADER=ENV_VAR",
+        help="extra request header for model calls (e.g. a gateway token), its value read "
+        "from the environment variable ENV_VAR (repeatable); redacted like the key",
+    )
+    group.addoption(
         "--budget-api-key-env",
         help="name of the environment variable holding the API key (default OPENAI_API_KEY or "
         "ANTHROPIC_API_KEY); keys are only ever read from the environment",
@@ -357,7 +364,9 @@ def _check_model_agents(options: BudgetOptions) -> None:
         if not sep or provider not in PROVIDERS:
             continue
         try:
-            check_provider_config(provider, model, options.base_url, options.api_key_env)
+            check_provider_config(
+                provider, model, options.base_url, options.api_key_env, options.model_headers
+            )
         except (ProviderConfigError, ValueError) as exc:
             raise pytest.UsageError(f"--budget-agent={name}: {exc}") from None
 
@@ -430,7 +439,13 @@ def _preflight(options: BudgetOptions, agents: list[tuple[str, str]], runtime_co
         if runtime_config.mode_for(provider, model) == "none":
             continue
         try:
-            preflight(provider, model, base_url=options.base_url, api_key_env=options.api_key_env)
+            preflight(
+                provider,
+                model,
+                base_url=options.base_url,
+                api_key_env=options.api_key_env,
+                header_envs=options.model_headers,
+            )
         except (PreflightError, ProviderConfigError) as exc:
             raise pytest.UsageError(f"--budget-agent={provider}:{model}: {exc}") from None
 
@@ -444,7 +459,9 @@ def _check_search_url(url: str) -> None:
     try:
         anyio.run(lambda: wait_until_healthy(url, 5.0))
     except RetrievalError as exc:
-        raise pytest.UsageError(f"--budget-search-url: {exc}") from None
+        from pytest_budget.redact import redact_text
+
+        raise pytest.UsageError(redact_text(f"--budget-search-url: {exc}")) from None
 
 
 def _with_cache_dir(options: BudgetOptions, config: pytest.Config) -> BudgetOptions:

@@ -77,6 +77,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         with owner.lock:
             owner.gets.append(self.path)
+            owner.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
         if not self._authorised():
             self._send(401, json.dumps({"error": {"message": "invalid api key"}}).encode())
             return
@@ -99,6 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw)
         with owner.lock:
             owner.requests.append(body)
+            owner.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
             owner.in_flight += 1
             owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
             fault = owner.faults.popleft() if owner.faults else None
@@ -201,6 +203,7 @@ class ModelServer:
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.gets: list[str] = []
+        self.headers_seen: list[dict[str, str]] = []  # every request's headers, lower-case
         self.faults: deque[Fault] = deque()
         self.in_flight = 0
         self.max_in_flight = 0

@@ -17,6 +17,7 @@ any echo of it in an error body is masked.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ import httpx
 
 from pytest_budget.models.connections import HTTPAnswer, current_connection_scope
 from pytest_budget.models.usage import TokenUsage, from_anthropic, from_openai
+from pytest_budget.redact import redact_text, split_credentials
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -155,10 +157,9 @@ class _Secret:
     __str__ = __repr__
 
 
-def _mask(text: str, secret: _Secret | None) -> str:
-    if secret is not None and secret.reveal():
-        text = text.replace(secret.reveal(), _MASK)
-    return text
+def _mask(text: str, secrets: Sequence[_Secret]) -> str:
+    """``text`` with URL user info and every secret value masked."""
+    return redact_text(text, (secret.reveal() for secret in secrets))
 
 
 def _truncate(text: str, limit: int = _REASON_LIMIT) -> str:
@@ -214,6 +215,7 @@ class ChatClient:
         timeout: float = DEFAULT_TIMEOUT,
         http_client: httpx.AsyncClient | None = None,
         use_connection_scope: bool | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         if not model:
             raise ValueError("model must be a non-empty string")
@@ -222,9 +224,21 @@ class ChatClient:
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout!r}")
         self.model = model
-        self.base_url = base_url.rstrip("/")
+        # Credentials in the URL (https://user:pass@host/v1) travel only as a Basic
+        # authorization header; the URL kept, shown and used for requests has none.
+        clean_url, credentials = split_credentials(base_url)
+        self.base_url = clean_url.rstrip("/")
         self.timeout = float(timeout)
         self._key = _Secret(api_key) if api_key else None
+        self._basic: _Secret | None = None
+        self._extra = {name: _Secret(value) for name, value in (extra_headers or {}).items()}
+        secrets = [self._key, *self._extra.values()]
+        if credentials is not None:
+            user, password = credentials
+            token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+            self._basic = _Secret(f"Basic {token}")
+            secrets += [_Secret(password), _Secret(f"{user}:{password}"), _Secret(token)]
+        self._secrets = [secret for secret in secrets if secret is not None]
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else httpx.AsyncClient()
         if use_connection_scope is None:
@@ -260,6 +274,15 @@ class ChatClient:
 
     def _headers(self) -> dict[str, str]:
         raise NotImplementedError
+
+    def _with_gateway_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        """The URL's Basic credentials (unless the key already fills ``authorization``) and
+        the extra headers (``--budget-model-header``), which win over the others."""
+        if self._basic is not None and "authorization" not in headers:
+            headers["authorization"] = self._basic.reveal()
+        for name, value in self._extra.items():
+            headers[name.lower()] = value.reveal()
+        return headers
 
     def build_request(
         self,
@@ -321,10 +344,10 @@ class ChatClient:
         except httpx.TimeoutException:
             raise self._error(f"timed out after {self.timeout:g} s", kind="timeout") from None
         except httpx.HTTPError as exc:
-            detail = _truncate(_mask(str(exc), self._key)) or "no detail"
+            detail = _truncate(_mask(str(exc), self._secrets)) or "no detail"
             raise self._error(f"{type(exc).__name__}: {detail}", kind="transport") from None
         if not response.is_success:
-            reason = _truncate(_mask(_error_reason(response), self._key))
+            reason = _truncate(_mask(_error_reason(response), self._secrets))
             raise self._error(
                 reason,
                 status=response.status_code,
@@ -334,7 +357,7 @@ class ChatClient:
         try:
             body = response.json()
         except ValueError:
-            snippet = _truncate(_mask(response.text, self._key), 80)
+            snippet = _truncate(_mask(response.text, self._secrets), 80)
             raise self._error(
                 f"response is not JSON: {snippet!r}", status=response.status_code, kind="malformed"
             ) from None
@@ -345,7 +368,7 @@ class ChatClient:
         try:
             return self.parse_response(body)
         except ValueError as exc:
-            reason = _truncate(_mask(f"malformed response: {exc}", self._key))
+            reason = _truncate(_mask(f"malformed response: {exc}", self._secrets))
             raise self._error(reason, status=response.status_code, kind="unusable") from None
 
     async def _send(self, content: bytes) -> HTTPAnswer:
@@ -397,7 +420,7 @@ class OpenAIChatClient(ChatClient):
         headers = {"content-type": "application/json"}
         if self._key is not None:
             headers["authorization"] = f"Bearer {self._key.reveal()}"
-        return headers
+        return self._with_gateway_headers(headers)
 
     def build_request(
         self,
@@ -470,6 +493,7 @@ class AnthropicChatClient(ChatClient):
         timeout: float = DEFAULT_TIMEOUT,
         http_client: httpx.AsyncClient | None = None,
         use_connection_scope: bool | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -478,6 +502,7 @@ class AnthropicChatClient(ChatClient):
             timeout=timeout,
             http_client=http_client,
             use_connection_scope=use_connection_scope,
+            extra_headers=extra_headers,
         )
 
     @property
@@ -488,7 +513,7 @@ class AnthropicChatClient(ChatClient):
         headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
         if self._key is not None:
             headers["x-api-key"] = self._key.reveal()
-        return headers
+        return self._with_gateway_headers(headers)
 
     def build_request(
         self,

@@ -10,14 +10,17 @@ say what is wrong.  Every failure is a one-line :class:`PreflightError` without 
 
 from __future__ import annotations
 
+import base64
 import ssl
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from pytest_budget.models.client import ANTHROPIC_VERSION
-from pytest_budget.models.provider import DEFAULT_API_KEY_ENVS, endpoint_settings
+from pytest_budget.models.provider import DEFAULT_API_KEY_ENVS, endpoint_settings, gateway_headers
+from pytest_budget.redact import redact_url, split_credentials
 
 __all__ = ["PreflightError", "preflight"]
 
@@ -58,9 +61,14 @@ def preflight(
     base_url: str | None,
     api_key_env: str | None,
     timeout: float = 5.0,
+    header_envs: Sequence[str] = (),
 ) -> None:
     """Raise :class:`PreflightError` when ``provider:model`` at ``base_url`` cannot work."""
     root, key = endpoint_settings(provider, model, base_url, api_key_env)
+    # Credentials in the URL go as Basic authorization, as the chat clients send them (an
+    # OpenAI key fills the header first); messages show the URL without them.
+    shown = redact_url(root) or root
+    root, credentials = split_credentials(root)
     variable = api_key_env or DEFAULT_API_KEY_ENVS[provider]
     headers: dict[str, str] = {}
     if provider == "anthropic":
@@ -72,40 +80,44 @@ def preflight(
         if key:
             headers["authorization"] = f"Bearer {key}"
         url = f"{root}/models"
+    if credentials is not None and "authorization" not in headers:
+        token = base64.b64encode(":".join(credentials).encode()).decode("ascii")
+        headers["authorization"] = f"Basic {token}"
+    headers.update({name.lower(): value for name, value in gateway_headers(header_envs).items()})
     name = f"{provider}:{model}"
     try:
         with httpx.Client(timeout=timeout) as http:
             response = http.get(url, headers=headers)
     except httpx.TimeoutException:
         raise PreflightError(
-            f"{name}: {root} did not answer within {timeout:g} s; is the server up "
+            f"{name}: {shown} did not answer within {timeout:g} s; is the server up "
             "and --budget-base-url right?"
         ) from None
     except httpx.HTTPError as exc:
         reason = _certificate_problem(exc)
         if reason is not None:
             raise PreflightError(
-                f"{name}: the TLS certificate of {root} is not trusted ({reason}); if the "
+                f"{name}: the TLS certificate of {shown} is not trusted ({reason}); if the "
                 "server uses a private certificate authority, point SSL_CERT_FILE at its "
                 "certificate"
             ) from None
         raise PreflightError(
-            f"{name}: cannot reach {root} ({type(exc).__name__}); is the server "
+            f"{name}: cannot reach {shown} ({type(exc).__name__}); is the server "
             "running and --budget-base-url right?"
         ) from None
     if response.status_code in (401, 403):
         raise PreflightError(
-            f"{name}: {root} rejected the API key (HTTP {response.status_code}); "
+            f"{name}: {shown} rejected the API key (HTTP {response.status_code}); "
             f"check the key in ${variable}"
         )
     if response.is_success and _looks_like_html(response):
         raise PreflightError(
-            f"{name}: {root} answered with an HTML page, not the API; the base URL "
+            f"{name}: {shown} answered with an HTML page, not the API; the base URL "
             "should point at the API root, e.g. http://host:8000/v1"
         )
     if provider == "anthropic":
         if response.status_code == 404 and isinstance(_json(response), dict):
-            raise PreflightError(f"{name}: {root} does not know model {model!r}")
+            raise PreflightError(f"{name}: {shown} does not know model {model!r}")
         return
     if response.status_code in _UNCHECKABLE or not response.is_success:
         return
@@ -116,5 +128,5 @@ def preflight(
     served = [str(entry.get("id")) for entry in data if isinstance(entry, dict)]
     if not served or model in served:
         return
-    shown = ", ".join(served[:8]) + (", ..." if len(served) > 8 else "")
-    raise PreflightError(f"{name}: {root} does not serve model {model!r} (it serves: {shown})")
+    listed = ", ".join(served[:8]) + (", ..." if len(served) > 8 else "")
+    raise PreflightError(f"{name}: {shown} does not serve model {model!r} (it serves: {listed})")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,7 +42,9 @@ __all__ = [
     "build_chat_client",
     "check_provider_config",
     "endpoint_settings",
+    "gateway_headers",
     "key_required",
+    "parse_header_env",
     "provider_factory",
 ]
 
@@ -111,7 +113,7 @@ def _api_key(provider: str, model: str, base_url: str, api_key_env: str | None) 
     if key:
         return key
     if api_key_env is not None or key_required(base_url):
-        host = urlsplit(base_url).hostname or base_url
+        host = urlsplit(base_url).hostname or "the base URL"
         raise ProviderConfigError(
             f"{provider}:{model}: no API key for {host}: the environment variable "
             f"{variable} is not set (export it, or name another variable with "
@@ -120,15 +122,51 @@ def _api_key(provider: str, model: str, base_url: str, api_key_env: str | None) 
     return None  # a local server that takes no key
 
 
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
+
+
+def parse_header_env(spec: str) -> tuple[str, str]:
+    """``NAME=ENV_VAR`` (``--budget-model-header``) as (header name, variable name)."""
+    name, sep, variable = (part.strip() for part in spec.partition("="))
+    if not sep or not _HEADER_NAME.fullmatch(name) or not _ENV_NAME.fullmatch(variable):
+        raise ProviderConfigError(
+            "--budget-model-header: expected HEADER=ENV_VAR (a header name and the environment "
+            "variable holding its value, e.g. X-Gateway-Token=GATEWAY_TOKEN); values are only "
+            "ever read from the environment"
+        )
+    return name, variable
+
+
+def gateway_headers(header_envs: Sequence[str] = ()) -> dict[str, str]:
+    """Extra request headers from ``NAME=ENV_VAR`` specs, values read from the environment
+    (a missing or empty variable is a :class:`ProviderConfigError` naming it, never a value)."""
+    headers: dict[str, str] = {}
+    for spec in header_envs:
+        name, variable = parse_header_env(spec)
+        value = os.environ.get(variable, "").strip()
+        if not value:
+            raise ProviderConfigError(
+                f"--budget-model-header {name}: the environment variable {variable} is not set "
+                "(export it, or drop the option)"
+            )
+        headers[name] = value
+    return headers
+
+
 def check_provider_config(
-    provider: str, model: str, base_url: str | None, api_key_env: str | None
+    provider: str,
+    model: str,
+    base_url: str | None,
+    api_key_env: str | None,
+    header_envs: Sequence[str] = (),
 ) -> None:
-    """What :func:`build_chat_client` would reject (bad provider/URL, missing key), without
-    opening anything: the plugin calls it before a run starts."""
+    """What :func:`build_chat_client` would reject (bad provider/URL, missing key or header
+    variable), without opening anything: the plugin calls it before a run starts."""
     _check_provider(provider)
     if not model:
         raise ProviderConfigError(f"{provider}: no model name given, e.g. {provider}:MODEL")
     _api_key(provider, model, _base_url(provider, base_url), api_key_env)
+    gateway_headers(header_envs)
 
 
 def endpoint_settings(
@@ -152,6 +190,7 @@ def build_chat_client(
     api_key_env: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     keep_alive: bool = False,
+    header_envs: Sequence[str] = (),
 ) -> ChatClient:
     """The chat client for ``provider`` (``openai`` or ``anthropic``) and ``model``.
 
@@ -161,7 +200,9 @@ def build_chat_client(
     required for the hosted APIs and whenever ``api_key_env`` is named, optional otherwise.
     ``keep_alive=False`` (default) opens a connection per call so the client works across
     event loops; ``True`` pools connections (one event loop only; close the client).
-    Raises :class:`ProviderConfigError`.
+    ``header_envs`` are ``NAME=ENV_VAR`` extra headers (:func:`gateway_headers`).
+    Credentials in ``base_url`` (``https://user:pass@host/v1``) are sent as Basic
+    authorization and appear nowhere else.  Raises :class:`ProviderConfigError`.
     """
     _check_provider(provider)
     if not model:
@@ -172,7 +213,13 @@ def build_chat_client(
         None if keep_alive else httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
     )
     return _CLIENTS[provider](
-        model, url, key, timeout=timeout, http_client=http_client, use_connection_scope=True
+        model,
+        url,
+        key,
+        timeout=timeout,
+        http_client=http_client,
+        use_connection_scope=True,
+        extra_headers=gateway_headers(header_envs),
     )
 
 
@@ -198,6 +245,7 @@ def provider_factory(provider: str) -> ProviderFactory:
             base_url=settings.get("base_url"),
             api_key_env=settings.get("api_key_env"),
             timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
+            header_envs=tuple(settings.get("header_envs") or ()),
         )
         wrap: Callable[[ChatClient], ChatModel] | None = settings.get("chat_model")
         chat: ChatModel = client if wrap is None else wrap(client)
