@@ -216,7 +216,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="price table for model calls (USD per million input/output/cached tokens)",
     )
-    group.addoption("--budget-model-timeout", help="seconds per model HTTP call (default 60)")
+    group.addoption(
+        "--budget-model-timeout",
+        help="seconds per model HTTP call, a total deadline for the whole answer (default 60)",
+    )
     group.addoption(
         "--budget-cache-dir",
         metavar="DIR",
@@ -540,11 +543,23 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.when == "call":
+        _stop_if_endpoint_down(item)
     record = item.stash.get(CELL_KEY, None)
     if record is not None and report.when == "call":
         # Travels to the xdist controller with the report (plain string attribute).
         report.budget_cell = record  # type: ignore[attr-defined]
     return report
+
+
+def _stop_if_endpoint_down(item: pytest.Item) -> None:
+    """Most calls to a model endpoint fail: stop the run with one line naming it (pytest's
+    ``-x`` mechanism, which xdist workers pass on to the controller)."""
+    state = item.config.stash.get(SESSION_KEY, None)
+    runtime = state.memo.get("model-runtime-factory") if state is not None else None
+    reason = runtime.endpoint_down() if runtime is not None else None
+    if reason and not item.session.shouldstop:
+        item.session.shouldstop = f"budget: {reason}"
 
 
 _PROGRESS_EVERY_S = 2.0

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar
 
+import anyio
 import httpx
 
 from pytest_budget.models.connections import HTTPAnswer, current_connection_scope
@@ -45,7 +46,8 @@ ANTHROPIC_VERSION = "2023-06-01"
 """Value of the ``anthropic-version`` header."""
 
 DEFAULT_TIMEOUT = 60.0
-"""Seconds for connect, read, write and pool waits (httpx applies it to each)."""
+"""Seconds a call may take in all (connect, send, the whole answer), and for each of
+httpx's connect, read, write and pool waits."""
 
 _REASON_LIMIT = 200
 _MASK = "***"
@@ -340,9 +342,15 @@ class ChatClient:
                 body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
             ).encode()
         try:
-            response = await self._send(content)
-        except httpx.TimeoutException:
-            raise self._error(f"timed out after {self.timeout:g} s", kind="timeout") from None
+            # A total deadline for the whole answer: httpx's own timeout is per read, so a
+            # server trickling a byte every few seconds would otherwise never time out.
+            with anyio.fail_after(self.timeout):
+                response = await self._send(content)
+        except (httpx.TimeoutException, TimeoutError):
+            raise self._error(
+                f"timed out after {self.timeout:g} s (a total deadline for the whole answer)",
+                kind="timeout",
+            ) from None
         except httpx.HTTPError as exc:
             detail = _truncate(_mask(str(exc), self._secrets)) or "no detail"
             raise self._error(f"{type(exc).__name__}: {detail}", kind="transport") from None

@@ -28,6 +28,7 @@ import math
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,12 +41,12 @@ from pytest_budget.models.client import ChatClient, ChatResult, ModelCallError, 
 from pytest_budget.models.ledger import SpendLedger
 from pytest_budget.models.prices import PriceTable
 from pytest_budget.models.recorder import CallRecorder, canonical_body, key_of
-from pytest_budget.models.retry import RetryPolicy, call_with_retries
+from pytest_budget.models.retry import RetryPolicy, call_with_retries, is_transient
 from pytest_budget.models.usage import TokenUsage
 from pytest_budget.roles import acquire
 from pytest_budget.tokens import count_tokens
 
-__all__ = ["AdaptiveLimit", "ModelRuntime", "RuntimeChatModel", "RuntimeConfig"]
+__all__ = ["AdaptiveLimit", "EndpointHealth", "ModelRuntime", "RuntimeChatModel", "RuntimeConfig"]
 
 _GROW_AFTER = 20  # successes in a row before the limit grows by one
 _SHRINK_EVERY_S = 1.0  # at most one halving per second (a burst of 429s is one signal)
@@ -67,6 +68,9 @@ class RuntimeConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     # ``once`` resolved per "provider:model" by the controller before the run.
     resolved_modes: Mapping[str, str] = field(default_factory=dict)
+    # Failed attempts (of the last 10, and 80% of them) after which an endpoint counts as
+    # down and the run stops (0: never).
+    endpoint_failures: int = 5
 
     def mode_for(self, provider: str, model: str) -> str:
         return self.resolved_modes.get(f"{provider}:{model}", self.record_mode)
@@ -133,6 +137,50 @@ class _Stats:
     replayed: int = 0
     errors: int = 0
     refused: int = 0
+    # Calls that raised after the retries (errors, missing recordings, a stopped endpoint):
+    # a cell during which this grows is incomplete.
+    failed: int = 0
+
+
+class EndpointHealth:
+    """Recent attempts to one endpoint; *down* once most of them failed.
+
+    An attempt counts as failed when waiting might have helped (timeouts, refused or
+    dropped connections, 5xx, truncated bodies; not 429, which the adaptive limit handles,
+    and not client errors).  Once at least ``min_failures`` of the last ``window`` attempts
+    failed and they are at least ``ratio`` of that window, the endpoint is down: every
+    later call fails at once with the same message instead of retrying in full.
+    """
+
+    def __init__(self, endpoint: str, min_failures: int, window: int = 10, ratio: float = 0.8):
+        self.endpoint = endpoint
+        self.min_failures = min_failures
+        self.ratio = ratio
+        self.recent: deque[bool] = deque(maxlen=max(window, min_failures))
+        self.down: str | None = None
+        self._lock = threading.Lock()
+
+    def record(self, error: BaseException | None) -> None:
+        failed = (
+            error is not None
+            and is_transient(error)
+            and not (isinstance(error, ModelCallError) and error.status == 429)
+        )
+        with self._lock:
+            self.recent.append(failed)
+            failures = sum(self.recent)
+            if (
+                self.down is None
+                and self.min_failures > 0
+                and failures >= self.min_failures
+                and failures >= self.ratio * len(self.recent)
+            ):
+                self.down = (
+                    f"endpoint {self.endpoint} is failing: {failures} of the last "
+                    f"{len(self.recent)} attempts failed (last: {error}); stopping instead of "
+                    "retrying every call (is the server up and --budget-base-url right? "
+                    "--budget-model-timeout sets each call's deadline)"
+                )
 
 
 class ModelRuntime:
@@ -152,11 +200,28 @@ class ModelRuntime:
         self._pending_cost = 0.0
         self._pending_lock = threading.Lock()
         self._flushed_at = time.monotonic()
+        self._health: dict[str, EndpointHealth] = {}
 
     def wrap(self, client: ChatClient) -> RuntimeChatModel:
         return RuntimeChatModel(client, self)
 
     __call__ = wrap  # the provider factory's ``chat_model`` callable
+
+    def health(self, endpoint: str) -> EndpointHealth:
+        with self._pending_lock:
+            found = self._health.get(endpoint)
+            if found is None:
+                found = self._health[endpoint] = EndpointHealth(
+                    endpoint, self.config.endpoint_failures
+                )
+            return found
+
+    def endpoint_down(self) -> str | None:
+        """Why the run should stop: the first endpoint found down (None: all are fine)."""
+        for health in list(self._health.values()):
+            if health.down is not None:
+                return health.down
+        return None
 
     def exhausted(self) -> bool:
         """Whether the run's spend cap is reached (no ledger or no cap: never)."""
@@ -273,6 +338,7 @@ class RuntimeChatModel:
                 return recorded
         if mode == "none":
             runtime._count(not_recorded=1)
+            runtime.stats.failed += 1
             raise self._error(
                 f"no recorded answer for this request (record mode "
                 f"{runtime.config.record_mode!r}, cache {runtime.config.cache_dir}); record it "
@@ -297,14 +363,23 @@ class RuntimeChatModel:
             runtime._count(retries=1, rate_limited=int(rate_limited))
 
         content = body_json.encode()
+        health = runtime.health(str(getattr(self.client, "endpoint", self.provider)))
 
         async def attempt() -> ChatResult:
             limiter = runtime.limit.limiter()
             await acquire(limiter)
             try:
-                return await self.client.send(body, content)
+                if health.down is not None:  # after the wait: it may have gone down meanwhile
+                    raise self._error(health.down, "endpoint_down")
+                result = await self.client.send(body, content)
+            except ModelCallError as exc:
+                if exc.kind != "endpoint_down":
+                    health.record(exc)
+                raise
             finally:
                 limiter.release()
+            health.record(None)
+            return result
 
         try:
             result = await call_with_retries(
@@ -312,6 +387,7 @@ class RuntimeChatModel:
             )
         except ModelCallError as exc:
             runtime.stats.errors += 1
+            runtime.stats.failed += 1
             runtime._count(release=reserved, errors=1, rate_limited=int(exc.status == 429))
             raise
         except BaseException:
