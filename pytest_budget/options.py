@@ -150,6 +150,9 @@ class BudgetOptions:
     chunk_size: int = 30
     variants: tuple[str, ...] = ("A",)
     resolve: bool = False
+    # --budget-allow-partial: a cell with model calls that failed after retries passes
+    # (marked ``partial``) instead of failing as ``incomplete``.
+    allow_partial: bool = False
     snapshot_dir: str = "__budget_snapshots__"
     tolerances: dict[str, float] = field(default_factory=dict)
     default_tolerance: float | None = None
@@ -579,6 +582,7 @@ def parse_options(
         ),
         variants=variants or ("A",),
         resolve=bool(get_option("budget_resolve")),
+        allow_partial=bool(get_option("budget_allow_partial")),
         snapshot_dir=str(snapshot_path),
         tolerances=tolerances,
         default_tolerance=_tolerance_value(get_ini("budget_tolerance") or ""),

@@ -91,6 +91,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="triage: add the budget-aware re-solve cells (compliance with own allocations)",
     )
     group.addoption(
+        "--budget-allow-partial",
+        action="store_true",
+        default=False,
+        help="a cell some of whose model calls failed after the retries passes (marked "
+        "partial in the report) instead of failing as incomplete",
+    )
+    group.addoption(
         "--budget-snapshot-dir",
         metavar="DIR",
         help="where score snapshots live (default: ini budget_snapshot_dir)",
@@ -545,11 +552,46 @@ def pytest_runtest_makereport(
     report = yield
     if report.when == "call":
         _stop_if_endpoint_down(item)
+    if report.failed and report.when in ("setup", "call"):
+        _record_crashed_cell(item, call, report)
     record = item.stash.get(CELL_KEY, None)
-    if record is not None and report.when == "call":
+    if record is not None and report.when in ("setup", "call"):
         # Travels to the xdist controller with the report (plain string attribute).
         report.budget_cell = record  # type: ignore[attr-defined]
     return report
+
+
+def _record_crashed_cell(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> None:
+    """A bundled suite's cell that failed before recording becomes an ``error`` cell with
+    its traceback; a recorded cell whose test then crashed (not a gate failure or a
+    ``pytest.fail``) becomes ``error`` and keeps its scores.  Never lost from the reports."""
+    import pytest_budget.suites as suites_package
+    from pytest_budget.crashed import error_cell, mark_crashed
+
+    excinfo = call.excinfo
+    reason = excinfo.exconly().splitlines()[0][:500] if excinfo is not None else "failed"
+    record = item.stash.get(CELL_KEY, None)
+    if record is not None:
+        expected = (AssertionError, pytest.fail.Exception, pytest.skip.Exception)
+        if excinfo is None or excinfo.errisinstance(expected):
+            return
+        data = mark_crashed(json.loads(record), reason=reason, traceback=report.longreprtext)
+    else:
+        if Path(item.path).resolve().parent != Path(suites_package.__file__).resolve().parent:
+            return  # a test of your own that recorded nothing is not a cell
+        callspec = getattr(item, "callspec", None)
+        data = error_cell(
+            nodeid=item.nodeid,
+            module=Path(item.path).stem,
+            params=dict(callspec.params) if callspec is not None else {},
+            phase=report.when,
+            reason=reason,
+            traceback=report.longreprtext,
+            seed=budget_session(item.config).options.seed,
+        )
+    item.stash[CELL_KEY] = json.dumps(data, allow_nan=False, default=str)
 
 
 def _stop_if_endpoint_down(item: pytest.Item) -> None:
@@ -609,7 +651,7 @@ class _RunReporter:
             self.tests_done += 1
             self._progress()
         record = getattr(report, "budget_cell", None)
-        if record is None or report.when != "call":
+        if record is None or report.when not in ("setup", "call"):
             return
         cell = json.loads(record)
         cell["test_outcome"] = report.outcome

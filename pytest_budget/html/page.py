@@ -233,8 +233,42 @@ def _suite_section(
         parts.append(
             '<ul class="footer">' + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>"
         )
+    parts.append(_unfinished(cells))
     parts.append("</section>")
     return "".join(parts)
+
+
+_UNFINISHED = ("error", "incomplete")
+
+
+def _unfinished(cells: Sequence[Cell]) -> str:
+    """Cells that crashed or lost model calls: outcome, reason, what was scored, and the
+    traceback (folded), so none is only a row of dashes."""
+    items = []
+    for cell in cells:
+        outcome = str(cell.get("outcome", "ok"))
+        if outcome not in _UNFINISHED and not cell.get("partial"):
+            continue
+        head = f"{cell.get('cell', '?')} / {cell.get('agent', '?')}: {outcome}"
+        if cell.get("partial"):
+            head += " (partial, allowed)"
+        parts = [f"<strong>{escape(head)}</strong>"]
+        if cell.get("reason"):
+            parts.append(f" {escape(str(cell['reason']))}")
+        if cell.get("scored"):
+            parts.append(f'<br><span class="note">scored: {escape(str(cell["scored"]))}</span>')
+        if cell.get("traceback"):
+            parts.append(
+                "<details><summary>traceback</summary>"
+                f"<pre>{escape(str(cell['traceback']))}</pre></details>"
+            )
+        items.append(
+            f'<li data-cell="{escape(str(cell.get("nodeid", "")))}" '
+            f'data-outcome="{escape(outcome)}">{"".join(parts)}</li>'
+        )
+    if not items:
+        return ""
+    return '<h3>Cells that did not finish</h3><ul class="unfinished">' + "".join(items) + "</ul>"
 
 
 def nav(links: Sequence[tuple[str, str]]) -> str:

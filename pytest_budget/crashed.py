@@ -1,0 +1,171 @@
+"""Cells that did not finish: a crash inside pytest-budget, or model calls that failed.
+
+A cell whose test failed before it recorded anything (an exception in a fixture or in the
+suite's own code) would otherwise vanish from the JSON and HTML reports.
+:func:`error_cell` builds its record from what pytest knows (the node id, the cell's
+parameters) with ``outcome: "error"``, the traceback and a one-line reason; a cell that
+had recorded its scores before the crash keeps them (:func:`mark_crashed`).
+:func:`bound_cell` caps per-item lists in a record.  Plain Python: no pytest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_budget.redact import redact_text
+
+__all__ = [
+    "LIST_LIMIT",
+    "TRACEBACK_LIMIT",
+    "bound_cell",
+    "error_cell",
+    "mark_crashed",
+    "suite_of_module",
+]
+
+#: Characters of a traceback kept in a cell record (the end, where the error is).
+TRACEBACK_LIMIT = 20_000
+#: Entries kept of each per-item list or mapping in a cell record (``repairs``, ...).
+LIST_LIMIT = 100
+#: Characters kept of each string entry of such a list.
+ENTRY_LIMIT = 1_000
+#: The per-item lists and mappings :func:`bound_cell` caps, wherever they sit in a record.
+BOUNDED_KEYS = frozenset({"repairs", "notes", "invalid_reasons", "errors", "planned_ids"})
+# Planning's Scenario fields under the names its cell records use.
+_RENAMES = {"blocks": "block_count", "level": "refinement_level"}
+_SUITE_MODULES = {
+    "test_triage": "triage",
+    "test_triage_resolve": "triage-resolve",
+    "test_awareness": "awareness",
+    "test_planning": "planning",
+}
+# What a planning cell record must hold (docs/reference/report.schema.json).
+_PLANNING_DEFAULTS: dict[str, Any] = {"queries": 0, "greedy": {}, "first_error": None}
+
+
+def suite_of_module(module: str) -> str:
+    """``triage`` for the bundled ``test_triage`` module, ``user`` for any other."""
+    return _SUITE_MODULES.get(module.rsplit(".", 1)[-1], "user")
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _identity(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The cell's coordinates from its test parameters (the suites' cell dataclasses)."""
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        if name == "budget_agent":
+            out["agent"] = str(value)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            cell_id = getattr(value, "id", None)
+            if isinstance(cell_id, str):
+                out["cell"] = cell_id
+            for field in dataclasses.fields(value):
+                inner = getattr(value, field.name)
+                if _plain(inner):
+                    out[field.name] = inner
+                elif dataclasses.is_dataclass(inner) and not isinstance(inner, type):
+                    out[field.name] = str(getattr(inner, "id", inner))
+                    for sub in dataclasses.fields(inner):
+                        if _plain(getattr(inner, sub.name)):
+                            out.setdefault(
+                                _RENAMES.get(sub.name, sub.name), getattr(inner, sub.name)
+                            )
+        elif _plain(value):
+            out.setdefault(name, value)
+    return out
+
+
+def _traceback(text: str) -> str:
+    text = redact_text(text)
+    if len(text) <= TRACEBACK_LIMIT:
+        return text
+    return f"[{len(text) - TRACEBACK_LIMIT} characters left out]\n" + text[-TRACEBACK_LIMIT:]
+
+
+def error_cell(
+    *,
+    nodeid: str,
+    module: str,
+    params: Mapping[str, Any],
+    phase: str,
+    reason: str,
+    traceback: str,
+    seed: int,
+) -> dict[str, Any]:
+    """The record of a cell that failed before it recorded anything."""
+    suite = suite_of_module(module)
+    record: dict[str, Any] = {
+        "suite": suite,
+        "cell": nodeid.rpartition("[")[2].rstrip("]") if "[" in nodeid else nodeid,
+        "agent": "-",
+        "seed": seed,
+    }
+    record.update(_identity(params))
+    if suite == "planning":
+        for key, value in _PLANNING_DEFAULTS.items():
+            record.setdefault(key, value)
+    record.update(
+        {
+            "nodeid": nodeid,
+            "outcome": "error",
+            "reason": redact_text(reason),
+            "scores": {},
+            "scored": "nothing: the cell failed before it recorded its scores",
+            "phase": phase,
+            "traceback": _traceback(traceback),
+        }
+    )
+    return record
+
+
+def mark_crashed(record: Mapping[str, Any], *, reason: str, traceback: str) -> dict[str, Any]:
+    """A recorded cell whose test then crashed: ``error``, with what it had scored."""
+    out = dict(record)
+    previous = out.get("outcome", "ok")
+    out.update(
+        {
+            "outcome": "error",
+            "reason": redact_text(reason),
+            "scored": f"the scores recorded before the error (outcome then: {previous})",
+            "phase": "call",
+            "traceback": _traceback(traceback),
+        }
+    )
+    return out
+
+
+def _bounded(value: Any) -> tuple[Any, int]:
+    if isinstance(value, list) and len(value) > LIST_LIMIT:
+        kept = [
+            entry[:ENTRY_LIMIT] if isinstance(entry, str) else entry for entry in value[:LIST_LIMIT]
+        ]
+        return kept, len(value) - LIST_LIMIT
+    if isinstance(value, list):
+        return [e[:ENTRY_LIMIT] if isinstance(e, str) else e for e in value], 0
+    if isinstance(value, Mapping) and len(value) > LIST_LIMIT:
+        items = list(value.items())
+        kept_map = {k: v[:ENTRY_LIMIT] if isinstance(v, str) else v for k, v in items[:LIST_LIMIT]}
+        return kept_map, len(items) - LIST_LIMIT
+    return value, 0
+
+
+def bound_cell(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` with each per-item list or mapping (:data:`BOUNDED_KEYS`, at any depth)
+    cut to :data:`LIST_LIMIT` entries of at most :data:`ENTRY_LIMIT` characters, and a
+    sibling ``<key>_omitted`` counting the entries left out (plans of 100k entries made
+    reports of tens of megabytes)."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        if key in BOUNDED_KEYS:
+            value, omitted = _bounded(value)
+            if omitted:
+                out[f"{key}_omitted"] = omitted
+        if isinstance(value, Mapping):
+            value = bound_cell(value)
+        out[key] = value
+    return out
