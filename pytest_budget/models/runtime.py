@@ -159,6 +159,9 @@ class EndpointHealth:
         self.recent: deque[bool] = deque(maxlen=max(window, min_failures))
         self.down: str | None = None
         self._lock = threading.Lock()
+        # Attempts in flight (their cancel scopes): cancelled when the endpoint goes down,
+        # so none waits out its own deadline after the verdict.
+        self.in_flight: set[anyio.CancelScope] = set()
 
     def record(self, error: BaseException | None) -> None:
         failed = (
@@ -181,6 +184,11 @@ class EndpointHealth:
                     "retrying every call (is the server up and --budget-base-url right? "
                     "--budget-model-timeout sets each call's deadline)"
                 )
+                doomed = list(self.in_flight)
+            else:
+                doomed = []
+        for scope in doomed:  # same event loop: record() runs in one of its tasks
+            scope.cancel()
 
 
 class ModelRuntime:
@@ -371,7 +379,14 @@ class RuntimeChatModel:
             try:
                 if health.down is not None:  # after the wait: it may have gone down meanwhile
                     raise self._error(health.down, "endpoint_down")
-                result = await self.client.send(body, content)
+                with anyio.CancelScope() as scope:
+                    health.in_flight.add(scope)
+                    try:
+                        result = await self.client.send(body, content)
+                    finally:
+                        health.in_flight.discard(scope)
+                if scope.cancelled_caught:
+                    raise self._error(health.down or "endpoint is down", "endpoint_down")
             except ModelCallError as exc:
                 if exc.kind != "endpoint_down":
                     health.record(exc)
