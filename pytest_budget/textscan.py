@@ -54,12 +54,53 @@ def tag_contents(text: str, open_tag: str, close_tag: str) -> list[str]:
     return [text[content:end] for _, content, end, _ in _spans(text, open_tag, close_tag)]
 
 
+@lru_cache(maxsize=32)
+def _last(tag: str) -> re.Pattern[str]:
+    # Greedy ``.*`` then the tag: the last occurrence before ``endpos``, found backwards in C.
+    return re.compile(f"(?s:.*)({re.escape(tag)})", re.IGNORECASE)
+
+
 def last_tag_content(text: str, open_tag: str, close_tag: str) -> str | None:
-    """The last of :func:`tag_contents` (None when there is none), without the others."""
-    last = None
-    for last in _spans(text, open_tag, close_tag):  # noqa: B007 - the loop keeps the last
-        pass
-    return None if last is None else text[last[1] : last[2]]
+    """The last of :func:`tag_contents` (None when there is none), without the others.
+
+    The last pair closes at the first close after the last opening that has a close after
+    it; it opens at the first opening after the close before that one (closes never lie
+    inside a pair, so nothing between those two closes can pair).  Five searches in C.
+    """
+    if text.isascii() and open_tag.isascii() and close_tag.isascii():
+        return _last_ascii(text, open_tag.lower(), close_tag.lower())
+    last_close = _last(close_tag).match(text)
+    if last_close is None:
+        return None
+    last_open = _last(open_tag).match(text, 0, last_close.start(1))
+    if last_open is None:
+        return None
+    close = _literal(close_tag).search(text, last_open.end(1))
+    if close is None:  # cannot happen: last_close is after last_open
+        return None
+    before = _last(close_tag).match(text, 0, close.start())
+    opening = _literal(open_tag).search(text, before.end(1) if before else 0)
+    if opening is None or opening.end() > close.start():
+        return None
+    return text[opening.end() : close.start()]
+
+
+def _last_ascii(text: str, open_tag: str, close_tag: str) -> str | None:
+    """:func:`last_tag_content` for ASCII text: the same steps with ``str.rfind`` on the
+    lower-cased text (the same length, and ASCII case is all IGNORECASE folds there)."""
+    low = text.lower()
+    last_close = low.rfind(close_tag)
+    if last_close < 0:
+        return None
+    last_open = low.rfind(open_tag, 0, last_close)
+    if last_open < 0:
+        return None
+    close = low.find(close_tag, last_open + len(open_tag))
+    before = low.rfind(close_tag, 0, close)
+    opening = low.find(open_tag, before + len(close_tag) if before >= 0 else 0)
+    if opening < 0 or opening + len(open_tag) > close:
+        return None
+    return text[opening + len(open_tag) : close]
 
 
 def remove_tag_blocks(text: str, names: tuple[str, ...], replacement: str) -> str:

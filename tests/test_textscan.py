@@ -12,7 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_budget.planning.episode import parse_reply
-from pytest_budget.textscan import last_balanced_boxed, remove_tag_blocks, tag_contents
+from pytest_budget.textscan import (
+    last_balanced_boxed,
+    last_tag_content,
+    remove_tag_blocks,
+    tag_contents,
+)
 from pytest_budget.triage.graders import _ANSWER_LINE
 
 # The expressions of the previous versions (quadratic on hostile text): the oracles.
@@ -40,6 +45,11 @@ def pieces(*words: str) -> st.SearchStrategy[str]:
 
 
 TAGS = pieces("<answer>", "</answer>", "<ANSWER>", "</Answer>", "x", " ", "\n", "<", ">", "/")
+# Non-ASCII text takes the regular-expression path; "\u017f" (long s) matches "s" under
+# IGNORECASE and "\u0130" lower-cases to two characters.
+WIDE = pieces(
+    "<answer>", "</answer>", "<an\u017fwer>", "</ANSWER>", "\u0130", "\u00e9", "x", " ", "\n"
+)
 THINK = pieces(
     "<think>", "</think>", "<thinking>", "</THINKING>", "<reasoning>", "</reasoning>",
     "<Think>", "</thinking", "a", " ", "\n",
@@ -52,6 +62,21 @@ LINES = pieces(" ", "\t", "*", "_", "final", "Answer", "answer", ":", "x", "FINA
 @given(TAGS)
 def test_tag_contents_match_the_regular_expression(text: str) -> None:
     assert tag_contents(text, "<answer>", "</answer>") == OLD_TAG.findall(text)
+
+
+@settings(max_examples=600, deadline=None)
+@given(TAGS)
+def test_last_tag_content_is_the_last_match(text: str) -> None:
+    found = OLD_TAG.findall(text)
+    assert last_tag_content(text, "<answer>", "</answer>") == (found[-1] if found else None)
+
+
+@settings(max_examples=600, deadline=None)
+@given(WIDE)
+def test_last_tag_content_on_non_ascii_text(text: str) -> None:
+    found = OLD_TAG.findall(text)
+    assert last_tag_content(text, "<answer>", "</answer>") == (found[-1] if found else None)
+    assert tag_contents(text, "<answer>", "</answer>") == found
 
 
 @settings(max_examples=300, deadline=None)
