@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_budget.triage.plan_parser import parse_plan
+from pytest_budget.triage.plan_parser import MAX_TOKENS, parse_plan
 from pytest_budget.triage.types import Plan, PlanEntry, PlanStatus
 
 POOL = ["p1", "p2", "p3", "4"]
@@ -150,11 +150,39 @@ def test_token_counts_are_coerced_and_recorded(tokens: object, expected: int) ->
     assert len(plan.repairs) == 1 and plan.repairs[0].startswith("entry 1 ('p1'): token count")
 
 
-def test_non_finite_tokens_in_text_become_zero() -> None:
+def test_infinity_is_huge_and_nan_is_zero() -> None:
+    # Infinity is an allocation larger than any budget (like 1e400 or a 5,000-digit
+    # literal), so it is clamped, not zeroed; NaN is not a number at all.
     plan = parse_plan(
         '{"plan": [{"id": "p1", "tokens": Infinity}, {"id": "p2", "tokens": NaN}]}', POOL
     )
-    assert plan.entries == (PlanEntry("p1", 0), PlanEntry("p2", 0))
+    assert plan.entries == (PlanEntry("p1", MAX_TOKENS), PlanEntry("p2", 0))
+    assert plan.status is PlanStatus.REPAIRED
+
+
+@pytest.mark.parametrize(
+    "literal",
+    ["1e30", "1e400", "10000000000000000000", "9999999999999999999", "9" * 5000, '"1e30"'],
+)
+def test_huge_token_counts_are_clamped_not_crashing(literal: str) -> None:
+    # 5,000 digits used to raise ValueError (Python's int-string limit) out of the parser.
+    plan = parse_plan(f'{{"plan": [{{"id": "p1", "tokens": {literal}}}]}}', POOL)
+    assert plan.entries == (PlanEntry("p1", MAX_TOKENS),)
+    assert plan.status is PlanStatus.REPAIRED
+    assert "exceeds any budget" in plan.repairs[0]
+
+
+def test_huge_python_integers_in_objects_are_clamped() -> None:
+    plan = parse_plan({"plan": [{"id": "p1", "tokens": 10**5000}, {"id": 10**400}]}, POOL)
+    assert plan.entries == (PlanEntry("p1", MAX_TOKENS),)
+    assert "about 5000 digits" in plan.repairs[0]
+
+
+def test_ten_thousand_entries_with_duplicates_and_unknown_ids() -> None:
+    entries = [{"id": f"p{i % 5}", "tokens": i} for i in range(10_000)]
+    plan = parse_plan({"plan": entries}, POOL)
+    # p0 is unknown; of each repeated id only the first stays.
+    assert plan.entries == (PlanEntry("p1", 1), PlanEntry("p2", 2), PlanEntry("p3", 3))
     assert plan.status is PlanStatus.REPAIRED
 
 

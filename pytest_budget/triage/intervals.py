@@ -40,7 +40,7 @@ from pytest_budget.bootstrap import (
 )
 from pytest_budget.repeats import CellSummary, Consistency, summarize_cell
 from pytest_budget.triage.evaluate import CellOutcome
-from pytest_budget.triage.scoring import oracle_value, random_reference
+from pytest_budget.triage.scoring import clamp_allocations, oracle_value, random_reference
 from pytest_budget.triage.types import Baseline, Item, Plan
 
 __all__ = [
@@ -250,7 +250,10 @@ def resampled_scores(
 
     planned = [entry for entry in plan.planned if entry.id in index]
     order = np.array([index[entry.id] for entry in planned], dtype=np.int64)
-    allocation = np.array([entry.tokens for entry in planned], dtype=np.int64)
+    # An allocation above every resample's budget scores like budget + 1 (and keeps the
+    # running totals far from int64's limit).
+    ceiling = int(budget.max(initial=0))
+    allocation = clamp_allocations([entry.tokens for entry in planned], ceiling)
     in_order = counts[:, order]
     v_u = _prefix_values(in_order, costs[order], earn[order], budget)
     v_e = _prefix_values(

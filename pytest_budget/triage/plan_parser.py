@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from pytest_budget.triage.types import Plan, PlanEntry, PlanStatus
 
-__all__ = ["parse_plan"]
+__all__ = ["MAX_TOKENS", "parse_plan"]
 
 _ID_KEYS = ("id", "problem_id")
 _TOKEN_KEYS = ("tokens", "allocation", "budget", "max_tokens")
@@ -36,6 +36,13 @@ _SCAN_BUDGET = 30_000_000
 _DEEP_FAILURE_COST = 50_000
 #: How deep to look inside decoded JSON for a nested plan.
 _MAX_DEPTH = 6
+#: Largest token count a plan entry keeps (2**53, exact as a JSON number in any reader).
+#: Budgets are sums of measured output tokens, far below it, so a larger allocation
+#: behaves exactly like this one: it exceeds whatever budget remains (regime E stops there).
+MAX_TOKENS = 2**53
+#: Integer literals longer than this are not converted digit by digit (Python refuses
+#: past 4,300 digits, and the cost is quadratic): they are read as "huger than any budget".
+_MAX_INT_DIGITS = 60
 
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
@@ -66,8 +73,9 @@ def parse_plan(raw: object, pool_ids: Sequence[str]) -> Plan:
 
     Entries keep their order.  Ids are matched as strings (an integer id 3 matches pool id
     "3"); ids not in the pool are dropped, and of a repeated id only the first entry stays.
-    Token counts become non-negative integers ("1,200" -> 1200, 12.7 -> 12, -5 -> 0, and
-    anything non-numeric -> 0).  Entries with 0 tokens are kept but are not planned.
+    Token counts become non-negative integers ("1,200" -> 1200, 12.7 -> 12, -5 -> 0, NaN
+    and anything non-numeric -> 0, anything above :data:`MAX_TOKENS` (1e30, Infinity) ->
+    :data:`MAX_TOKENS`).  Entries with 0 tokens are kept but are not planned.
     """
     pool = {str(item_id) for item_id in pool_ids}
     prior: tuple[str, ...] = ()
@@ -178,7 +186,7 @@ def _search(text: str, *, salvage: bool) -> _Located | None:
 
 def _decode_all(text: str) -> list[tuple[object, int, int]]:
     """Every top-level JSON value in ``text`` as (value, start, end), left to right."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=_parse_int, parse_constant=_parse_constant)
     values: list[tuple[object, int, int]] = []
     spent = 0
     position = 0
@@ -194,6 +202,10 @@ def _decode_all(text: str) -> list[tuple[object, int, int]]:
             spent += error.pos + 1
             position = start + 1
             continue
+        except ValueError:  # anything else the decoder refuses: skip this start
+            spent += len(text) - start
+            position = start + 1
+            continue
         except RecursionError:
             spent += _DEEP_FAILURE_COST
             position = start + 1
@@ -202,6 +214,18 @@ def _decode_all(text: str) -> list[tuple[object, int, int]]:
         # Values nested inside this one are reached through it, not by rescanning.
         position = end
     return values
+
+
+def _parse_int(literal: str) -> int | float:
+    """A JSON integer; one too long to matter becomes +/-inf (clamped or zeroed later)."""
+    if len(literal.lstrip("-")) > _MAX_INT_DIGITS:
+        return -math.inf if literal.startswith("-") else math.inf
+    return int(literal)
+
+
+def _parse_constant(name: str) -> float:
+    # NaN / Infinity / -Infinity are not JSON but models write them; read them as floats.
+    return float(name)
 
 
 def _with_surroundings(
@@ -368,6 +392,8 @@ def _coerce_id(raw: object, pool: set[str]) -> tuple[str | None, str | None]:
     if isinstance(raw, bool):
         return None, None
     if isinstance(raw, int):
+        if raw.bit_length() > 200:  # no pool id is that long; str() would be slow or refuse
+            return None, None
         return str(raw), f"id {raw} read as {_show(str(raw))}"
     if isinstance(raw, float) and raw.is_integer():
         text = str(int(raw))
@@ -376,22 +402,29 @@ def _coerce_id(raw: object, pool: set[str]) -> tuple[str | None, str | None]:
 
 
 def _coerce_tokens(raw: object) -> tuple[int, str | None]:
-    """A non-negative integer token count, and a note whenever the value had to change."""
+    """A non-negative integer token count, and a note whenever the value had to change.
+
+    Negative counts become 0, fractions are floored, and counts above :data:`MAX_TOKENS`
+    (including +inf and literals too long to convert) become :data:`MAX_TOKENS`.  NaN and
+    anything that is not a number read as 0.
+    """
     if raw is _MISSING:
         return 0, "no token count, read as 0"
     number: float | int | None = None
     if isinstance(raw, bool):
         number = None
     elif isinstance(raw, int):
-        if raw >= 0:
+        if 0 <= raw <= MAX_TOKENS:
             return raw, None
         number = raw
     elif isinstance(raw, float):
-        number = raw if math.isfinite(raw) else None
+        number = None if math.isnan(raw) else raw
     elif isinstance(raw, str):
         number = _parse_number(raw)
     if number is None:
         return 0, f"token count {_show(raw)} is not a number, read as 0"
+    if number > MAX_TOKENS:
+        return MAX_TOKENS, f"token count {_show(raw)} exceeds any budget, read as {MAX_TOKENS}"
     tokens = max(0, math.floor(number))
     return tokens, f"token count {_show(raw)} read as {tokens}"
 
@@ -399,13 +432,21 @@ def _coerce_tokens(raw: object) -> tuple[int, str | None]:
 def _parse_number(text: str) -> float | None:
     # Thousands separators and a trailing unit are common in model output.
     cleaned = text.strip().replace(",", "").replace("_", "")
+    if len(cleaned) > 400:
+        return None
     match = _NUMBER.fullmatch(cleaned)
     if match is None:
         return None
-    value = float(match.group(1))
-    return value if math.isfinite(value) else None
+    value = float(match.group(1))  # a huge literal gives inf, clamped by the caller
+    return None if math.isnan(value) else value
 
 
 def _show(value: object) -> str:
-    text = repr(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        # repr() of a huge integer is slow and refuses past 4,300 digits.
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    try:
+        text = repr(value)
+    except Exception:  # a user object whose repr fails must not crash the parser
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 40 else text[:37] + "..."

@@ -32,6 +32,7 @@ __all__ = [
     "OracleResult",
     "RandomReference",
     "detection_rate",
+    "clamp_allocations",
     "efficiency",
     "execute_advisory",
     "execute_enforced",
@@ -216,15 +217,16 @@ def execute_enforced(
     equals the baseline run when it fits).  Items with a_i == 0 are not in the plan.
     """
     c, y, v = _pool_arrays(costs, solved, values)
-    alloc = _as_counts(allocations, "allocations")
+    limit = _as_budget(budget)
+    alloc = _as_counts(clamp_allocations(allocations, limit), "allocations")
     raw_order = np.asarray(order)
     if raw_order.shape != alloc.shape:
         raise ValueError("allocations must be aligned with order (one per plan position)")
     keep = alloc > 0
     idx = _as_order(raw_order[keep], c.size)
     alloc = alloc[keep]
-    limit = _as_budget(budget)
-    # Same prefix argument as regime U, with allocations as the charge.
+    # Same prefix argument as regime U, with allocations as the charge.  Every charge is
+    # at most B + 1, so the running total first passes B before it could leave int64.
     charged_through = np.cumsum(alloc)
     stop = int(np.searchsorted(charged_through, limit, side="right"))
     executed = idx[:stop]
@@ -236,6 +238,30 @@ def execute_enforced(
         scored=tuple(scored.tolist()),
         spent=int(charged_through[stop - 1]) if stop else 0,
     )
+
+
+def clamp_allocations(allocations: Sequence[int] | npt.ArrayLike, budget: int) -> _IntArray:
+    """Allocations with every a_i > B replaced by B + 1, as exact int64 counts.
+
+    Regime E stops at the first allocation that exceeds the remaining budget, which any
+    a_i > B does, and such an item never runs: so B + 1 scores exactly like any larger
+    allocation, of any size (Python integers past int64, ``inf``).  Negative, NaN and
+    fractional allocations are refused (the plan parser has already repaired them).
+    """
+    ceiling = _as_budget(budget) + 1
+    if isinstance(allocations, np.ndarray) and np.issubdtype(allocations.dtype, np.integer):
+        return np.minimum(allocations.astype(np.int64), ceiling)
+    out: list[int] = []
+    for a in np.asarray(allocations, dtype=object).ravel().tolist():
+        if isinstance(a, bool) or not isinstance(a, int | float | np.number):
+            raise ValueError("allocations must be integer token counts")
+        if isinstance(a, float | np.floating) and not math.isinf(a):
+            if math.isnan(a) or a != math.floor(a):
+                raise ValueError("allocations must be integer token counts")
+        if a < 0:
+            raise ValueError("allocations must be non-negative")
+        out.append(ceiling if a >= ceiling else int(a))
+    return np.asarray(out, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- oracle
