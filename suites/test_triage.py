@@ -19,7 +19,7 @@ from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.repeats import CellSummary
 from pytest_budget.roles import agent_name
-from pytest_budget.triage.evaluate import CellOutcome, run_cell
+from pytest_budget.triage.evaluate import CellOutcome, cell_notes, run_cell
 from pytest_budget.triage.intervals import cell_summary, item_units
 from pytest_budget.triage.phase0 import BaselineReport
 from pytest_budget.triage.types import Pool
@@ -201,6 +201,8 @@ def test_triage(
             # at the first allocation that no longer fits) and counted here.
             "over_budget": sum(entry.tokens for entry in outcome.plan.planned) > outcome.budget,
             **summary.report_fields(),
+            # Unparseable plans excluded from eta, V_oracle = 0, the D.2 convention; D, W counts.
+            **cell_notes(outcomes),
             "v_random_stderr": scores.v_random_stderr,
             "planned_ids": list(scores.planned_ids),
             "executed_ids": {"u": list(scores.executed_u), "e": list(scores.executed_e)},

@@ -26,6 +26,12 @@ from pytest_budget.triage import (
     run_cell,
     score_plan,
 )
+from pytest_budget.triage.evaluate import (
+    NOTE_CONVENTION,
+    NOTE_NO_ORACLE,
+    NOTE_NOTHING_SOLVED,
+    NOTE_UNPARSEABLE,
+)
 
 # Hand-worked pool: costs 4, 3, 5, 2; b is not solvable; sum 14, alpha 0.5 -> B = 7.
 ITEMS = tuple(Item(id=name, text=f"problem {name}") for name in "abcd")
@@ -142,7 +148,45 @@ def test_regret_undefined_when_nothing_is_solvable() -> None:
     scores = score_plan(plan(("a", 4)), ITEMS, truth, B, seed=0)
     assert scores.v_oracle == 0.0
     assert scores.regret_u is None
-    assert scores.eta_u == 1.0  # D.2 with V_oracle = V_random = 0 and V >= 0
+    # §3.2: pools with V_oracle = 0 are out of scope and excluded (not D.2's 1.0).
+    assert scores.eta_u is None and scores.eta_e is None
+    assert scores.eta_u_as_empty is None
+    assert scores.eta_note == NOTE_NOTHING_SOLVED
+
+
+def test_no_solved_item_fits_is_excluded_with_its_own_note() -> None:
+    # b is solved but costs 3 > B = 2: V_oracle = 0 although the solver solved something.
+    truth = {
+        "a": Baseline(solved=False, tokens=4),
+        "b": Baseline(solved=True, tokens=3),
+        "c": Baseline(solved=False, tokens=5),
+        "d": Baseline(solved=False, tokens=2),
+    }
+    scores = score_plan(plan(("b", 3)), ITEMS, truth, 2, seed=0)
+    assert scores.v_oracle == 0.0 and scores.eta_u is None
+    assert scores.eta_note == NOTE_NO_ORACLE
+
+
+def test_full_budget_eta_is_marked_as_convention() -> None:
+    full = budget_for([4, 3, 5, 2], 1.0)
+    scores = score_plan(plan(("a", 4), ("d", 2)), ITEMS, TRUTH, full, seed=0)
+    assert scores.eta_u == 0.0 and scores.eta_note == NOTE_CONVENTION
+    half = score_plan(plan(("a", 4)), ITEMS, TRUTH, B, seed=0)
+    assert half.eta_note is None
+
+
+def test_unparseable_plan_is_excluded_with_the_empty_plan_figure_beside_it() -> None:
+    bad = Plan(status=PlanStatus.UNPARSEABLE, repairs=("no JSON",))
+    scores = score_plan(bad, ITEMS, TRUTH, B, seed=0)
+    assert scores.excluded and scores.eta_note == NOTE_UNPARSEABLE
+    for key in ("v_u", "v_e", "eta_u", "eta_e", "regret_u", "regret_e"):
+        assert scores.as_scores()[key] is None, key
+    # Counted as the empty plan: V = 0, eta = (0 - V_random) / (2 - V_random).
+    expected = (0 - V_RANDOM) / (2 - V_RANDOM)
+    assert scores.eta_u_as_empty == pytest.approx(expected)
+    assert scores.eta_e_as_empty == pytest.approx(expected)
+    ok = score_plan(plan(("d", 2), ("a", 4)), ITEMS, TRUTH, B, seed=0)
+    assert ok.eta_u_as_empty == ok.eta_u == 1.0
 
 
 def run(planner: object, alpha: float = 0.5) -> object:
@@ -156,7 +200,8 @@ def test_run_cell_with_raw_text_and_garbage() -> None:
     assert repaired.scores.v_u == 1.0
     invalid = run(lambda request: "no idea")
     assert invalid.outcome == "invalid" and invalid.reason
-    assert invalid.scores.v_u == 0.0 and invalid.scores.plan_status == "unparseable"
+    assert invalid.scores.v_u is None and invalid.scores.plan_status == "unparseable"
+    assert invalid.scores.eta_u is None and invalid.scores.eta_u_as_empty is not None
     nothing = run(lambda request: None)
     assert nothing.outcome == "invalid"
 
@@ -202,8 +247,11 @@ def test_oracle_planner_scores_one_in_both_regimes(
     }
     pool = Pool(name="p", items=items)
     outcome = anyio.run(lambda: run_cell(pool, truth, alpha, OraclePlanner(), seed=3))
-    assert outcome.scores.eta_u == 1.0
-    assert outcome.scores.eta_e == 1.0
+    if outcome.scores.v_oracle == 0:  # out of scope (§3.2): no eta
+        assert outcome.scores.eta_u is None and outcome.scores.eta_e is None
+    else:
+        assert outcome.scores.eta_u == 1.0
+        assert outcome.scores.eta_e == 1.0
     assert outcome.scores.v_u == outcome.scores.v_oracle
     assert math.isfinite(outcome.scores.v_random)
 

@@ -78,6 +78,12 @@ def _plan(cell: Cell) -> object:
     return cell.get("plan_status", "-")
 
 
+def _triage_note(cell: Cell) -> object:
+    from pytest_budget.triage.summary import cell_note
+
+    return cell_note(cell)
+
+
 def _blocks(cell: Cell) -> object:
     scores = _scores(cell)
     return f"{scores.get('blocks_applied', 0)}/{scores.get('blocks_dropped', 0)}"
@@ -99,6 +105,7 @@ _COLUMNS: dict[str, tuple[Column, ...]] = {
         _field("variant", "var"), _AGENT, _field("budget", "B"),
         _score("eta_u"), _score("eta_e"), _score("regret_u"), _score("regret_e"),
         _score("detection", "detect"), _score("waste"), Column("plan", _plan),
+        Column("note", _triage_note, None, "why eta is undefined or set by convention"),
     ),
     "triage-resolve": (
         _field("pool"), _field("alpha"), _AGENT, _score("n", delta=False),

@@ -21,6 +21,7 @@ from pytest_budget.triage.prompts import render_plan_prompt
 from pytest_budget.triage.scoring import (
     detection_rate,
     efficiency,
+    efficiency_is_conventional,
     execute_advisory,
     execute_enforced,
     oracle_value,
@@ -30,7 +31,18 @@ from pytest_budget.triage.scoring import (
 )
 from pytest_budget.triage.types import Baseline, Item, Plan, PlanRequest, PlanStatus, Pool
 
-__all__ = ["CellOutcome", "TriageScores", "budget_for", "run_cell", "score_plan"]
+__all__ = [
+    "NOTE_CONVENTION",
+    "NOTE_NOTHING_SOLVED",
+    "NOTE_NO_ORACLE",
+    "NOTE_UNPARSEABLE",
+    "CellOutcome",
+    "TriageScores",
+    "budget_for",
+    "cell_notes",
+    "run_cell",
+    "score_plan",
+]
 
 _DOMAIN_WORDING = {
     "arith": "arithmetic problems",
@@ -44,17 +56,34 @@ def budget_for(costs: Sequence[int], alpha: float) -> int:
     return math.floor(alpha * sum(costs) + 1e-9)
 
 
+#: Why eta is left out (TRIAGE §3.2, App. B) or given by convention (App. D.2).
+NOTE_UNPARSEABLE = "excluded: the plan stayed unparseable after repair (App. B)"
+NOTE_NOTHING_SOLVED = "excluded: the solver solved none of the pool's items, V_oracle = 0 (§3.2)"
+NOTE_NO_ORACLE = "excluded: no solved item fits the budget, V_oracle = 0 (§3.2)"
+NOTE_CONVENTION = (
+    "by convention: V_oracle = V_random, eta = 1 if V >= V_oracle else 0 (App. D.2; "
+    "at alpha = 1 every ordering fits, Prop. D.1)"
+)
+
+
 @dataclass(frozen=True)
 class TriageScores:
-    """Every score of one triage cell (None where the paper leaves a score undefined)."""
+    """Every score of one triage cell (None where the paper leaves a score undefined).
 
-    v_u: float
-    v_e: float
+    A plan that stayed unparseable after repair is excluded (App. B): its V, eta, regret,
+    detection and waste are None, and ``eta_u_as_empty`` / ``eta_e_as_empty`` give the
+    alternative figure that scores it as the empty plan.  A pool with V_oracle = 0 is out
+    of scope (§3.2): eta is None there too.  ``eta_note`` says which case applies, or that
+    eta was set by the App. D.2 convention (V_oracle = V_random, e.g. alpha = 1).
+    """
+
+    v_u: float | None
+    v_e: float | None
     v_oracle: float
     v_random: float
     v_random_stderr: float
-    eta_u: float
-    eta_e: float
+    eta_u: float | None
+    eta_e: float | None
     regret_u: float | None
     regret_e: float | None
     detection: float | None
@@ -64,12 +93,22 @@ class TriageScores:
     executed_u: tuple[str, ...] = ()
     executed_e: tuple[str, ...] = ()
     scored_e: tuple[str, ...] = ()
+    eta_u_as_empty: float | None = None
+    eta_e_as_empty: float | None = None
+    eta_note: str | None = None
+    detection_counts: tuple[int, int] | None = None
+    waste_tokens: tuple[int, int] | None = None
+
+    @property
+    def excluded(self) -> bool:
+        """True when this plan is left out of the eta averages (unparseable)."""
+        return self.plan_status == "unparseable"
 
     def as_scores(self) -> dict[str, float | None]:
         """The numeric scores, as stored in snapshots and the report's ``scores`` object."""
         keys = (
             "v_u", "v_e", "v_oracle", "v_random", "eta_u", "eta_e",
-            "regret_u", "regret_e", "detection", "waste",
+            "regret_u", "regret_e", "detection", "waste", "eta_u_as_empty", "eta_e_as_empty",
         )  # fmt: skip
         return {key: _clean(getattr(self, key)) for key in keys}
 
@@ -101,7 +140,10 @@ def score_plan(
     """Execute ``plan`` under regimes U and E and normalise (TRIAGE §3.2, App. D).
 
     Only items with a baseline take part (the gradeable items).  Plan entries naming
-    other ids are ignored; entries with 0 tokens are not in the planned set.
+    other ids are ignored; entries with 0 tokens are not in the planned set.  Allocations
+    above B are charged as B + 1 (they stop regime E either way), so any plan scores.
+    An unparseable plan is scored as the empty plan only for ``eta_*_as_empty``; its own
+    scores are None (excluded).  A pool with V_oracle = 0 has no eta (§3.2).
     """
     gradeable = [item for item in items if item.id in baselines]
     index = {item.id: i for i, item in enumerate(gradeable)}
@@ -120,24 +162,45 @@ def score_plan(
 
     unsolvable = [item.id for item in gradeable if item.unsolvable]
     planned_ids = [entry.id for entry in planned]
-    detection = detection_rate(planned_ids, unsolvable) if unsolvable else None
-    waste = (
-        waste_rate({entry.id: entry.tokens for entry in planned}, unsolvable)
-        if unsolvable
-        else None
-    )
+    excluded = plan.status is PlanStatus.UNPARSEABLE
+    detection = detection_counts = waste = waste_tokens = None
+    if unsolvable and not excluded:
+        detection = detection_rate(planned_ids, unsolvable)
+        waste = waste_rate({entry.id: entry.tokens for entry in planned}, unsolvable)
+        left_out = len(set(unsolvable) - set(planned_ids))
+        detection_counts = (left_out, len(unsolvable))
+        unsolvable_set = set(unsolvable)
+        waste_tokens = (
+            sum(e.tokens for e in planned if e.id in unsolvable_set),
+            sum(e.tokens for e in planned),
+        )
+    no_oracle = best.value <= 0
+    eta_u = None if no_oracle else efficiency(run_u.value, best.value, reference.mean)
+    eta_e = None if no_oracle else efficiency(run_e.value, best.value, reference.mean)
+    note: str | None = None
+    if no_oracle:
+        note = NOTE_NOTHING_SOLVED if not any(solved) else NOTE_NO_ORACLE
+    elif excluded:
+        note = NOTE_UNPARSEABLE
+    elif efficiency_is_conventional(best.value, reference.mean):
+        note = NOTE_CONVENTION
     return TriageScores(
-        v_u=run_u.value,
-        v_e=run_e.value,
+        v_u=None if excluded else run_u.value,
+        v_e=None if excluded else run_e.value,
         v_oracle=best.value,
         v_random=reference.mean,
         v_random_stderr=reference.stderr,
-        eta_u=efficiency(run_u.value, best.value, reference.mean),
-        eta_e=efficiency(run_e.value, best.value, reference.mean),
-        regret_u=regret(run_u.value, best.value),
-        regret_e=regret(run_e.value, best.value),
+        eta_u=None if excluded else eta_u,
+        eta_e=None if excluded else eta_e,
+        regret_u=None if excluded else regret(run_u.value, best.value),
+        regret_e=None if excluded else regret(run_e.value, best.value),
         detection=detection,
         waste=waste,
+        eta_u_as_empty=eta_u,
+        eta_e_as_empty=eta_e,
+        eta_note=note,
+        detection_counts=detection_counts,
+        waste_tokens=waste_tokens,
         plan_status=plan.status.value,
         planned_ids=tuple(planned_ids),
         executed_u=tuple(gradeable[i].id for i in run_u.executed),
@@ -150,8 +213,9 @@ def score_plan(
 class CellOutcome:
     """What happened in one cell: the plan, its scores and any problem with the agent.
 
-    ``outcome`` is ``ok``, ``invalid`` (the plan could not be parsed; scored as the empty
-    plan) or ``error`` (the planner raised; also scored as the empty plan).
+    ``outcome`` is ``ok``, ``invalid`` (the plan could not be parsed: excluded from eta,
+    with the empty-plan figure in ``eta_*_as_empty``) or ``error`` (the planner raised;
+    treated the same way).
     """
 
     budget: int
@@ -226,3 +290,38 @@ async def run_cell(
         agent=name,
         repairs=plan.repairs,
     )
+
+
+def cell_notes(outcomes: Sequence[CellOutcome]) -> dict[str, Any]:
+    """The report fields that explain a cell's eta, over its K plans (repeats).
+
+    * ``excluded``: how many of the K plans were left out of the eta averages because they
+      stayed unparseable after repair (App. B), out of how many;
+    * ``eta_note``: why eta is missing (V_oracle = 0, or every plan excluded) or set by the
+      App. D.2 convention (V_oracle = V_random, e.g. alpha = 1), else None;
+    * ``detection_counts`` = [unsolvable items left out, unsolvable items] and
+      ``waste_tokens`` = [tokens allocated to unsolvable items, tokens allocated], summed
+      over the counted plans (None when the pool has no injected item or none counted).
+    """
+    scores = [outcome.scores for outcome in outcomes]
+    excluded = sum(score.excluded for score in scores)
+    first = scores[0]
+    note: str | None = None
+    pool_notes = [s.eta_note for s in scores if s.eta_note in (NOTE_NOTHING_SOLVED, NOTE_NO_ORACLE)]
+    if pool_notes:
+        note = pool_notes[0]
+    elif scores and excluded == len(scores):
+        note = f"all {len(scores)} plan(s) {NOTE_UNPARSEABLE}"
+    elif efficiency_is_conventional(first.v_oracle, first.v_random):
+        note = NOTE_CONVENTION
+    counted = [s for s in scores if s.detection_counts is not None]
+    detection_counts = waste_tokens = None
+    if counted:
+        detection_counts = [sum(s.detection_counts[i] for s in counted) for i in (0, 1)]  # type: ignore[index]
+        waste_tokens = [sum(s.waste_tokens[i] for s in counted) for i in (0, 1)]  # type: ignore[index]
+    return {
+        "excluded": {"unparseable": excluded, "plans": len(scores)},
+        "eta_note": note,
+        "detection_counts": detection_counts,
+        "waste_tokens": waste_tokens,
+    }

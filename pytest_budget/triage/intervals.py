@@ -41,7 +41,7 @@ from pytest_budget.bootstrap import (
 from pytest_budget.repeats import CellSummary, Consistency, summarize_cell
 from pytest_budget.triage.evaluate import CellOutcome
 from pytest_budget.triage.scoring import clamp_allocations, oracle_value, random_reference
-from pytest_budget.triage.types import Baseline, Item, Plan
+from pytest_budget.triage.types import Baseline, Item, Plan, PlanStatus
 
 __all__ = [
     "INNER_SAMPLES",
@@ -279,17 +279,32 @@ def resampled_scores(
             ),
             np.nan,
         )
+    # Resamples with V_oracle = 0 have no eta (TRIAGE §3.2), as the cell itself.
+    in_scope = v_oracle > 0
+    eta_u = np.where(in_scope, _efficiency(v_u, v_oracle, v_random), np.nan)
+    eta_e = np.where(in_scope, _efficiency(v_e, v_oracle, v_random), np.nan)
+    if plan.status is PlanStatus.UNPARSEABLE:
+        # Excluded from every plan score; only the "counted as empty" figure remains.
+        blank = np.full(counts.shape[0], np.nan)
+        return {
+            "v_u": blank, "v_e": blank, "v_oracle": v_oracle, "v_random": v_random,
+            "eta_u": blank, "eta_e": blank, "regret_u": blank, "regret_e": blank,
+            "detection": blank, "waste": blank, "eta_u_as_empty": eta_u,
+            "eta_e_as_empty": eta_e,
+        }  # fmt: skip
     return {
         "v_u": v_u,
         "v_e": v_e,
         "v_oracle": v_oracle,
         "v_random": v_random,
-        "eta_u": _efficiency(v_u, v_oracle, v_random),
-        "eta_e": _efficiency(v_e, v_oracle, v_random),
+        "eta_u": eta_u,
+        "eta_e": eta_e,
         "regret_u": _regret(v_u, v_oracle),
         "regret_e": _regret(v_e, v_oracle),
         "detection": detection,
         "waste": waste,
+        "eta_u_as_empty": eta_u,
+        "eta_e_as_empty": eta_e,
     }
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "clamp_allocations",
     "detection_rate",
     "efficiency",
+    "efficiency_is_conventional",
     "execute_advisory",
     "execute_enforced",
     "kendall_tau_b",
@@ -491,6 +492,12 @@ def _exact_random_mean(c: _IntArray, earn: _FloatArray, limit: int) -> float:
 
 
 # --------------------------------------------------------------------------- derived scores
+
+
+def efficiency_is_conventional(v_oracle: float, v_random: float) -> bool:
+    """True when eta's denominator vanishes and :func:`efficiency` uses App. D.2's rule."""
+    scale = max(1.0, abs(v_oracle), abs(v_random))
+    return abs(v_oracle - v_random) <= _TOLERANCE * scale
 
 
 def efficiency(v: float, v_oracle: float, v_random: float) -> float:

@@ -10,14 +10,57 @@ from typing import Any
 from pytest_budget.tables import render_table
 from pytest_budget.triage.scoring import kendall_tau_b
 
-__all__ = ["resolve_table", "triage_table", "variant_agreement"]
+__all__ = ["cell_note", "eta_cell", "resolve_table", "triage_table", "variant_agreement"]
+
+#: Shown instead of a number where eta is undefined (the note column says why).
+UNDEFINED = "\u2014"
+
+
+def eta_cell(cell: Mapping[str, Any], key: str) -> object:
+    """An eta score for a table: the number, or an em dash when the cell explains why none."""
+    value = cell.get("scores", {}).get(key)
+    if value is None and (cell.get("eta_note") or cell.get("outcome", "ok") != "ok"):
+        return UNDEFINED
+    return value
+
+
+def cell_note(cell: Mapping[str, Any]) -> str:
+    """A short note for the table: why eta is missing or conventional, and exclusions.
+
+    When some plans were excluded as unparseable, the alternative figure that counts them
+    as empty plans is shown beside it (``as empty: eta_u=..., eta_e=...``).
+    """
+    parts: list[str] = []
+    note = cell.get("eta_note")
+    if isinstance(note, str):
+        if "solved none" in note:
+            parts.append("V_oracle=0: solver solved 0 items")
+        elif "V_oracle = 0" in note:
+            parts.append("V_oracle=0: no solved item fits B")
+        elif note.startswith("all "):
+            parts.append("every plan unparseable")
+        elif "convention" in note:
+            parts.append("eta by convention (V_oracle=V_random, D.2)")
+    excluded = cell.get("excluded")
+    if isinstance(excluded, Mapping) and excluded.get("unparseable"):
+        scores = cell.get("scores", {})
+        alt = ", ".join(
+            f"{key[:5]}={value:.3f}" if isinstance(value, int | float) else f"{key[:5]}=-"
+            for key in ("eta_u_as_empty", "eta_e_as_empty")
+            for value in [scores.get(key)]
+        )
+        parts.append(
+            f"{excluded['unparseable']}/{excluded.get('plans')} unparseable excluded"
+            f" (as empty: {alt})"
+        )
+    return "; ".join(parts)
 
 
 def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     """The triage score table and a line of plan-status counts."""
     headers = [
         "pool", "unsolv", "alpha", "var", "agent", "B", "eta_u", "eta_e",
-        "regret_u", "regret_e", "detect", "waste", "plan",
+        "regret_u", "regret_e", "detect", "waste", "plan", "note",
     ]  # fmt: skip
     rows = []
     statuses: Counter[str] = Counter()
@@ -30,13 +73,17 @@ def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         rows.append([
             cell.get("pool"), cell.get("unsolvable_ratio"), cell.get("alpha"),
             cell.get("variant"), cell.get("agent"), cell.get("budget"),
-            scores.get("eta_u"), scores.get("eta_e"), scores.get("regret_u"),
+            eta_cell(cell, "eta_u"), eta_cell(cell, "eta_e"), scores.get("regret_u"),
             scores.get("regret_e"), scores.get("detection"), scores.get("waste"),
             status if cell.get("outcome", "ok") == "ok" else f"{status} ({cell.get('outcome')})",
+            cell_note(cell),
         ])  # fmt: skip
     lines = render_table(headers, rows)
     counts = ", ".join(f"{statuses.get(key, 0)} {key}" for key in ("ok", "repaired", "unparseable"))
-    lines.append(f"plans: {counts}; {over_budget} with allocations over B")
+    lines.append(
+        f"plans: {counts}; {over_budget} with allocations over B; unparseable plans are "
+        "excluded from eta (TRIAGE App. B), 'as empty' scores them as the empty plan"
+    )
     lines.extend(variant_agreement(cells))
     return lines
 
