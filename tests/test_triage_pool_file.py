@@ -322,11 +322,12 @@ def test_write_refuses_duplicate_ids(tmp_path: Path) -> None:
 # -- chunking -------------------------------------------------------------------------------
 
 
-def test_chunking_65_items_gives_30_30_5() -> None:
+def test_chunking_65_items_gives_balanced_22_22_21() -> None:
+    # Not 30, 30, 5: a 5-item trailing chunk makes a near-degenerate cell.
     items = [item(i) for i in range(65)]
     pools = chunk_pool("big", items)
     assert [pool.name for pool in pools] == ["big#0", "big#1", "big#2"]
-    assert [len(pool) for pool in pools] == [30, 30, 5]
+    assert [len(pool) for pool in pools] == [22, 22, 21]
     assert [i for pool in pools for i in pool.items] == items  # consecutive, order kept
     assert {pool.domain for pool in pools} == {"big"}
 
@@ -339,6 +340,22 @@ def test_a_pool_that_fits_keeps_its_name() -> None:
         "x#1",
         "x#2",
     ]
+
+
+@pytest.mark.parametrize(
+    ("n", "size", "expected"),
+    [
+        (61, 30, [21, 20, 20]),
+        (60, 30, [30, 30]),
+        (31, 30, [16, 15]),
+        (8, 5, [4, 4]),
+        (7, 1, [1] * 7),
+    ],
+)
+def test_chunk_sizes_are_balanced(n: int, size: int, expected: list[int]) -> None:
+    pools = chunk_pool("x", [item(i) for i in range(n)], chunk_size=size)
+    assert [len(pool) for pool in pools] == expected
+    assert max(expected) - min(expected) <= 1 and max(expected) <= size
 
 
 @pytest.mark.parametrize("size", [0, -3])
@@ -361,9 +378,9 @@ def test_load_pools_names_by_stem_and_chunks(tmp_path: Path) -> None:
     small = write_lines(tmp_path / "small.jsonl", '{"id": "s", "text": "t", "grader": "choice"}')
     pools = load_pools([big, small], valid_graders=GRADERS)
     assert [(p.name, len(p)) for p in pools] == [
-        ("big#0", 30),
-        ("big#1", 30),
-        ("big#2", 5),
+        ("big#0", 22),
+        ("big#1", 22),
+        ("big#2", 21),
         ("small", 1),
     ]
     assert pools[3].items[0].domain == "small"

@@ -282,8 +282,11 @@ def _check_chunk_size(chunk_size: int) -> None:
 def chunk_pool(
     name: str, items: Sequence[Item], chunk_size: int = DEFAULT_CHUNK_SIZE
 ) -> tuple[Pool, ...]:
-    """Split ``items`` into consecutive pools of at most ``chunk_size`` items.
+    """Split ``items`` into consecutive, balanced pools of at most ``chunk_size`` items.
 
+    The fewest chunks that respect ``chunk_size`` are used, and their sizes differ by at
+    most one (65 items at 30 -> 22, 22, 21, not 30, 30, 5): a tiny trailing chunk would
+    make a cell whose budget, oracle and random reference rest on a handful of items.
     One chunk is named ``name``; several are ``name#0``, ``name#1``, ...  Each pool's
     domain is ``name``.  Larger pools are chunked because a planner sees the whole pool in
     one prompt and the TRIAGE setting is pools of at most 30.
@@ -291,7 +294,12 @@ def chunk_pool(
     _check_chunk_size(chunk_size)
     if not items:
         raise ValueError(f"pool {name!r} has no items")
-    chunks = [tuple(items[i : i + chunk_size]) for i in range(0, len(items), chunk_size)]
+    count = -(-len(items) // chunk_size)  # ceil
+    small, extra = divmod(len(items), count)
+    bounds = [0]
+    for index in range(count):
+        bounds.append(bounds[-1] + small + (index < extra))
+    chunks = [tuple(items[bounds[i] : bounds[i + 1]]) for i in range(count)]
     if len(chunks) == 1:
         return (Pool(name=name, items=chunks[0], domain=name),)
     return tuple(
