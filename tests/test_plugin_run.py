@@ -200,10 +200,15 @@ def test_user_pool_is_chunked_and_named_by_stem(pytester: pytest.Pytester) -> No
     result.assert_outcomes(passed=3)
     cells = report_of(pytester, "r.json")["cells"]
     assert [c["pool"] for c in cells] == ["sums#0", "sums#1", "sums#2"]
-    # The reference solver does these sums, so three-item chunks have value to pick; the
-    # one-item chunk's budget is half its only cost, so nothing fits and regret is undefined.
-    assert [c["scores"]["v_oracle"] for c in cells] == [1.0, 1.0, 0.0]
-    assert cells[2]["scores"]["regret_u"] is None
+    # Balanced chunks (3, 2, 2), not 3, 3 and a one-item leftover whose budget (half its
+    # only cost) fits nothing, a V_oracle = 0 cell with no eta.
+    assert [c["phase0"]["items"] for c in cells] == [3, 2, 2]
+    assert [c["scores"]["v_oracle"] for c in cells] == [1.0, 1.0, 1.0]
+    # Costs are alike, so exactly one item fits B and every ordering scores 1: V_random =
+    # V_oracle, and eta 1.0 is the D.2 convention, said so in the JSON and the table.
+    assert all("by convention" in c["eta_note"] for c in cells), [c["eta_note"] for c in cells]
+    result.stdout.fnmatch_lines(["sums#0 *1.000*eta by convention (V_oracle=V_random, D.2)"])
+    assert all(c["excluded"] == {"unparseable": 0, "plans": 1} for c in cells)
 
 
 def test_score_objects_compare_readably(pytester: pytest.Pytester) -> None:
