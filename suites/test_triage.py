@@ -212,6 +212,10 @@ def test_triage(
                 # Solved in Phase 0: the base accuracy line of the HTML report's eta bars.
                 "solved": sum(b.solved for b in phase0.baselines.values()),
                 "errors": phase0.errors,
+                # Where the results came from: the Phase 0 cache, the solver, the pool file.
+                "from_cache": sum(s == "cache" for s in phase0.sources.values()),
+                "measured": sum(s == "solver" for s in phase0.sources.values()),
+                "from_file": sum(s == "file" for s in phase0.sources.values()),
             },
         }
     )

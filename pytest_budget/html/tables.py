@@ -174,12 +174,16 @@ def interval_text(cell: Cell, metric: str) -> str:
 def footer_lines(suite: str, cells: Sequence[Cell]) -> list[str]:
     """The lines printed under the terminal tables: plan counts, rankings, rollout sets."""
     if suite == "triage":
-        from pytest_budget.triage.summary import variant_agreement
+        from pytest_budget.triage.summary import phase0_lines, variant_agreement
 
         statuses = Counter(str(c.get("plan_status", "-")) for c in cells)
         over = sum(bool(c.get("over_budget")) for c in cells)
         counts = ", ".join(f"{statuses.get(k, 0)} {k}" for k in ("ok", "repaired", "unparseable"))
-        return [f"plans: {counts}; {over} with allocations over B", *variant_agreement(cells)]
+        return [
+            f"plans: {counts}; {over} with allocations over B",
+            *phase0_lines(cells),
+            *variant_agreement(cells),
+        ]
     if suite == "awareness":
         return rollout_lines(cells)
     if suite == "planning":

@@ -44,6 +44,7 @@ from pytest_budget.models.prompts import (
     actor_system,
     env_family,
     estimator_system,
+    solver_prompt_digest,
     solver_system,
 )
 from pytest_budget.textscan import remove_tag_blocks
@@ -489,6 +490,19 @@ class LLMSolver(LLMAgent):
             {"role": "system", "content": solver_system(domain)},
             {"role": "user", "content": text},
         ]
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What can change this solver's answers, for the Phase 0 cache key."""
+        client = getattr(self.model, "client", self.model)
+        base_url = getattr(client, "base_url", None)
+        return {
+            "provider": getattr(client, "provider", None),
+            "model": getattr(client, "model", None),
+            "base_url": base_url if isinstance(base_url, str) else None,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "prompt": solver_prompt_digest(),
+        }
 
     def call_cap(self, problem: Any, max_tokens: int | None) -> int:
         if max_tokens is not None:

@@ -16,6 +16,7 @@ The planning suite's conversation carries its own system message (CostBench's se
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "actor_system",
     "env_family",
     "estimator_system",
+    "solver_prompt_digest",
     "solver_system",
 ]
 
@@ -120,6 +122,15 @@ TOOL_AGENT_SYSTEM: str | None = None
 def env_family(env: str) -> str:
     """``"sokoban-8x8"`` -> ``"sokoban"``: the environment label's first part, lower case."""
     return env.split("-", 1)[0].strip().lower()
+
+
+def solver_prompt_digest() -> str:
+    """A short digest of every solver prompt text (part of the Phase 0 cache key)."""
+    from pytest_budget.triage.prompts import render_resolve_banner
+
+    texts = [SOLVER_SYSTEMS[key] for key in sorted(SOLVER_SYSTEMS)]
+    texts.append(render_resolve_banner(0))
+    return hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()[:16]
 
 
 def solver_system(domain: str | None) -> str:

@@ -314,11 +314,16 @@ def cell_notes(outcomes: Sequence[CellOutcome]) -> dict[str, Any]:
         note = f"all {len(scores)} plan(s) {NOTE_UNPARSEABLE}"
     elif efficiency_is_conventional(first.v_oracle, first.v_random):
         note = NOTE_CONVENTION
-    counted = [s for s in scores if s.detection_counts is not None]
-    detection_counts = waste_tokens = None
-    if counted:
-        detection_counts = [sum(s.detection_counts[i] for s in counted) for i in (0, 1)]  # type: ignore[index]
-        waste_tokens = [sum(s.waste_tokens[i] for s in counted) for i in (0, 1)]  # type: ignore[index]
+    pairs = [
+        (s.detection_counts, s.waste_tokens)
+        for s in scores
+        if s.detection_counts is not None and s.waste_tokens is not None
+    ]
+    detection_counts: list[int] | None = None
+    waste_tokens: list[int] | None = None
+    if pairs:
+        detection_counts = [sum(d[i] for d, _ in pairs) for i in (0, 1)]
+        waste_tokens = [sum(w[i] for _, w in pairs) for i in (0, 1)]
     return {
         "excluded": {"unparseable": excluded, "plans": len(scores)},
         "eta_note": note,

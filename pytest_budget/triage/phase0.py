@@ -1,14 +1,18 @@
 """Phase 0: measure each item's baseline (solved y_i, output tokens c_i) with the solver.
 
-Results are cached on disk keyed by (solver name, item id, item text), one small JSON file
-per key written atomically, so a second run makes no solver calls and concurrent xdist
-workers can never leave a torn file.  A pool line that carries its own ``baseline`` skips
-the solver entirely.
+Results are cached on disk, one small JSON file per key written atomically, so a second
+run makes no solver calls and concurrent xdist workers can never leave a torn file.  The
+key holds everything that determines a result (:func:`solver_identity`: the solver's
+name and, for a model solver, provider, model, base URL, token cap, temperature and the
+digest of its prompts; the Phase 0 cap; the run's seed; the item's id, text, domain,
+grader and answer), so changing any of them is a miss, never a stale hit.  A pool line
+that carries its own ``baseline`` skips the solver entirely.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import tempfile
@@ -30,7 +34,36 @@ __all__ = [
     "Phase0Cache",
     "coerce_solution",
     "measure_baselines",
+    "solver_identity",
 ]
+
+
+def solver_identity(solver: Any) -> dict[str, Any]:
+    """Everything about ``solver`` that can change a Phase 0 result, as plain JSON data.
+
+    A solver may describe itself with a ``cache_identity()`` method (the built-in model
+    solver gives provider, model, base URL, token cap, temperature and its prompts'
+    digest); otherwise its name, its class (or function) and any ``max_tokens`` /
+    ``temperature`` attribute are used.
+    """
+    identity: dict[str, Any] = {"name": agent_name(solver)}
+    describe = getattr(solver, "cache_identity", None)
+    if callable(describe):
+        described = describe()
+        if isinstance(described, Mapping):
+            identity.update({str(key): value for key, value in described.items()})
+            return identity
+    kind = solver if inspect.isfunction(solver) or inspect.ismethod(solver) else type(solver)
+    identity["kind"] = f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', '')}"
+    for attribute in ("max_tokens", "temperature"):
+        value = getattr(solver, attribute, None)
+        if isinstance(value, int | float | str) and not isinstance(value, bool):
+            identity[attribute] = value
+    return identity
+
+
+#: Part of every cache key: bump it when what a key covers changes.
+_KEY_VERSION = 2
 
 
 def coerce_solution(raw: object) -> Solution:
@@ -67,24 +100,55 @@ def coerce_solution(raw: object) -> Solution:
 
 
 class Phase0Cache:
-    """Solutions on disk under ``directory``; ``None`` disables caching."""
+    """Solutions on disk under ``directory``; ``None`` disables caching.
+
+    ``solver`` arguments are a :func:`solver_identity` (a plain name is accepted too);
+    ``max_tokens`` is the Phase 0 cap passed to the solver and ``seed`` the run's seed.
+    """
 
     def __init__(self, directory: str | os.PathLike[str] | None) -> None:
         self.directory = None if directory is None else Path(directory)
 
     @staticmethod
-    def key(solver: str, item: Item) -> str:
-        payload = json.dumps([solver, item.id, item.text, item.domain], ensure_ascii=False)
+    def key(
+        solver: Mapping[str, Any] | str,
+        item: Item,
+        *,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ) -> str:
+        payload = json.dumps(
+            {
+                "version": _KEY_VERSION,
+                "solver": solver,
+                "max_tokens": max_tokens,
+                "seed": seed,
+                # Not the answer: y_i is graded again from the stored answer on every read.
+                "item": [item.id, item.text, item.domain, item.grader],
+            },
+            ensure_ascii=False,
+            sort_keys=True,
+            default=repr,
+        )
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
-    def _path(self, solver: str, item: Item) -> Path | None:
+    def _path(
+        self, solver: Mapping[str, Any] | str, item: Item, max_tokens: int | None, seed: int | None
+    ) -> Path | None:
         if self.directory is None:
             return None
-        key = self.key(solver, item)
+        key = self.key(solver, item, max_tokens=max_tokens, seed=seed)
         return self.directory / key[:2] / f"{key}.json"
 
-    def get(self, solver: str, item: Item) -> Solution | None:
-        path = self._path(solver, item)
+    def get(
+        self,
+        solver: Mapping[str, Any] | str,
+        item: Item,
+        *,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ) -> Solution | None:
+        path = self._path(solver, item, max_tokens, seed)
         if path is None or not path.is_file():
             return None
         try:
@@ -93,13 +157,22 @@ class Phase0Cache:
         except (OSError, ValueError, KeyError, TypeError):
             return None  # a damaged entry is re-measured, never trusted
 
-    def put(self, solver: str, item: Item, solution: Solution) -> None:
-        path = self._path(solver, item)
+    def put(
+        self,
+        solver: Mapping[str, Any] | str,
+        item: Item,
+        solution: Solution,
+        *,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ) -> None:
+        path = self._path(solver, item, max_tokens, seed)
         if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         record = {
-            "solver": solver,
+            # The name only: a base URL may carry credentials and stays in the hashed key.
+            "solver": solver.get("name") if isinstance(solver, Mapping) else solver,
             "item": item.id,
             "text": solution.text,
             "tokens": solution.tokens,
@@ -126,6 +199,8 @@ class BaselineReport:
     solver_calls: int = 0
     cache_hits: int = 0
     from_file: int = 0
+    #: Where each item's result came from: ``cache``, ``solver`` or ``file``.
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 def _baseline(item: Item, solution: Solution) -> Baseline:
@@ -141,19 +216,22 @@ async def measure_baselines(
     cache: Phase0Cache,
     limiter: anyio.CapacityLimiter | None = None,
     max_tokens: int | None = None,
+    seed: int | None = None,
 ) -> BaselineReport:
     """Phase 0 over ``items`` with ``solver`` (concurrently, bounded by ``limiter``)."""
     report = BaselineReport()
-    name = agent_name(solver)
+    identity = solver_identity(solver)
 
     async def one(item: Item) -> None:
         if item.baseline is not None:
             report.baselines[item.id] = item.baseline
             report.from_file += 1
+            report.sources[item.id] = "file"
             return
-        cached = cache.get(name, item)
+        cached = cache.get(identity, item, max_tokens=max_tokens, seed=seed)
         if cached is not None:
             report.cache_hits += 1
+            report.sources[item.id] = "cache"
             report.solutions[item.id] = cached
             report.baselines[item.id] = _baseline(item, cached)
             return
@@ -168,7 +246,8 @@ async def measure_baselines(
         except TypeError as exc:
             report.errors[item.id] = str(exc)
             return
-        cache.put(name, item, solution)
+        cache.put(identity, item, solution, max_tokens=max_tokens, seed=seed)
+        report.sources[item.id] = "solver"
         report.solutions[item.id] = solution
         report.baselines[item.id] = _baseline(item, solution)
 

@@ -10,7 +10,14 @@ from typing import Any
 from pytest_budget.tables import render_table
 from pytest_budget.triage.scoring import kendall_tau_b
 
-__all__ = ["cell_note", "eta_cell", "resolve_table", "triage_table", "variant_agreement"]
+__all__ = [
+    "cell_note",
+    "eta_cell",
+    "phase0_lines",
+    "resolve_table",
+    "triage_table",
+    "variant_agreement",
+]
 
 #: Shown instead of a number where eta is undefined (the note column says why).
 UNDEFINED = "\u2014"
@@ -84,8 +91,34 @@ def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         f"plans: {counts}; {over_budget} with allocations over B; unparseable plans are "
         "excluded from eta (TRIAGE App. B), 'as empty' scores them as the empty plan"
     )
+    lines.extend(phase0_lines(cells))
     lines.extend(variant_agreement(cells))
     return lines
+
+
+def phase0_lines(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    """How many Phase 0 results came from the cache, the solver and pool files.
+
+    Counted once per pool (and injection ratio and solver), however many cells share it.
+    """
+    seen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    for cell in cells:
+        phase0 = cell.get("phase0")
+        if isinstance(phase0, Mapping) and "from_cache" in phase0:
+            key = (
+                str(cell.get("pool")),
+                str(cell.get("unsolvable_ratio")),
+                str(cell.get("solver")),
+            )
+            seen.setdefault(key, phase0)
+    if not seen:
+        return []
+    total = {name: sum(int(p.get(name, 0)) for p in seen.values()) for name in (
+        "from_cache", "measured", "from_file")}  # fmt: skip
+    return [
+        f"Phase 0: {total['from_cache']} results from the cache, {total['measured']} measured "
+        f"by the solver, {total['from_file']} from pool files"
+    ]
 
 
 def variant_agreement(cells: Sequence[Mapping[str, Any]]) -> list[str]:
