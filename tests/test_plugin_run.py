@@ -171,7 +171,11 @@ def test_resolve_cells_and_variants(pytester: pytest.Pytester) -> None:
     # 2 pools x 2 variants x 2 agents, for the plan cells and for the re-solve cells.
     result.assert_outcomes(passed=16)
     result.stdout.fnmatch_lines(
-        ["*ranking agreement A vs C: Kendall tau-b = *", "*budget-aware re-solve*"]
+        [
+            "*ranking agreement eta_u alpha=1 A vs C: Kendall tau-b = *",
+            "*ranking agreement eta_e alpha=1 A vs C: Kendall tau-b = *",
+            "*budget-aware re-solve*",
+        ]
     )
     resolve = [c for c in report_of(pytester)["cells"] if c["suite"] == "triage-resolve"]
     assert len(resolve) == 8

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -122,25 +123,39 @@ def phase0_lines(cells: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def variant_agreement(cells: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Kendall tau-b between the agent rankings (by mean eta_u) under each variant pair."""
-    by_variant: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    """Kendall tau-b between the agent rankings under each variant pair, per regime and
+    alpha, as TRIAGE Table 3 computes it (never pooled across alphas).
+
+    Within one (regime, alpha), each agent's value under a variant is its mean eta over
+    that variant's cells (pools and injection ratios); excluded cells (eta undefined) are
+    left out.  Agents present under both variants are ranked (at least two needed).
+    """
+    groups: dict[tuple[str, float], dict[str, dict[str, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
     for cell in cells:
-        eta = cell.get("scores", {}).get("eta_u")
-        if eta is not None:
-            by_variant[str(cell.get("variant"))][str(cell.get("agent"))].append(float(eta))
-    variants = sorted(by_variant)
-    lines = []
-    for first, second in itertools.combinations(variants, 2):
-        agents = sorted(set(by_variant[first]) & set(by_variant[second]))
-        if len(agents) < 2:
+        alpha = cell.get("alpha")
+        if not isinstance(alpha, int | float):
             continue
-        x = [sum(by_variant[first][a]) / len(by_variant[first][a]) for a in agents]
-        y = [sum(by_variant[second][a]) / len(by_variant[second][a]) for a in agents]
-        tau = kendall_tau_b(x, y)
-        lines.append(
-            f"ranking agreement {first} vs {second}: "
-            f"Kendall tau-b = {tau:.3f} over {len(agents)} agents"
-        )
+        for regime in ("eta_u", "eta_e"):
+            eta = cell.get("scores", {}).get(regime)
+            if isinstance(eta, int | float):
+                by_variant = groups[(regime, float(alpha))]
+                by_variant[str(cell.get("variant"))][str(cell.get("agent"))].append(float(eta))
+    lines = []
+    for regime, alpha in sorted(groups):
+        by_variant = groups[(regime, alpha)]
+        for first, second in itertools.combinations(sorted(by_variant), 2):
+            agents = sorted(set(by_variant[first]) & set(by_variant[second]))
+            if len(agents) < 2:
+                continue
+            x = [math.fsum(by_variant[first][a]) / len(by_variant[first][a]) for a in agents]
+            y = [math.fsum(by_variant[second][a]) / len(by_variant[second][a]) for a in agents]
+            tau = kendall_tau_b(x, y)
+            lines.append(
+                f"ranking agreement {regime} alpha={alpha:g} {first} vs {second}: "
+                f"Kendall tau-b = {tau:.3f} over {len(agents)} agents"
+            )
     return lines
 
 
