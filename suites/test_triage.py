@@ -6,6 +6,7 @@ One test per cell: pool x unsolvable ratio x alpha x prompt variant x agent.  Ru
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -205,6 +206,11 @@ def test_triage(
             **cell_notes(outcomes),
             "v_random_stderr": scores.v_random_stderr,
             "planned_ids": list(scores.planned_ids),
+            # Each unsolvable item keeps its own domain label (a generated injection's
+            # source, or the pool file's "domain"): counted here next to D and W.
+            "unsolvable_domains": dict(
+                sorted(Counter(item.domain for item in pool.items if item.unsolvable).items())
+            ),
             "executed_ids": {"u": list(scores.executed_u), "e": list(scores.executed_e)},
             "phase0": {
                 "items": len(pool.items),

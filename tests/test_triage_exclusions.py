@@ -149,3 +149,27 @@ def test_run_cell_counts_an_unparseable_reply() -> None:
     outcome = anyio.run(lambda: run_cell(pool, TRUTH, 0.5, lambda request: "no idea", seed=1))
     assert outcome.outcome == "invalid" and outcome.scores.eta_u is None
     assert cell_notes([outcome])["excluded"] == {"unparseable": 1, "plans": 1}
+
+
+def test_injected_items_keep_their_label_but_the_planner_sees_the_pools() -> None:
+    from pytest_budget.triage.pools import inject_unsolvable, unsolvable_supply
+
+    mine = Pool(
+        name="mine",
+        items=tuple(Item(id=f"q{i}", text=f"Compute {i} + 1.", domain="mine") for i in range(4)),
+        domain="mine",
+    )
+    injected = inject_unsolvable(mine, 0.5, unsolvable_supply("arith", 2, 7), seed=7)
+    assert sorted((i.domain, i.unsolvable) for i in injected.items) == [
+        ("arith", True), ("arith", True), ("mine", False), ("mine", False)
+    ]  # fmt: skip
+    truth = {item.id: Baseline(solved=not item.unsolvable, tokens=10) for item in injected.items}
+    seen: list[object] = []
+
+    def planner(request: object) -> dict[str, list[object]]:
+        seen.append(request)
+        return {"plan": []}
+
+    anyio.run(lambda: run_cell(injected, truth, 0.5, planner, seed=1))
+    (request,) = seen
+    assert {problem.domain for problem in request.items} == {"mine"}  # type: ignore[attr-defined]

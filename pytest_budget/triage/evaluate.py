@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -241,7 +241,9 @@ async def run_cell(
     """Ask ``planner`` for a plan over ``pool`` at budget level ``alpha`` and score it."""
     gradeable = [item for item in pool.items if item.id in baselines]
     budget = budget_for([baselines[item.id].tokens for item in gradeable], alpha)
-    problems = tuple(item.problem for item in gradeable)
+    # The planner sees texts and values (TRIAGE §4), and one domain label for the whole
+    # pool: an item's own label (an injected item's source) would give it away.
+    problems = tuple(replace(item.problem, domain=pool.domain or item.domain) for item in gradeable)
     prompt = render_plan_prompt(
         problems,
         budget,

@@ -8,10 +8,12 @@ One JSON object per line; blank lines are skipped (JSONL has no comment syntax):
 Fields: ``id`` (required; a non-empty string, an integer is accepted and turned into its
 decimal string), ``text`` (required, non-empty string), ``answer`` (any JSON, default null),
 ``grader`` (string, default ``"exact"``), ``value`` (number > 0, default 1), ``unsolvable``
-(boolean, default false) and ``baseline`` (``{"solved": bool, "tokens": int >= 0}``, the
-Phase 0 result when the user already has it).  Other fields are allowed and ignored, so a
-file exported from another tool can carry its own metadata.  Every item's domain is the
-file's stem, and so is the pool's name.
+(boolean, default false), ``baseline`` (``{"solved": bool, "tokens": int from 0 to
+10^12}``, the Phase 0 result when the user already has it) and ``domain`` (the item's own
+domain label, default the file's stem: e.g. unsolvable items taken from another dataset,
+as TRIAGE injects AbstentionBench items, keep their source's label).  Other fields are
+allowed and ignored, so a file exported from another tool can carry its own metadata.  The
+pool's name (and the planner prompt's domain) is the file's stem.
 
 Every problem is reported as a :class:`PoolFileError` whose message is one line naming the
 file, the line and the fix.
@@ -31,12 +33,17 @@ from pytest_budget.triage.types import Baseline, Item, Pool
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "KNOWN_FIELDS",
+    "MAX_BASELINE_TOKENS",
     "PoolFileError",
     "chunk_pool",
     "load_pool_file",
     "load_pools",
     "write_pool_file",
 ]
+
+#: Largest ``baseline.tokens`` a pool line may give (a trillion: far past any model's
+#: output, and small enough that no pool's budget leaves int64).
+MAX_BASELINE_TOKENS = 10**12
 
 DEFAULT_CHUNK_SIZE = 30
 """TRIAGE partitions larger pools into consecutive chunks of at most 30 problems."""
@@ -49,6 +56,7 @@ KNOWN_FIELDS: tuple[str, ...] = (
     "value",
     "unsolvable",
     "baseline",
+    "domain",
 )
 """The fields a pool file line may set; any other field is ignored."""
 
@@ -164,12 +172,30 @@ def _parse_baseline(raw: dict[str, Any], where: _Line, item_id: str) -> Baseline
     # An integral float (812.0, as some tools write counts) is accepted as that integer.
     if isinstance(tokens, float) and tokens.is_integer():
         tokens = int(tokens)
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-        got = f"got {json.dumps(tokens)}" if "tokens" in value else "it is missing"
+    if (
+        isinstance(tokens, bool)
+        or not isinstance(tokens, int)
+        or not 0 <= tokens <= MAX_BASELINE_TOKENS
+    ):
+        shown = (
+            json.dumps(tokens) if not isinstance(tokens, int) or tokens < 10**20 else "a huge count"
+        )
+        got = f"got {shown}" if "tokens" in value else "it is missing"
         raise where.error(
-            f'"baseline.tokens" of item {item_id!r} must be an integer >= 0 (output tokens); {got}'
+            f'"baseline.tokens" of item {item_id!r} must be an integer from 0 to '
+            f"{MAX_BASELINE_TOKENS} (output tokens); {got}"
         )
     return Baseline(solved=solved, tokens=tokens)
+
+
+def _parse_domain(raw: dict[str, Any], where: _Line, item_id: str, default: str) -> str:
+    value = raw.get("domain", default)
+    if not isinstance(value, str) or not value.strip():
+        raise where.error(
+            f'"domain" of item {item_id!r} must be a non-empty string (the item\'s own domain '
+            f"label, default the file's stem), got {_json_type(value)} {json.dumps(value)}"
+        )
+    return value.strip()
 
 
 class _NonJsonConstant(Exception):
@@ -262,7 +288,7 @@ def load_pool_file(
                 answer=raw.get("answer"),
                 grader=_parse_grader(raw, where, item_id, valid_graders),
                 unsolvable=_parse_unsolvable(raw, where, item_id),
-                domain=domain,
+                domain=_parse_domain(raw, where, item_id, domain),
                 baseline=_parse_baseline(raw, where, item_id),
             )
         )
@@ -345,7 +371,7 @@ def load_pools(
     return tuple(pools)
 
 
-def _item_record(item: Item) -> dict[str, Any]:
+def _item_record(item: Item, stem: str) -> dict[str, Any]:
     """An item as a JSONL record: always id and text, other fields only when not default."""
     record: dict[str, Any] = {"id": item.id, "text": item.text}
     if item.answer is not None:
@@ -358,21 +384,25 @@ def _item_record(item: Item) -> dict[str, Any]:
         record["unsolvable"] = True
     if item.baseline is not None:
         record["baseline"] = {"solved": item.baseline.solved, "tokens": item.baseline.tokens}
+    if item.domain and item.domain != stem:
+        record["domain"] = item.domain
     return record
 
 
 def write_pool_file(path: str | os.PathLike[str], items: Iterable[Item]) -> None:
     """Write items as a UTF-8 JSONL pool file that :func:`load_pool_file` reads back.
 
-    Items' ``domain`` is not written: loading sets it to the file's stem.  Duplicate ids
-    are refused here rather than producing a file that cannot be loaded.
+    An item's ``domain`` is written only when it differs from the file's stem (loading
+    gives the stem by default).  Duplicate ids are refused here rather than producing a
+    file that cannot be loaded.
     """
+    stem = Path(os.fspath(path)).stem
     records = []
     seen: set[str] = set()
     for item in items:
         if item.id in seen:
             raise ValueError(f"duplicate item id {item.id!r}; ids must be unique within a file")
         seen.add(item.id)
-        records.append(json.dumps(_item_record(item), ensure_ascii=False, allow_nan=False))
+        records.append(json.dumps(_item_record(item, stem), ensure_ascii=False, allow_nan=False))
     text = "".join(record + "\n" for record in records)
     Path(os.fspath(path)).write_text(text, encoding="utf-8", newline="\n")
