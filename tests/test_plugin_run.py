@@ -157,9 +157,13 @@ def test_report_matches_published_schema(pytester: pytest.Pytester) -> None:
     cell = next(c for c in report["cells"] if c["unsolvable_ratio"] == 0.5)
     assert set(cell["scores"]) == {
         "v_u", "v_e", "v_oracle", "v_random", "eta_u", "eta_e",
-        "regret_u", "regret_e", "detection", "waste",
+        "regret_u", "regret_e", "detection", "waste", "eta_u_as_empty", "eta_e_as_empty",
     }  # fmt: skip
     assert cell["scores"]["detection"] is not None
+    # The counts behind D and W, and the injected items' own domain label.
+    left_out, unsolvable = cell["detection_counts"]
+    assert cell["scores"]["detection"] == left_out / unsolvable
+    assert cell["unsolvable_domains"] == {"arith": unsolvable} or cell["pool"] != "arith"
     for key in ("suite", "pool", "alpha", "budget", "agent", "seed", "plan_status"):
         assert key in cell
 
