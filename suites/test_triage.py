@@ -6,6 +6,7 @@ One test per cell: pool x unsolvable ratio x alpha x prompt variant x agent.  Ru
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +21,14 @@ from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.repeats import CellSummary
 from pytest_budget.roles import agent_name
-from pytest_budget.triage.evaluate import CellOutcome, cell_notes, run_cell
+from pytest_budget.triage.evaluate import (
+    CellOutcome,
+    TruncationWarning,
+    cell_notes,
+    run_cell,
+    truncation_counts,
+    truncation_warning,
+)
 from pytest_budget.triage.intervals import cell_summary, item_units
 from pytest_budget.triage.phase0 import BaselineReport
 from pytest_budget.triage.types import Pool
@@ -192,6 +200,11 @@ def test_triage(
     memo = budget_session(request.config).memo
     summary = _summary(outcomes, pool, phase0, triage_cell, budget_options, "triage", memo)
     scores = outcome.scores
+    calls = sum(source != "file" for source in phase0.sources.values())
+    truncated = truncation_counts(outcomes, calls, len(phase0.truncated))
+    message = truncation_warning(triage_cell.id, truncated)
+    if message is not None:
+        warnings.warn(TruncationWarning(message), stacklevel=1)
     budget_record(
         {
             **_record(
@@ -204,6 +217,8 @@ def test_triage(
             **summary.report_fields(),
             # Unparseable plans excluded from eta, V_oracle = 0, the D.2 convention; D, W counts.
             **cell_notes(outcomes),
+            # Outputs cut at the token cap (finish reason "length"): planner and Phase 0.
+            "truncated": truncated,
             "v_random_stderr": scores.v_random_stderr,
             "planned_ids": list(scores.planned_ids),
             # Each unsolvable item keeps its own domain label (a generated injection's

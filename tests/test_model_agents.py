@@ -341,9 +341,24 @@ def test_resolve_states_the_allocation_without_enforcing_it() -> None:
     value, body, _ = one_call(
         openai_body("Answer: 1", usage=usage(90, 4000)), lambda c: LLMSolver(c).solve(problem)
     )
-    assert body["messages"][1]["content"] == f"{item.text}\n\n{render_resolve_banner(3000)}"
-    assert body["max_tokens"] == 6000  # room to overrun, so compliance can be measured
+    # App. C.1: the banner is prepended to the standard solver prompt, verbatim.
+    assert body["messages"][1]["content"] == (
+        "You have a strict output-token budget of 3000 tokens for solving this problem, "
+        "including any reasoning, drafts, or scratch work you produce. Plan your solution to "
+        "fit within this limit. Be concise, skip unnecessary explanation, and commit to your "
+        f"final answer before exhausting the budget.\n\n{item.text}"
+    )
+    assert body["messages"][1]["content"].startswith(render_resolve_banner(3000))
+    # The baseline run's API-level max_tokens, unchanged (not max(setting, 2 x a_i)).
+    assert body["max_tokens"] == DEFAULT_MAX_TOKENS["solver"]
     assert value.tokens == 4000  # over the stated 3000: not compliant, as reported
+    big = Problem(item.id, item.text, item.value, item.domain, stated_tokens=50_000)
+    _, body, _ = one_call(openai_body("Answer: 1"), lambda c: LLMSolver(c).solve(big))
+    assert body["max_tokens"] == DEFAULT_MAX_TOKENS["solver"]
+    _, body, _ = one_call(
+        openai_body("Answer: 1"), lambda c: LLMSolver(c, max_tokens=900).solve(big)
+    )
+    assert body["max_tokens"] == 900
 
     small = Problem(item.id, item.text, item.value, item.domain, stated_tokens=100)
     _, body, _ = one_call(openai_body("Answer: 1"), lambda c: LLMSolver(c).solve(small))

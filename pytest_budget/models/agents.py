@@ -67,6 +67,7 @@ __all__ = [
     "LLMToolAgent",
     "MessageFormat",
     "ModelSolution",
+    "PlanText",
     "assistant_message",
     "detect_message_format",
     "env_token_cap",
@@ -81,10 +82,14 @@ MessageFormat = Literal["openai", "anthropic"]
 #: The roles an LLM agent can fill (``pytest_budget.roles.ROLE_METHODS``).
 ROLES: tuple[str, ...] = ("planner", "solver", "estimator", "actor", "tool_agent")
 
-#: ``max_tokens`` of one call per role when the settings give none.
+#: ``max_tokens`` of one call per role when the settings give none.  The triage planner
+#: and solver get 16,384: reasoning models spend thousands of tokens thinking before they
+#: answer, and a lower cap cuts them off mid-thought (counted as truncated, never scored as
+#: a measured cost); it is also the output limit of common non-reasoning models
+#: (gpt-4o-mini).  Lower it with the ``max_tokens`` setting for models whose limit is lower.
 DEFAULT_MAX_TOKENS: dict[str, int] = {
-    "planner": 2048,
-    "solver": 4096,
+    "planner": 16_384,
+    "solver": 16_384,
     "estimator": 1024,
     "actor": 1024,
     "tool_agent": 1024,
@@ -109,6 +114,22 @@ class ChatModel(Protocol):
         temperature: float = 0.0,
         tools: Sequence[ToolSpec] | None = None,
     ) -> ChatResult: ...
+
+
+class PlanText(str):
+    """A planner's raw reply (a ``str``) with the provider's finish reason attached."""
+
+    finish_reason: str | None
+
+    def __new__(cls, text: str, *, finish_reason: str | None = None) -> PlanText:
+        value = super().__new__(cls, text)
+        value.finish_reason = finish_reason
+        return value
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut at ``max_tokens`` (finish reason ``length`` or equivalent)."""
+        return self.finish_reason in TRUNCATED_FINISH_REASONS
 
 
 @dataclass(frozen=True)
@@ -465,18 +486,19 @@ class LLMPlanner(LLMAgent):
             {"role": "user", "content": prompt},
         ]
 
-    async def plan(self, request: Any) -> str:
+    async def plan(self, request: Any) -> PlanText:
         result = await self._complete(self.messages(request), self.max_tokens)
-        return result.text
+        return PlanText(result.text, finish_reason=result.raw_finish_reason)
 
 
 class LLMSolver(LLMAgent):
     """Triage solver: one call per problem; output tokens as the provider reported them.
 
-    ``max_tokens`` (Phase 0's hard cap) is the call's cap.  A re-solve
-    (``problem.stated_tokens`` set) states the allocation in the prompt
-    (:func:`~pytest_budget.triage.prompts.render_resolve_banner`) without enforcing it: the
-    call's cap is then ``max(setting, 2 x stated)``, so an overrun can be observed.
+    ``max_tokens`` (a hard cap passed by the suite) is the call's cap, else the setting.  A
+    re-solve (``problem.stated_tokens`` set) prepends the allocation banner
+    (:func:`~pytest_budget.triage.prompts.render_resolve_banner`) to the problem and keeps
+    the baseline run's API-level ``max_tokens`` (TRIAGE App. C.1): the allocation is stated,
+    never enforced, so compliance (output tokens <= a_i) is the model's own doing.
     """
 
     role: ClassVar[str] = "solver"
@@ -485,7 +507,7 @@ class LLMSolver(LLMAgent):
         text = str(problem.text).strip()
         stated = getattr(problem, "stated_tokens", None)
         if isinstance(stated, int) and not isinstance(stated, bool):
-            text = f"{text}\n\n{render_resolve_banner(stated)}"
+            text = f"{render_resolve_banner(stated)}\n\n{text}"
         return [
             {"role": "system", "content": solver_system(domain)},
             {"role": "user", "content": text},
@@ -505,12 +527,8 @@ class LLMSolver(LLMAgent):
         }
 
     def call_cap(self, problem: Any, max_tokens: int | None) -> int:
-        if max_tokens is not None:
-            return max_tokens
-        stated = getattr(problem, "stated_tokens", None)
-        if isinstance(stated, int) and not isinstance(stated, bool) and stated > 0:
-            return max(self.max_tokens, 2 * stated)
-        return self.max_tokens
+        # A stated allocation never changes the cap: the re-solve keeps the baseline's.
+        return self.max_tokens if max_tokens is None else max_tokens
 
     async def solve(self, problem: Any, max_tokens: int | None = None) -> ModelSolution:
         domain = recognise_domain(problem)

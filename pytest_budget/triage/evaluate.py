@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 
 from pytest_budget.roles import AgentError, agent_name, call_role
+from pytest_budget.triage.phase0 import is_truncated
 from pytest_budget.triage.plan_parser import parse_plan
 from pytest_budget.triage.planners import OraclePlanner, derive_seed
 from pytest_budget.triage.prompts import render_plan_prompt
@@ -36,12 +37,16 @@ __all__ = [
     "NOTE_NOTHING_SOLVED",
     "NOTE_NO_ORACLE",
     "NOTE_UNPARSEABLE",
+    "TRUNCATION_WARN_SHARE",
     "CellOutcome",
     "TriageScores",
+    "TruncationWarning",
     "budget_for",
     "cell_notes",
     "run_cell",
     "score_plan",
+    "truncation_counts",
+    "truncation_warning",
 ]
 
 _DOMAIN_WORDING = {
@@ -225,6 +230,8 @@ class CellOutcome:
     reason: str | None = None
     agent: str = ""
     repairs: tuple[str, ...] = field(default=())
+    #: The planner's reply was cut at its token cap (finish reason ``length`` or equivalent).
+    truncated: bool = False
 
 
 async def run_cell(
@@ -266,8 +273,10 @@ async def run_cell(
         )
     name = agent_name(planner)
     outcome, reason = "ok", None
+    truncated = False
     try:
         raw = await call_role(planner, "planner", request, limiter=limiter)
+        truncated = is_truncated(raw)
         plan = parse_plan(raw, [item.id for item in gradeable])
     except AgentError as exc:
         plan = Plan(status=PlanStatus.UNPARSEABLE, repairs=(exc.reason,))
@@ -291,6 +300,7 @@ async def run_cell(
         reason=reason,
         agent=name,
         repairs=plan.repairs,
+        truncated=truncated,
     )
 
 
@@ -332,3 +342,37 @@ def cell_notes(outcomes: Sequence[CellOutcome]) -> dict[str, Any]:
         "detection_counts": detection_counts,
         "waste_tokens": waste_tokens,
     }
+
+
+#: Share of a cell's model calls cut at their cap above which the cell warns (issue 19).
+TRUNCATION_WARN_SHARE = 0.05
+
+
+class TruncationWarning(UserWarning):
+    """More than 5% of a cell's model calls were cut at their token cap."""
+
+
+def truncation_counts(
+    outcomes: Sequence[CellOutcome], phase0_calls: int, phase0_truncated: int
+) -> dict[str, int]:
+    """A cell's truncated model outputs: the planner's (one call per repeat) and the
+    Phase 0 solver's over the pool's items (results from pool files are not calls)."""
+    return {
+        "planner": sum(outcome.truncated for outcome in outcomes),
+        "planner_calls": len(outcomes),
+        "phase0": phase0_truncated,
+        "phase0_calls": phase0_calls,
+    }
+
+
+def truncation_warning(cell_id: str, counts: Mapping[str, int]) -> str | None:
+    """The warning text when more than 5% of the cell's calls were truncated, else None."""
+    cut = counts["planner"] + counts["phase0"]
+    calls = counts["planner_calls"] + counts["phase0_calls"]
+    if calls == 0 or cut / calls <= TRUNCATION_WARN_SHARE:
+        return None
+    return (
+        f"{cell_id}: {cut} of {calls} model calls ({cut / calls:.0%}) were cut at their "
+        f"token cap (planner {counts['planner']}/{counts['planner_calls']}, Phase 0 solver "
+        f"{counts['phase0']}/{counts['phase0_calls']}); raise max_tokens for this model"
+    )

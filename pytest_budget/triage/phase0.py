@@ -33,6 +33,7 @@ __all__ = [
     "BaselineReport",
     "Phase0Cache",
     "coerce_solution",
+    "is_truncated",
     "measure_baselines",
     "solver_identity",
 ]
@@ -64,6 +65,15 @@ def solver_identity(solver: Any) -> dict[str, Any]:
 
 #: Part of every cache key: bump it when what a key covers changes.
 _KEY_VERSION = 2
+
+
+def is_truncated(reply: object) -> bool:
+    """True when an agent's reply says it was cut at its cap (a ``truncated`` attribute,
+    as model solutions and plans carry from the provider's finish reason)."""
+    try:
+        return getattr(reply, "truncated", False) is True
+    except Exception:  # a user object whose attribute access raises: not truncated
+        return False
 
 
 def coerce_solution(raw: object) -> Solution:
@@ -148,12 +158,27 @@ class Phase0Cache:
         max_tokens: int | None = None,
         seed: int | None = None,
     ) -> Solution | None:
+        found = self.lookup(solver, item, max_tokens=max_tokens, seed=seed)
+        return None if found is None else found[0]
+
+    def lookup(
+        self,
+        solver: Mapping[str, Any] | str,
+        item: Item,
+        *,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ) -> tuple[Solution, bool] | None:
+        """The stored solution and whether it was cut at the cap (truncated)."""
         path = self._path(solver, item, max_tokens, seed)
         if path is None or not path.is_file():
             return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return Solution(text=data["text"], tokens=int(data["tokens"]), answer=data["answer"])
+            solution = Solution(
+                text=data["text"], tokens=int(data["tokens"]), answer=data["answer"]
+            )
+            return solution, data.get("truncated") is True
         except (OSError, ValueError, KeyError, TypeError):
             return None  # a damaged entry is re-measured, never trusted
 
@@ -177,6 +202,7 @@ class Phase0Cache:
             "text": solution.text,
             "tokens": solution.tokens,
             "answer": solution.answer,
+            "truncated": is_truncated(solution),
         }
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
         os.fchmod(fd, new_file_mode())  # as any new file, not mkstemp's 0600
@@ -201,6 +227,9 @@ class BaselineReport:
     from_file: int = 0
     #: Where each item's result came from: ``cache``, ``solver`` or ``file``.
     sources: dict[str, str] = field(default_factory=dict)
+    #: Ids of the items whose solution was cut at the solver's cap (finish reason
+    #: ``length`` or the provider's equivalent): their c_i is the cap, not a natural cost.
+    truncated: set[str] = field(default_factory=set)
 
 
 def _baseline(item: Item, solution: Solution) -> Baseline:
@@ -228,10 +257,13 @@ async def measure_baselines(
             report.from_file += 1
             report.sources[item.id] = "file"
             return
-        cached = cache.get(identity, item, max_tokens=max_tokens, seed=seed)
-        if cached is not None:
+        found = cache.lookup(identity, item, max_tokens=max_tokens, seed=seed)
+        if found is not None:
+            cached, cut = found
             report.cache_hits += 1
             report.sources[item.id] = "cache"
+            if cut:
+                report.truncated.add(item.id)
             report.solutions[item.id] = cached
             report.baselines[item.id] = _baseline(item, cached)
             return
@@ -248,6 +280,8 @@ async def measure_baselines(
             return
         cache.put(identity, item, solution, max_tokens=max_tokens, seed=seed)
         report.sources[item.id] = "solver"
+        if is_truncated(solution):
+            report.truncated.add(item.id)
         report.solutions[item.id] = solution
         report.baselines[item.id] = _baseline(item, solution)
 

@@ -77,9 +77,11 @@ def render_plan_prompt(
 
 
 def render_resolve_banner(tokens: int) -> str:
-    """The line stating an item's own allocation when it is re-solved (TRIAGE App. C.1)."""
+    """The banner stating an item's own allocation when it is re-solved, prepended to the
+    standard solver prompt (TRIAGE App. C.1, verbatim)."""
     return (
-        f"Output-token limit for this problem: {tokens} tokens, counting every draft, "
-        "calculation and explanation you write. Keep your work short enough to finish "
-        "within it, and state your final answer before you reach the limit."
+        f"You have a strict output-token budget of {tokens} tokens for solving this problem, "
+        "including any reasoning, drafts, or scratch work you produce. Plan your solution to "
+        "fit within this limit. Be concise, skip unnecessary explanation, and commit to your "
+        "final answer before exhausting the budget."
     )
