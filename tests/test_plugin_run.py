@@ -256,3 +256,29 @@ def test_a_cell_with_infinite_or_nan_values_is_recorded_with_nulls_and_notes(
     assert cell["ci"] == {"mre_p50": [1.0, None], "hit": [0.25, 0.75]}
     assert "was inf" in cell["notes"]["mre_p50"] and "was nan" in cell["notes"]["spread"]
     assert "hit" not in cell["notes"]
+
+
+def test_truncated_planner_replies_are_counted_and_warned(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+import pytest
+from pytest_budget.models.agents import PlanText
+
+
+class CutPlanner:
+    name = "cut"
+
+    def plan(self, request):
+        return PlanText('{"plan": [', finish_reason="length")
+
+
+@pytest.fixture
+def budget_planner():
+    return CutPlanner()
+""")
+    result = run(pytester, *SMALL, "--budget-agent=user", "--budget-gate=off",
+                 "--budget-report=r.json")  # fmt: skip
+    result.stdout.fnmatch_lines(["*TruncationWarning*were cut at their token cap*"])
+    cells = report_of(pytester, "r.json")["cells"]
+    assert cells and all(c["truncated"]["planner"] == 1 for c in cells)
+    assert all(c["excluded"] == {"unparseable": 1, "plans": 1} for c in cells)
+    assert all(c["scores"]["eta_u"] is None for c in cells)
