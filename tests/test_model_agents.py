@@ -1072,3 +1072,12 @@ def test_keep_alive_client_is_closed_with_the_agent(no_keys: pytest.MonkeyPatch)
 
         assert anyio.run(go) == "x"
     assert isinstance(client._http, httpx.AsyncClient) and client._http.is_closed
+
+
+@pytest.mark.parametrize("domain", ["", "arith", "sokoban"])
+def test_solver_prompts_are_neutral_about_length(domain: str) -> None:
+    # TRIAGE measures c_i in a baseline solve: asking for brevity would shrink every cost.
+    prompt = solver_system(domain).lower()
+    for phrase in ("brief", "concise", "short", "only the working", "only as much", "detail"):
+        assert phrase not in prompt, (domain, phrase)
+    assert "answer:" in prompt

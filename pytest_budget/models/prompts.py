@@ -40,9 +40,11 @@ PLANNER_SYSTEM = (
     "is a whole number."
 )
 
+# The solver prompts are neutral about length, like TRIAGE's baseline solve: the measured
+# output-token costs c_i are the model's natural costs, so nothing here asks for brevity
+# (or for detail).  Only the answer format is fixed, so graders can read the answer.
 _SOLVER_COMMON = (
-    "You solve one problem at a time. Work it out as briefly as correctness allows, then "
-    "finish with a last line of the form"
+    "You solve one problem at a time. Solve it, then finish with a last line of the form"
 )
 
 #: Per triage domain (``Problem.domain``); ``""`` is the generic prompt.
@@ -54,7 +56,7 @@ SOLVER_SYSTEMS: dict[str, str] = {
     ),
     "arith": (
         "You solve one arithmetic problem at a time: compute the exact value of the "
-        "expression, showing only the working you need. Finish with a last line of the form\n"
+        "expression. Finish with a last line of the form\n"
         "Answer: <value>\n"
         "where the value is an integer, or a fraction p/q in lowest terms when it is not "
         "whole (no decimals, no words). Write nothing after that line. If the value cannot be "
@@ -62,8 +64,7 @@ SOLVER_SYSTEMS: dict[str, str] = {
     ),
     "sokoban": (
         "You solve one Sokoban puzzle at a time: find a sequence of moves that leaves every "
-        "box on a goal. Think only as much as you need, then finish with a last line of the "
-        "form\nAnswer: <moves>\n"
+        "box on a goal. Then finish with a last line of the form\nAnswer: <moves>\n"
         "listing every move in order as the words Up, Down, Left or Right separated by "
         "spaces, e.g. Answer: Up Left Left Down. Write nothing after that line. If the "
         "puzzle cannot be solved, say so and give no Answer line."
