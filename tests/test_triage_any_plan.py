@@ -70,6 +70,7 @@ _token_values = st.one_of(
     st.integers(min_value=-(10**30), max_value=10**30),
     st.integers(min_value=0, max_value=50),
     st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([math.inf, -math.inf, math.nan, 10**400, 2**63]),
     st.sampled_from(["12", "1,200", "1e30", "-5", "lots", "", "nan", "inf", " 30 tokens"]),
     st.none(),
     st.booleans(),

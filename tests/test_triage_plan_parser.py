@@ -339,3 +339,12 @@ def test_repaired_plans_satisfy_the_invariants(entries: list[dict[str, object]])
             firsts.append(key)
     assert ids == firsts
     assert (plan.status is PlanStatus.OK) == (not plan.repairs)
+
+
+def test_negative_infinity_reads_as_zero() -> None:
+    # Found by the property test: math.floor(-inf) raised OverflowError.
+    plan = parse_plan({"plan": [{"id": "p1", "tokens": float("-inf")}]}, POOL)
+    assert plan.entries == (PlanEntry("p1", 0),)
+    assert parse_plan('{"plan": [{"id": "p1", "tokens": -Infinity}]}', POOL).entries == (
+        PlanEntry("p1", 0),
+    )

@@ -20,6 +20,8 @@ from pytest_budget.triage.plan_parser import parse_plan
 from pytest_budget.triage.planners import OraclePlanner, derive_seed
 from pytest_budget.triage.prompts import render_plan_prompt
 from pytest_budget.triage.scoring import (
+    Execution,
+    RandomReference,
     detection_rate,
     efficiency,
     efficiency_is_conventional,
@@ -30,7 +32,15 @@ from pytest_budget.triage.scoring import (
     regret,
     waste_rate,
 )
-from pytest_budget.triage.types import Baseline, Item, Plan, PlanRequest, PlanStatus, Pool
+from pytest_budget.triage.types import (
+    Baseline,
+    Item,
+    Plan,
+    PlanEntry,
+    PlanRequest,
+    PlanStatus,
+    Pool,
+)
 
 __all__ = [
     "NOTE_CONVENTION",
@@ -41,6 +51,7 @@ __all__ = [
     "CellOutcome",
     "TriageScores",
     "TruncationWarning",
+    "assemble_scores",
     "budget_for",
     "cell_notes",
     "run_cell",
@@ -164,8 +175,32 @@ def score_plan(
     run_e = execute_enforced(order, allocations, costs, solved, values, budget)
     best = oracle_value(costs, solved, values, budget)
     reference = random_reference(costs, solved, values, budget, samples=samples, seed=seed)
+    return assemble_scores(
+        plan, gradeable, planned, any(solved), best.value, reference, run_u, run_e
+    )
 
-    unsolvable = [item.id for item in gradeable if item.unsolvable]
+
+def assemble_scores(
+    plan: Plan,
+    gradeable: Sequence[Item],
+    planned: Sequence[PlanEntry],
+    anything_solved: bool,
+    v_oracle: float,
+    reference: RandomReference,
+    run_u: Execution,
+    run_e: Execution,
+    *,
+    ids: Sequence[str] | None = None,
+    unsolvable: Sequence[str] | None = None,
+) -> TriageScores:
+    """:class:`TriageScores` from a plan's two executions and the pool's references (shared
+    by :func:`score_plan` and the batch scorer, so both apply the same exclusions).
+    ``ids`` and ``unsolvable`` may pass the gradeable items' ids and the unsolvable ones,
+    computed once for many plans."""
+    if ids is None:
+        ids = [item.id for item in gradeable]
+    if unsolvable is None:
+        unsolvable = [item.id for item in gradeable if item.unsolvable]
     planned_ids = [entry.id for entry in planned]
     excluded = plan.status is PlanStatus.UNPARSEABLE
     detection = detection_counts = waste = waste_tokens = None
@@ -179,26 +214,26 @@ def score_plan(
             sum(e.tokens for e in planned if e.id in unsolvable_set),
             sum(e.tokens for e in planned),
         )
-    no_oracle = best.value <= 0
-    eta_u = None if no_oracle else efficiency(run_u.value, best.value, reference.mean)
-    eta_e = None if no_oracle else efficiency(run_e.value, best.value, reference.mean)
+    no_oracle = v_oracle <= 0
+    eta_u = None if no_oracle else efficiency(run_u.value, v_oracle, reference.mean)
+    eta_e = None if no_oracle else efficiency(run_e.value, v_oracle, reference.mean)
     note: str | None = None
     if no_oracle:
-        note = NOTE_NOTHING_SOLVED if not any(solved) else NOTE_NO_ORACLE
+        note = NOTE_NOTHING_SOLVED if not anything_solved else NOTE_NO_ORACLE
     elif excluded:
         note = NOTE_UNPARSEABLE
-    elif efficiency_is_conventional(best.value, reference.mean):
+    elif efficiency_is_conventional(v_oracle, reference.mean):
         note = NOTE_CONVENTION
     return TriageScores(
         v_u=None if excluded else run_u.value,
         v_e=None if excluded else run_e.value,
-        v_oracle=best.value,
+        v_oracle=v_oracle,
         v_random=reference.mean,
         v_random_stderr=reference.stderr,
         eta_u=None if excluded else eta_u,
         eta_e=None if excluded else eta_e,
-        regret_u=None if excluded else regret(run_u.value, best.value),
-        regret_e=None if excluded else regret(run_e.value, best.value),
+        regret_u=None if excluded else regret(run_u.value, v_oracle),
+        regret_e=None if excluded else regret(run_e.value, v_oracle),
         detection=detection,
         waste=waste,
         eta_u_as_empty=eta_u,
@@ -208,9 +243,9 @@ def score_plan(
         waste_tokens=waste_tokens,
         plan_status=plan.status.value,
         planned_ids=tuple(planned_ids),
-        executed_u=tuple(gradeable[i].id for i in run_u.executed),
-        executed_e=tuple(gradeable[i].id for i in run_e.executed),
-        scored_e=tuple(gradeable[i].id for i in run_e.scored),
+        executed_u=tuple([ids[i] for i in run_u.executed]),
+        executed_e=tuple([ids[i] for i in run_e.executed]),
+        scored_e=tuple([ids[i] for i in run_e.scored]),
     )
 
 

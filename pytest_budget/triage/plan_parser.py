@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from pytest_budget.triage.types import Plan, PlanEntry, PlanStatus
@@ -68,7 +69,7 @@ class _Located:
     salvaged: bool = False
 
 
-def parse_plan(raw: object, pool_ids: Sequence[str]) -> Plan:
+def parse_plan(raw: object, pool_ids: Collection[str]) -> Plan:
     """Parse and repair ``raw`` into a plan over ``pool_ids``.
 
     Entries keep their order.  Ids are matched as strings (an integer id 3 matches pool id
@@ -77,7 +78,12 @@ def parse_plan(raw: object, pool_ids: Sequence[str]) -> Plan:
     and anything non-numeric -> 0, anything above :data:`MAX_TOKENS` (1e30, Infinity) ->
     :data:`MAX_TOKENS`).  Entries with 0 tokens are kept but are not planned.
     """
-    pool = {str(item_id) for item_id in pool_ids}
+    # A frozenset of string ids (as a caller parsing many plans passes) is used as it is.
+    pool = (
+        pool_ids
+        if isinstance(pool_ids, frozenset) and all(type(i) is str for i in pool_ids)
+        else frozenset(str(item_id) for item_id in pool_ids)
+    )
     prior: tuple[str, ...] = ()
     prior_repaired = False
     located: _Located | str
@@ -186,7 +192,7 @@ def _search(text: str, *, salvage: bool) -> _Located | None:
 
 def _decode_all(text: str) -> list[tuple[object, int, int]]:
     """Every top-level JSON value in ``text`` as (value, start, end), left to right."""
-    decoder = json.JSONDecoder(parse_int=_parse_int, parse_constant=_parse_constant)
+    decoder = _FAST_DECODER
     values: list[tuple[object, int, int]] = []
     spent = 0
     position = 0
@@ -202,9 +208,14 @@ def _decode_all(text: str) -> list[tuple[object, int, int]]:
             spent += error.pos + 1
             position = start + 1
             continue
-        except ValueError:  # anything else the decoder refuses: skip this start
+        except ValueError:
+            # An integer literal past Python's 4,300-digit limit: decode again reading
+            # long literals as +/-inf (clamped later).  Anything else: skip this start.
             spent += len(text) - start
-            position = start + 1
+            if decoder is _FAST_DECODER:
+                decoder = _SAFE_DECODER
+            else:
+                position = start + 1
             continue
         except RecursionError:
             spent += _DEEP_FAILURE_COST
@@ -226,6 +237,12 @@ def _parse_int(literal: str) -> int | float:
 def _parse_constant(name: str) -> float:
     # NaN / Infinity / -Infinity are not JSON but models write them; read them as floats.
     return float(name)
+
+
+#: The C scanner's own integer parsing is fast; the safe decoder is only used for a text in
+#: which it refused an integer literal (too many digits).
+_FAST_DECODER = json.JSONDecoder(parse_constant=_parse_constant)
+_SAFE_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_constant=_parse_constant)
 
 
 def _with_surroundings(
@@ -342,16 +359,36 @@ def _first(fields: Mapping[str, object], keys: Sequence[str]) -> object:
 
 
 def _is_entry(item: object) -> bool:
+    if type(item) is dict and ("id" in item or "problem_id" in item):
+        return True  # the common case, without building the normalised fields
     fields = _fields(item)
     return fields is not None and _first(fields, _ID_KEYS) is not _MISSING
 
 
-def _normalize(items: Sequence[object], pool: set[str]) -> tuple[list[PlanEntry], list[str]] | str:
+def _normalize(
+    items: Sequence[object], pool: AbstractSet[str]
+) -> tuple[list[PlanEntry], list[str]] | str:
     entries: list[PlanEntry] = []
     notes: list[str] = []
     seen: set[str] = set()
     any_entry = False
     for position, item in enumerate(items, start=1):
+        # Fast path for the common clean entry, e.g. {"id": "p3", "tokens": 120}: keys
+        # already canonical, a pool id seen for the first time, a count needing no repair.
+        # Anything else takes the general path below, which records what it changed.
+        if type(item) is dict and len(item) == 2 and "id" in item and "tokens" in item:
+            raw, count = item["id"], item["tokens"]
+            if (
+                type(raw) is str
+                and type(count) is int
+                and raw in pool
+                and raw not in seen
+                and 0 <= count <= MAX_TOKENS
+            ):
+                any_entry = True
+                seen.add(raw)
+                entries.append(PlanEntry(raw, count))
+                continue
         where = f"entry {position}"
         fields = _fields(item)
         if fields is None:
@@ -384,7 +421,7 @@ def _normalize(items: Sequence[object], pool: set[str]) -> tuple[list[PlanEntry]
     return entries, notes
 
 
-def _coerce_id(raw: object, pool: set[str]) -> tuple[str | None, str | None]:
+def _coerce_id(raw: object, pool: AbstractSet[str]) -> tuple[str | None, str | None]:
     if isinstance(raw, str):
         if raw not in pool and raw.strip() in pool:
             return raw.strip(), f"stripped spaces from id {_show(raw)}"
@@ -425,7 +462,7 @@ def _coerce_tokens(raw: object) -> tuple[int, str | None]:
         return 0, f"token count {_show(raw)} is not a number, read as 0"
     if number > MAX_TOKENS:
         return MAX_TOKENS, f"token count {_show(raw)} exceeds any budget, read as {MAX_TOKENS}"
-    tokens = max(0, math.floor(number))
+    tokens = 0 if number <= 0 else math.floor(number)  # -inf included
     return tokens, f"token count {_show(raw)} read as {tokens}"
 
 

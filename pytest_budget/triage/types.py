@@ -106,7 +106,7 @@ class PlanStatus(enum.StrEnum):
     UNPARSEABLE = "unparseable"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlanEntry:
     id: str
     tokens: int
@@ -127,7 +127,7 @@ class Plan:
     @property
     def planned(self) -> tuple[PlanEntry, ...]:
         """Entries in plan order with a positive allocation (the planned set S)."""
-        return tuple(entry for entry in self.entries if entry.tokens > 0)
+        return tuple([entry for entry in self.entries if entry.tokens > 0])
 
     @property
     def total_tokens(self) -> int:
