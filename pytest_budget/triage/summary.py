@@ -86,12 +86,15 @@ def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             status if cell.get("outcome", "ok") == "ok" else f"{status} ({cell.get('outcome')})",
             cell_note(cell),
         ])  # fmt: skip
+    if not any(row[-1] for row in rows):  # the note column only when a cell has a note
+        headers.pop()
+        rows = [row[:-1] for row in rows]
     lines = render_table(headers, rows)
     counts = ", ".join(f"{statuses.get(key, 0)} {key}" for key in ("ok", "repaired", "unparseable"))
-    lines.append(
-        f"plans: {counts}; {over_budget} with allocations over B; unparseable plans are "
-        "excluded from eta (TRIAGE App. B), 'as empty' scores them as the empty plan"
-    )
+    line = f"plans: {counts}; {over_budget} with allocations over B"
+    if statuses.get("unparseable"):
+        line += "; unparseable plans are excluded from eta (TRIAGE App. B)"
+    lines.append(line)
     lines.extend(phase0_lines(cells))
     lines.extend(variant_agreement(cells))
     return lines
