@@ -7,6 +7,7 @@ outcome counts are scored and gated like any other cell.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import anyio
@@ -18,6 +19,7 @@ from pytest_budget.models.connections import run_in_connection_scope
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.suites.test_triage import _context, _fail_on_error, _phase0, _plan, _record
+from pytest_budget.triage.evaluate import TRUNCATION_WARN_SHARE, TruncationWarning
 from pytest_budget.triage.intervals import resolve_cell_summary
 from pytest_budget.triage.resolve import resolve_records, summarize_records
 
@@ -58,9 +60,12 @@ def test_resolve(
         limiter = anyio.CapacityLimiter(limiter_size)
         outcome = await _plan(pool, phase0, triage_cell, planner, budget_options, limiter)
         records = await resolve_records(
-            pool.items, phase0.baselines, outcome.plan, budget_solver, limiter=limiter
-        )
+            pool.items, phase0.baselines, outcome.plan, budget_solver, limiter=limiter,
+            truncated=cut,
+        )  # fmt: skip
         return outcome, records
+
+    cut: list[str] = []  # ids of re-solve replies cut at the cap, over every repeat
 
     outcome, resolved = run_in_connection_scope(both)
     # --budget-repeat: plan and re-solve again (a reference planner with another seed).
@@ -68,6 +73,16 @@ def test_resolve(
         run_in_connection_scope(lambda planner=planner: both(planner))
         for planner in repeat_agents(request, "planner", budget_planner)[1:]
     ]
+    calls = sum(len(records) for _, records in runs)
+    truncated = {"resolve": len(cut), "resolve_calls": calls}
+    if calls and len(cut) / calls > TRUNCATION_WARN_SHARE:
+        warnings.warn(
+            TruncationWarning(
+                f"{triage_cell.id}: {len(cut)} of {calls} re-solve calls were cut at the "
+                "solver's token cap; raise max_tokens for this model"
+            ),
+            stacklevel=1,
+        )
     summary = resolve_cell_summary(
         [(o.outcome, summarize_records(records).as_scores(), records) for o, records in runs],
         seed=budget_options.seed,
@@ -88,6 +103,7 @@ def test_resolve(
                 budget_options,
             ),
             **summary.report_fields(),
+            "truncated": truncated,
         }
     )
     _fail_on_error([o for o, _ in runs])

@@ -87,3 +87,24 @@ def test_warning_above_five_percent_of_a_cells_calls() -> None:
 def test_no_calls_no_warning(calls: int) -> None:
     counts = {"planner": 0, "planner_calls": calls, "phase0": 0, "phase0_calls": calls}
     assert truncation_warning("c", counts) is None
+
+
+def test_resolve_collects_replies_cut_at_the_cap() -> None:
+    from pytest_budget.triage.resolve import resolve_records
+    from pytest_budget.triage.types import Plan, PlanEntry
+
+    def solver(problem: Problem, max_tokens: int | None = None) -> ModelSolution:
+        cut = problem.id == "q2"
+        return ModelSolution(
+            text="..." if cut else "Answer: 3",
+            tokens=16_384 if cut else 4,
+            answer=None if cut else str(int(problem.id[1:]) + 1),
+            finish_reason="length" if cut else "stop",
+        )
+
+    plan = Plan(entries=(PlanEntry("q2", 50), PlanEntry("q0", 50), PlanEntry("q1", 0)))
+    cut: list[str] = []
+    records = anyio.run(lambda: resolve_records(ITEMS, TRUTH, plan, solver, truncated=cut))
+    assert cut == ["q2"]
+    # q2 overran its stated 50 (not compliant, not solved); q0 complied and was solved.
+    assert records == [(50, 16_384, True, False), (50, 4, True, True)]

@@ -16,7 +16,7 @@ import anyio
 
 from pytest_budget.roles import AgentError, call_role, for_each_bounded
 from pytest_budget.triage.graders import grade
-from pytest_budget.triage.phase0 import coerce_solution
+from pytest_budget.triage.phase0 import coerce_solution, is_truncated
 from pytest_budget.triage.types import Baseline, Item, Plan
 
 __all__ = [
@@ -105,8 +105,12 @@ async def resolve_records(
     solver: Any,
     *,
     limiter: anyio.CapacityLimiter | None = None,
+    truncated: list[str] | None = None,
 ) -> list[ResolveRecord]:
-    """The per-item records of :func:`run_resolve`, in plan order."""
+    """The per-item records of :func:`run_resolve`, in plan order.
+
+    ``truncated``, when given, gets the id of every reply cut at the solver's cap.
+    """
     by_id = {item.id: item for item in items if item.id in baselines}
     entries = [entry for entry in plan.planned if entry.id in by_id]
     results: dict[int, tuple[int, bool] | None] = {}
@@ -120,6 +124,8 @@ async def resolve_records(
             results[position] = None
             return
         results[position] = (solution.tokens, grade(item, solution.answer))
+        if truncated is not None and is_truncated(solution):
+            truncated.append(item.id)
 
     async def at(position: int) -> None:
         entry = entries[position]
