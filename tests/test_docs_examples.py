@@ -99,7 +99,10 @@ def test_solver_example_and_phase0_cache(pytester: pytest.Pytester) -> None:
     found = cells(pytester)
     assert {cell["solver"] for cell in found.values()} == {"my-solver-v1"}
     phase0 = found["arith-u0-a0.5-A/oracle"]["phase0"]
-    assert phase0 == {"items": 6, "gradeable": 6, "solved": 5, "errors": {}}
+    assert phase0 == {
+        "items": 6, "gradeable": 6, "solved": 5, "errors": {},
+        "from_cache": 0, "measured": 6, "from_file": 0,
+    }  # fmt: skip
     cached = list((pytester.path / ".budget-cache" / "phase0").glob("*/*.json"))
     assert len(cached) == 12  # 6 arith + 6 sokoban items
     assert json.loads(cached[0].read_text(encoding="utf-8"))["solver"] == "my-solver-v1"
@@ -117,7 +120,10 @@ def test_pool_example(pytester: pytest.Pytester) -> None:
     assert oracle["pool"] == "pool_example"
     assert oracle["budget"] == 742  # floor(0.5 * (1320 from the file + 164 measured in Phase 0))
     # 5 solved by their baselines (open-1 is not), arith-1 and arith-2 by the reference solver
-    assert oracle["phase0"] == {"items": 8, "gradeable": 8, "solved": 7, "errors": {}}
+    assert oracle["phase0"] == {
+        "items": 8, "gradeable": 8, "solved": 7, "errors": {},
+        "from_cache": 0, "measured": 2, "from_file": 6,
+    }  # fmt: skip
     assert oracle["scores"]["detection"] == 1.0
     assert oracle["scores"]["eta_u"] == 1.0
     assert oracle["scores"]["v_oracle"] == 7.0  # calc-2 is worth 2 points

@@ -190,18 +190,20 @@ ERRORS = [
     ),
     pytest.param(
         ['{"id": "a", "text": "t", "baseline": {"solved": true, "tokens": -5}}'],
-        "P:1: \"baseline.tokens\" of item 'a' must be an integer from 0 to 1000000000000 (output tokens); got -5",
+        "P:1: \"baseline.tokens\" of item 'a' must be an integer from 0 to 1000000000000 "
+        "(output tokens); got -5",
         id="negative-baseline-tokens",
     ),
     pytest.param(
         ['{"id": "a", "text": "t", "baseline": {"solved": true, "tokens": 5.5}}'],
-        "P:1: \"baseline.tokens\" of item 'a' must be an integer from 0 to 1000000000000 (output tokens); got 5.5",
+        "P:1: \"baseline.tokens\" of item 'a' must be an integer from 0 to 1000000000000 "
+        "(output tokens); got 5.5",
         id="fractional-baseline-tokens",
     ),
     pytest.param(
         ['{"id": "a", "text": "t", "baseline": {"solved": true}}'],
-        "P:1: \"baseline.tokens\" of item 'a' must be an integer from 0 to 1000000000000 (output tokens); "
-        "it is missing",
+        "P:1: \"baseline.tokens\" of item 'a' must be an integer from 0 to 1000000000000 "
+        "(output tokens); it is missing",
         id="missing-baseline-tokens",
     ),
     pytest.param(
@@ -321,7 +323,9 @@ def test_write_then_load_round_trips(tmp_path: Path) -> None:
 
 def test_items_keep_their_own_domain_label_through_write_and_load(tmp_path: Path) -> None:
     path = tmp_path / "exported.jsonl"
-    write_pool_file(path, [item(0, domain="arithmetic"), item(1, domain="exported"), item(2, domain="")])
+    write_pool_file(
+        path, [item(0, domain="arithmetic"), item(1, domain="exported"), item(2, domain="")]
+    )
     lines = path.read_text(encoding="utf-8").splitlines()
     assert '"domain": "arithmetic"' in lines[0] and "domain" not in lines[1]
     assert [i.domain for i in load_pool_file(path)] == ["arithmetic", "exported", "exported"]
@@ -331,7 +335,7 @@ def test_an_unsolvable_line_from_another_dataset_keeps_its_label(tmp_path: Path)
     path = tmp_path / "gpqa.jsonl"
     path.write_text(
         '{"id": "g1", "text": "Which gas ...?", "answer": "B", "grader": "choice"}\n'
-        '{"id": "x1", "text": "Which of these ...?", "unsolvable": true, "domain": "gpqa-abstain"}\n',
+        '{"id": "x1", "text": "Which ...?", "unsolvable": true, "domain": "gpqa-abstain"}\n',
         encoding="utf-8",
     )
     (pool,) = load_pools([path])
