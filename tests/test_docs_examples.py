@@ -141,6 +141,7 @@ def test_own_tests_example(pytester: pytest.Pytester) -> None:
         "scores": {
             "v_u": 2.0, "v_e": 2.0, "v_oracle": 2.0, "v_random": 1.0, "eta_u": 1.0,
             "eta_e": 1.0, "regret_u": 0.0, "regret_e": 0.0, "detection": 1.0, "waste": 0.0,
+            "eta_u_as_empty": 1.0, "eta_e_as_empty": 1.0,
         },
     }  # fmt: skip
     again = run(pytester, "-p", "no:cacheprovider", "--budget-report=report.json")

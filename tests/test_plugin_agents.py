@@ -103,7 +103,10 @@ def pytest_budget_planner(config):
         assert cell["outcome"] == "invalid"
         assert cell["plan_status"] == status
         assert cell["reason"]
-        assert cell["scores"]["v_u"] == 0 and cell["scores"]["v_e"] == 0
+        # Excluded from eta (TRIAGE App. B), with the empty-plan figure beside it.
+        assert cell["scores"]["v_u"] is None and cell["scores"]["eta_u"] is None
+        assert cell["scores"]["eta_u_as_empty"] is not None
+        assert cell["excluded"] == {"unparseable": 1, "plans": 1}
 
 
 def test_raising_agent_fails_its_cell_and_the_run_goes_on(pytester: pytest.Pytester) -> None:

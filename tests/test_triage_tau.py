@@ -31,9 +31,9 @@ def test_tau_is_per_regime_and_alpha_never_pooled() -> None:
         *_cells(1.0, "B", [1.0, 0.8, 0.5, 0.2], [None] * 4),
     ]
     assert variant_agreement(cells) == [
-        "ranking agreement eta_e alpha=0.5 A vs B: Kendall tau-b = 1.000 over 4 agents",
         "ranking agreement eta_u alpha=0.5 A vs B: Kendall tau-b = 0.667 over 4 agents",
         "ranking agreement eta_u alpha=1 A vs B: Kendall tau-b = 0.913 over 4 agents",
+        "ranking agreement eta_e alpha=0.5 A vs B: Kendall tau-b = 1.000 over 4 agents",
     ]
 
 

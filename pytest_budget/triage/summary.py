@@ -146,7 +146,8 @@ def variant_agreement(cells: Sequence[Mapping[str, Any]]) -> list[str]:
                 by_variant = groups[(regime, float(alpha))]
                 by_variant[str(cell.get("variant"))][str(cell.get("agent"))].append(float(eta))
     lines = []
-    for regime, alpha in sorted(groups):
+    # eta_u first, then eta_e (as TRIAGE Table 3), each by increasing alpha.
+    for regime, alpha in sorted(groups, key=lambda key: (key[0] != "eta_u", key[1])):
         by_variant = groups[(regime, alpha)]
         for first, second in itertools.combinations(sorted(by_variant), 2):
             agents = sorted(set(by_variant[first]) & set(by_variant[second]))
