@@ -151,6 +151,8 @@ def _from_text(text: str) -> _Located | str:
 
 
 def _strip_reasoning(text: str) -> str:
+    if "<" not in text:  # no tag at all: skip the three scans
+        return text.strip()
     visible = _THINK_BLOCK.sub(" ", text)
     closes = list(_THINK_CLOSE.finditer(visible))
     if closes:
