@@ -348,3 +348,13 @@ def test_negative_infinity_reads_as_zero() -> None:
     assert parse_plan('{"plan": [{"id": "p1", "tokens": -Infinity}]}', POOL).entries == (
         PlanEntry("p1", 0),
     )
+
+
+def test_fast_path_never_hides_a_later_nested_plan() -> None:
+    # The last plan wins (drafts first); a container beside "plan" disables the fast path.
+    raw = '{"plan": [{"id": "p1", "tokens": 5}], "final": {"plan": [{"id": "p2", "tokens": 7}]}}'
+    plan = parse_plan(raw, POOL)
+    assert plan.entries == (PlanEntry("p2", 7),)
+    assert plan.repairs == ("found 2 plans; used the last", "used the plan nested under 'final'")
+    simple = parse_plan('{"plan": [{"id": "p1", "tokens": 5}], "total": 5}', frozenset(POOL))
+    assert simple == Plan(entries=(PlanEntry("p1", 5),))

@@ -15,6 +15,7 @@ are left for the scorer.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -57,6 +58,7 @@ _SINGLE_QUOTED = re.compile(r"'([^'\"\\\n]*)'")
 _NUMBER = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?:tokens?)?", re.I)
 
 _MISSING = object()
+_SCALARS = (str, int, float, bool, type(None))
 
 
 @dataclass
@@ -78,10 +80,10 @@ def parse_plan(raw: object, pool_ids: Collection[str]) -> Plan:
     and anything non-numeric -> 0, anything above :data:`MAX_TOKENS` (1e30, Infinity) ->
     :data:`MAX_TOKENS`).  Entries with 0 tokens are kept but are not planned.
     """
-    # A frozenset of string ids (as a caller parsing many plans passes) is used as it is.
+    # A frozenset (as a caller parsing many plans passes) is checked once, then reused.
     pool = (
-        pool_ids
-        if isinstance(pool_ids, frozenset) and all(type(i) is str for i in pool_ids)
+        _string_ids(pool_ids)
+        if isinstance(pool_ids, frozenset)
         else frozenset(str(item_id) for item_id in pool_ids)
     )
     prior: tuple[str, ...] = ()
@@ -113,6 +115,11 @@ def parse_plan(raw: object, pool_ids: Collection[str]) -> Plan:
         status=PlanStatus.REPAIRED if repaired else PlanStatus.OK,
         repairs=repairs,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _string_ids(pool_ids: frozenset[object]) -> frozenset[str]:
+    return frozenset(str(item_id) for item_id in pool_ids)
 
 
 def _unparseable(*reasons: str) -> Plan:
@@ -273,6 +280,17 @@ def _select(
     values: Sequence[tuple[object, int, int]], *, whole: bool, salvage: bool = True
 ) -> _Located | None:
     """Pick the plan among decoded values: a 'plan' list, else an entry list, else entries."""
+    first = values[0][0] if len(values) == 1 else None
+    if type(first) is dict:
+        # Fast path for the usual answer, {"plan": [entries...], ...scalars}: the walk
+        # below would find this one list and nothing else, so take it directly.
+        found = first.get(_PLAN_KEY)
+        if (
+            type(found) is list
+            and (not found or _is_entry(found[0]))
+            and all(type(v) in _SCALARS for k, v in first.items() if k != _PLAN_KEY)
+        ):
+            return _Located(items=found)
     plans: list[tuple[tuple[str, ...], Sequence[object]]] = []
     entry_lists: list[tuple[tuple[str, ...], Sequence[object]]] = []
     for value, _, _ in values:
