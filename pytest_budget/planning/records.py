@@ -21,19 +21,20 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Query:
-    """One CostBench-style user request for one task (test split).
+    """One CostBench user request for one task (test split, fact sheet §1).
 
     ``preferences`` maps each of the four dimensions (category, tier, style,
-    feature_package) to one of the task's values; ``location_preference`` is ``None`` for
-    the location task; ``text`` is the natural-language request the agent reads.
+    feature_package) to one of the task's enum values; ``location_preference`` is ``None``
+    for the location task; ``text`` is the first user message the agent reads.
     """
 
     query_id: str
     task: str
     preferences: dict[str, str]
-    time_info: str
-    location_preference: str | None
-    text: str
+    time_info: str  # CostBench's ``TimeInfo`` token, e.g. ``<TimeInfo00006>``
+    location_preference: str | None  # ``<LocationPreference#####>``; None for location
+    text: str  # ``query.input``: the first user message, exactly as sent
+    user_requirements: str = ""  # the natural-language requirements inside ``text``
 
 
 #: Why a call was invalid (the failure classes of CostBench plus parse problems).
