@@ -315,7 +315,8 @@ class Blocker:
     def _plan(self, index: int, start_step: int, event: str | None) -> Segment:
         env = self.env
         paths, cost = env.optimal_paths(env.state)
-        greedy, greedy_cost = env.greedy_path(env.state)  # first step relaxed
+        greedy, greedy_cost = env.greedy_path(env.state)
+        held = set(env.state) | {env.all_tool_specs_by_name[n].output for n in greedy}
         return Segment(
             index=index,
             start_step=start_step,
@@ -324,6 +325,7 @@ class Blocker:
             optimal_cost=cost,
             greedy_path=tuple(greedy),
             greedy_cost=greedy_cost,
+            greedy_reached=env.goal in held,
         )
 
     def _close_segment(self, *, banned: bool = False) -> None:

@@ -235,6 +235,11 @@ class TravelEnv:
         return list(self._tools)
 
     @property
+    def all_tool_specs_by_name(self) -> dict[str, Tool]:
+        """Every tool of the instance by name."""
+        return dict(self._all_by_name)
+
+    @property
     def tools(self) -> list[dict[str, Any]]:
         """The current tool list in OpenAI function-calling format (registry order)."""
         return [self._spec(tool) for tool in self._visible]

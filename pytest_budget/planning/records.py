@@ -90,6 +90,7 @@ class Segment:
     optimal_cost: float
     greedy_path: tuple[str, ...]
     greedy_cost: float
+    greedy_reached: bool = True  # the greedy baseline reached the goal
 
 
 @dataclass(frozen=True)
