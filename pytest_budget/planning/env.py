@@ -495,16 +495,22 @@ class TravelEnv:
         return (tuple(self.costs.items()), tuple(sorted(self._banned)), self._removed)
 
     def solve(
-        self, start: frozenset[str] | None = None, *, exclude: Iterable[str] = ()
+        self,
+        start: frozenset[str] | None = None,
+        *,
+        exclude: Iterable[str] = (),
+        use_bans: bool = True,
     ) -> tuple[list[str], float] | None:
-        """CostBench's Dijkstra from ``start`` (default: the initial state) over the usable
-        tools minus ``exclude``: the single path its heap returns and its float cost, or
-        ``None`` when the goal cannot be reached."""
+        """CostBench's Dijkstra from ``start`` (default: the initial state) over the listed
+        tools minus ``exclude`` (and minus the agent's bans unless ``use_bans`` is false: the
+        ground truth has bans of its own): the single path its heap returns and its float
+        cost, or ``None`` when the goal cannot be reached."""
         start = self.initial_state if start is None else start
         skip = set(exclude)
+        listed = self._plannable if use_bans else self._visible
         tools = [
             (t.name, frozenset(t.inputs), t.output, self.costs[t.name])
-            for t in self._plannable
+            for t in listed
             if t.name not in skip
         ]
         heap: list[tuple[float, int, frozenset[str], list[str]]] = [(0.0, 0, start, [])]

@@ -488,6 +488,7 @@ async def run_episode(
     max_steps: int = MAX_TOOL_STEPS,
     answer_feedback: bool = False,
     env: TravelEnv | None = None,
+    pool: Sequence[Query] = (),
 ) -> EpisodeRecord:
     """Run ``agent`` on ``query`` at ``refinement_level`` under ``mode`` with ``block_count``
     blocks (``"static"`` with 0, or a blocking mode with 1..3) and record everything.
@@ -498,7 +499,8 @@ async def run_episode(
     ``answer_feedback`` (off: CostBench gives none) answers a reply without a well-formed
     ``<answer>`` and without tool calls with an ``[ERROR]`` user message and goes on, instead
     of ending the episode; ``env`` is a prepared, fresh environment for the same query and
-    level (e.g. with hand-set costs) used instead of building one.
+    level (e.g. with hand-set costs) used instead of building one; ``pool`` is the query set
+    a preference change draws its source query from (CostBench: the whole query file).
     """
     check_mode(mode, block_count)
     if env is not None and (env.task, env.refinement_level) != (query.task, refinement_level):
@@ -506,7 +508,7 @@ async def run_episode(
     env = env or TravelEnv(
         query.task, refinement_level, query.query_id, ban_longest=ban_longest, seed=seed
     )
-    blocker = Blocker(env, query, mode, block_count, seed=seed, max_steps=max_steps)
+    blocker = Blocker(env, query, mode, block_count, seed=seed, max_steps=max_steps, pool=pool)
     loop = _Loop(env, blocker, max_steps)
     loop.messages = [
         {"role": "system", "content": system_prompt(query.task, refinement_level, max_steps)},

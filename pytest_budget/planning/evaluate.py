@@ -68,6 +68,7 @@ async def run_planning_cell(
             limiter=limiter,
             ban_longest=ban_longest,
             answer_feedback=answer_feedback,
+            pool=queries,
         )
 
     async with anyio.create_task_group() as group:
