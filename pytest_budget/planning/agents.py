@@ -49,10 +49,13 @@ _OUTPUT_RE = re.compile(r"(<([A-Za-z]+)\d{5}>)")
 def held_ids(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Latest id per id kind (``DiningPreference``, ``DiningCandidateSet``,
     ``DiningCandidate``; see :func:`~pytest_budget.planning.env.id_kind`) from the tool
-    messages after the last user message (a preference change starts over)."""
+    messages after the last user message (a preference change starts over; the loop's own
+    ``[ERROR]`` user messages change no requirement and do not count)."""
     start = 0
     for index, message in enumerate(messages):
-        if message.get("role") == "user":
+        content = message.get("content")
+        is_error = isinstance(content, str) and content.startswith("[ERROR]")
+        if message.get("role") == "user" and not is_error:
             start = index
     ids: dict[str, str] = {}
     for message in messages[start:]:
@@ -121,9 +124,9 @@ class OracleToolAgent(_ReferenceToolAgent):
     name: ClassVar[str] = "oracle"
     wants_optimal_next: ClassVar[bool] = True
 
-    def choose(self, observation: ToolAgentObservation, view: ReferenceView) -> Tool:
-        if view.optimal_next is None:
-            raise RuntimeError("the loop gave no optimal next call")
+    def choose(self, observation: ToolAgentObservation, view: ReferenceView) -> Tool | None:
+        if view.optimal_next is None:  # the bans left no way to the goal: stop
+            return None
         return next(t for t in view.tools if t.name == view.optimal_next)
 
 

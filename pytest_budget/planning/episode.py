@@ -370,7 +370,8 @@ class _Loop:
         if getattr(agent, "wants_reference", False) is True:
             optimal_next = None
             if getattr(agent, "wants_optimal_next", False) is True and not env.done:
-                optimal_next = env.optimal_path(env.state)[0][0]
+                if env.reachable():
+                    optimal_next = env.optimal_path(env.state)[0][0]
             view = ReferenceView(
                 query=blocker.query,
                 goal=env.goal,
