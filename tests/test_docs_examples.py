@@ -812,13 +812,14 @@ def test_queries_example_with_the_reference_agents(pytester: pytest.Pytester) ->
 
     text = (EXAMPLES / "queries_example.json").read_text(encoding="utf-8")
     (pytester.path / "queries.json").write_text(
-        text.replace('"street food"', '"diner"', 1), encoding="utf-8"
+        text.replace('"street_food_vendor"', '"diner"', 1), encoding="utf-8"
     )
     broken = run(pytester, *PLANNING, "--budget-queries=queries.json")
     assert broken.ret == pytest.ExitCode.USAGE_ERROR
     message = (
-        "entry 0 (query_id '<Query90001>'): preferences['category'] = 'diner' is not a dining "
-        "category value; allowed: fine dining, casual dining, street food, cafe"
+        "entry 0 (query_id '<Query90001>'): field preferences.category = 'diner' is not a "
+        "dining category value of CostBench's test enums; allowed: coffee_shop, restaurant, "
+        "street_food_vendor, bakery"
     )
     path = pytester.path / "queries.json"
     assert f"ERROR: {path}: {message}" in broken.errlines

@@ -150,7 +150,7 @@ def test_preference_change_message_source_and_reset() -> None:
     digits = groundtruth_id("dining", source.preferences, source.location_preference)[-6:-1]
     assert record.expected_answer[-6:-1] == digits == record.answer
     # The ground truth after a preference change restarts from the initial state: S_1 = S_0.
-    first, second = record.segments
+    _first, second = record.segments
     assert second.optimal_paths[0] == tuple(
         TravelEnv("dining", 2, QUERY.query_id).optimal_path()[0]
     )
@@ -209,5 +209,5 @@ def test_check_mode() -> None:
     check_mode("static", 0)
     with pytest.raises(ValueError, match="unknown mode"):
         check_mode("mixed", 1)
-    with pytest.raises(ValueError, match="1..3"):
+    with pytest.raises(ValueError, match=r"1\.\.3"):
         check_mode("ban_tool", 4)
