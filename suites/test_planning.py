@@ -117,8 +117,8 @@ def test_planning(
             **summary.report_fields(),
             "greedy": outcome.greedy,
             # Sums the all-task row pools (the paper's rows pool every task).
-            "pool": outcome.pool,
-            "greedy_pool": outcome.greedy_pool,
+            "planning_pool": outcome.pool,
+            "planning_greedy_pool": outcome.greedy_pool,
             "reading": budget_options.planning_reading,
             "ban_longest": budget_options.planning_ban_longest,
             "first_error": outcome.first_error,

@@ -194,8 +194,8 @@ def _cell(task: str, episodes: list[EpisodeRecord]) -> dict[str, object]:
         "queries": len(episodes),
         "scores": score_episodes(episodes),
         "greedy": greedy_scores(episodes),
-        "pool": score_sums(episodes),
-        "greedy_pool": greedy_sums(episodes),
+        "planning_pool": score_sums(episodes),
+        "planning_greedy_pool": greedy_sums(episodes),
     }
 
 
@@ -215,6 +215,6 @@ def test_pooled_row_pools_queries_not_cell_means() -> None:
 
 def test_pooled_rows_skip_cells_without_sums_or_with_another_reading() -> None:
     cell = _cell("location", [E1])
-    assert pooled_rows([{**cell, "pool": None}]) == []
+    assert pooled_rows([{**cell, "planning_pool": None}]) == []
     assert pooled_rows([{**cell, "reading": "prose"}]) == []
     assert pooled_rows([{**cell, "outcome": "error"}]) == []
