@@ -23,8 +23,8 @@ POOLED_TASK = "all"
 def pooled_rows(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per (scenario, agent): the scores pooled over every task's queries, as CostBench pools
     them (sums of the cells' ``planning_pool`` / ``planning_greedy_pool``, then the ratios;
-    not a mean of per-task means).  Cells without pool sums (other readings, errors) are skipped; a row
-    appears only when at least one cell pooled."""
+    not a mean of per-task means).  Cells without pool sums (other readings, errors) are
+    skipped; a row appears only when at least one cell pooled."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for cell in cells:
         pool, greedy = cell.get("planning_pool"), cell.get("planning_greedy_pool")
