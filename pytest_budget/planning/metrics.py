@@ -164,6 +164,11 @@ def _cents(cost: float) -> int:
     return round(cost * 100)
 
 
+def _digits(text: str) -> str:
+    # Answers are checked on their digits only, as CostBench does.
+    return "".join(ch for ch in text if ch.isdigit())
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeScore:
     """One episode's metrics; ``None`` where the episode does not count for a metric."""
@@ -269,7 +274,7 @@ def score_episode(episode: EpisodeRecord, *, require_all_blocks: bool = True) ->
     answer_correct = (
         episode.error is None
         and episode.answer is not None
-        and episode.answer.strip() == episode.expected_answer
+        and _digits(episode.answer) == _digits(episode.expected_answer)
     )
     intent_hit: bool | None = None
     if counted and (episode.reached_goal or episode.error is not None):
