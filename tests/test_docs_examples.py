@@ -779,7 +779,8 @@ def test_llm_tool_agent_example_against_a_scripted_server(
         monkeypatch.setenv("MY_MODEL", "scripted-model")
         monkeypatch.setenv("MY_MODEL_API_KEY", key)
         result = run(pytester, *PLANNING, "--budget-query-count=1", "--budget-scenario=static@1",
-                     "--budget-agent=user,greedy", *UNGATED)  # fmt: skip
+                     "--budget-agent=user,greedy", "--budget-planning-keep-longest",
+                     *UNGATED)  # fmt: skip
         requests = server.requests
     result.assert_outcomes(passed=2)
     assert [r.path for r in requests] == ["/v1/chat/completions"] * 2
