@@ -86,7 +86,7 @@ DEFAULT_MAX_TOKENS: dict[str, int] = {
     "solver": 4096,
     "estimator": 1024,
     "actor": 1024,
-    "tool_agent": 1024,
+    "tool_agent": 16384,  # CostBench's --max_tokens default (and the paper's stated cap)
 }
 
 #: Finish reasons meaning the reply was cut at ``max_tokens`` (OpenAI, Anthropic, some
