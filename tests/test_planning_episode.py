@@ -474,3 +474,16 @@ def test_sdk_message_objects_are_read_through_model_dump() -> None:
     parsed = parse_reply(SdkMessage())
     assert parsed.problem is None
     assert [c.name for c in parsed.calls] == ["Decide_Dining_Preference"]
+
+
+def test_answer_parsing_is_linear_on_hostile_text() -> None:
+    import time
+
+    from pytest_budget.planning.ids import parse_answer
+
+    start = time.perf_counter()
+    assert parse_answer("<answer>" * 200_000) is None
+    assert parse_answer("<answer>" + "Candidate" * 100_000 + "</answer>") is None
+    assert parse_answer("<answer>" + "x" * 2_000_000 + "Candidate12345 </answer>") == "12345"
+    assert time.perf_counter() - start < 5.0  # quadratic parsing would take minutes
+    assert parse_answer("<answer> <DiningCandidate123456> </answer>") is None  # 6 digits

@@ -38,18 +38,17 @@ LOCATION_PACKAGES = 4**4
 _ALPHABETICAL = tuple(sorted(DIMENSIONS))  # category, feature_package, style, tier
 
 _ID_RE = re.compile(r"^\s*<?\s*([A-Za-z_]*?)\s*(\d+)\s*>?\s*$")
-_THINK_END = re.compile(r"</think>", re.IGNORECASE)
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
-# CostBench's four candidate forms, tried in order, each with exactly 5 digits.
-_CANDIDATE_FORMS = tuple(
-    re.compile(p)
-    for p in (
-        r"<\s*[A-Za-z]*Candidate\s*\{\s*Candidate_ID\s*:\s*(?<!\d)(\d{5})(?!\d)\s*\}\s*>",
-        r"<\s*[A-Za-z]*Candidate\s*\{\s*(?<!\d)(\d{5})(?!\d)\s*\}\s*>",
-        r"<\s*[A-Za-z]*Candidate\s*(?<!\d)(\d{5})(?!\d)\s*>",
-        r"[A-Za-z]*Candidate\s*\{?\s*(?:Candidate_ID\s*:\s*)?(?<!\d)(\d{5})(?!\d)",
-    )
+# CostBench's four candidate forms, tried in order, each with exactly 5 digits.  They are
+# matched from each "Candidate" found by str.find (so parsing stays linear in the text); the
+# bracketed forms also need "<" and only letters or spaces between it and "Candidate".
+_AFTER = (
+    re.compile(r"Candidate\s*\{\s*Candidate_ID\s*:\s*(\d{5})\s*\}\s*>"),
+    re.compile(r"Candidate\s*\{\s*(\d{5})\s*\}\s*>"),
+    re.compile(r"Candidate\s*(\d{5})\s*>"),
+    re.compile(r"Candidate\s*\{?\s*(?:Candidate_ID\s*:\s*)?(\d{5})"),
 )
+_BRACKETED = (True, True, True, False)
+_PREFIX = re.compile(r"<[A-Za-z\s]{0,40}$")
 
 
 def package_index(task: str, preferences: dict[str, str]) -> int:
@@ -98,21 +97,39 @@ def location_number(value: object) -> int | None:
     return int(match.group(2))
 
 
+def _first_pair(text: str, lowered: str, open_tag: str, close_tag: str) -> str | None:
+    start = lowered.find(open_tag)
+    if start < 0:
+        return None
+    end = lowered.find(close_tag, start + len(open_tag))
+    return None if end < 0 else text[start + len(open_tag) : end]
+
+
 def parse_answer(content: str | None) -> str | None:
     """The 5 digits of the candidate id in the first ``<answer>...</answer>`` of ``content``,
-    after dropping everything up to ``</think>``; ``None`` when there is none (§3.1)."""
+    after dropping everything up to ``</think>``; ``None`` when there is none (§3.1).
+    Linear in the length of ``content``."""
     if not content:
         return None
-    if "<think>" in content.lower() and _THINK_END.search(content):
-        content = content[_THINK_END.search(content).end() :]  # type: ignore[union-attr]
-    found = _ANSWER_RE.search(content)
-    if found is None:
+    lowered = content.lower()
+    think = lowered.find("</think>")
+    if think >= 0 and "<think>" in lowered:
+        content, lowered = content[think + 8 :], lowered[think + 8 :]
+    inner = _first_pair(content, lowered, "<answer>", "</answer>")
+    if inner is None:
         return None
-    inner = found.group(1)
-    for form in _CANDIDATE_FORMS:
-        match = form.search(inner)
-        if match:
-            return match.group(1)
+    for form, bracketed in zip(_AFTER, _BRACKETED, strict=True):
+        at = inner.find("Candidate")
+        while at >= 0:
+            match = form.match(inner, at)
+            digits_ok = match is not None and not inner[match.end(1) : match.end(1) + 1].isdigit()
+            if (
+                match
+                and digits_ok
+                and (not bracketed or _PREFIX.search(inner, max(0, at - 41), at))
+            ):
+                return match.group(1)
+            at = inner.find("Candidate", at + 1)
     return None
 
 
