@@ -187,6 +187,11 @@ class BudgetOptions:
     tasks: tuple[str, ...] = PLANNING_TASKS
     query_count: int = 10
     queries: tuple[str, ...] = ()
+    # Planning protocol (CostBench as coded by default): ban the longest tool, read the
+    # metrics as eval.py codes them, no feedback on a turn without a call or answer.
+    planning_ban_longest: bool = True
+    planning_reading: str = "code"
+    planning_answer_feedback: bool = False
     # Bootstrap intervals (--budget-ci-level, --budget-ci-resamples; 0 resamples = none;
     # the defaults are bootstrap.DEFAULT_LEVEL and DEFAULT_RESAMPLES) and repeats per cell
     # (--budget-repeat).
@@ -614,6 +619,9 @@ def parse_options(
         tasks=tasks or PLANNING_TASKS,
         query_count=_positive_int("--budget-query-count", get_option("budget_query_count") or 10),
         queries=queries,
+        planning_ban_longest=not get_option("budget_planning_keep_longest"),
+        planning_reading=_planning_reading(get_option("budget_planning_reading")),
+        planning_answer_feedback=bool(get_option("budget_planning_answer_feedback")),
         ci_level=ci_level,
         ci_resamples=ci_resamples,
         repeat=repeat,
@@ -631,6 +639,16 @@ def _model_headers(values: Any) -> tuple[str, ...]:
         except ProviderConfigError as exc:
             raise OptionError(f"{exc} (got {spec.partition('=')[0]!r}=...)") from None
     return specs
+
+
+def _planning_reading(value: Any) -> str:
+    reading = str(value or "code").strip().lower()
+    if reading not in ("code", "prose"):
+        raise OptionError(
+            f"--budget-planning-reading: {value!r} is not code or prose (code: CostBench's "
+            "eval.py, the default; prose: the paper's App. B.3 text)"
+        )
+    return reading
 
 
 def _shard(value: Any) -> Shard | None:

@@ -192,6 +192,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "replaces generated queries",
     )
     group.addoption(
+        "--budget-planning-keep-longest",
+        action="store_true",
+        default=None,
+        help="planning: keep the composite that does the whole task (CostBench's paper "
+        "scripts ban it; banned by default)",
+    )
+    group.addoption(
+        "--budget-planning-reading",
+        help="planning: code (CostBench's eval.py, default) or prose (the paper's App. B.3 "
+        "text: runs that miss the goal leave the path metrics and UIHR)",
+    )
+    group.addoption(
+        "--budget-planning-answer-feedback",
+        action="store_true",
+        default=None,
+        help="planning: answer a turn with neither a tool call nor a well-formed answer with "
+        "an error message and go on (CostBench ends the episode; off by default)",
+    )
+    group.addoption(
         "--budget-base-url",
         help="base URL of the model endpoint for openai:/anthropic: agents, e.g. "
         "http://localhost:8000/v1 (default: the provider's public API)",

@@ -68,6 +68,11 @@ class BudgetSession:
             seed=self.options.seed,
         )
         report.update(self.extra)
+        planning = [c for c in report["cells"] if c.get("suite") == "planning"]
+        if planning:
+            from pytest_budget.planning.summary import pooled_rows
+
+            report["planning_pooled"] = pooled_rows(planning)
         return report
 
     def write_report(self, report: Mapping[str, Any] | None = None) -> Path | None:

@@ -33,6 +33,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("budget_agent", agents, ids=agents)
 
 
+def _protocol(options: BudgetOptions) -> dict[str, Any]:
+    """The planning protocol options of a cell (CostBench as coded by default)."""
+    return {
+        "ban_longest": options.planning_ban_longest,
+        "reading": options.planning_reading,
+        "answer_feedback": options.planning_answer_feedback,
+    }
+
+
 def _query_digest(queries: Sequence[Query]) -> str:
     """Identifies the query set a baseline was measured on."""
     summary = [
@@ -62,6 +71,7 @@ def test_planning(
             budget_tool_agent,
             seed=budget_options.seed,
             limiter=anyio.CapacityLimiter(budget_options.concurrency),
+            **_protocol(budget_options),
         ),
     )
     # --budget-repeat: the agent runs every query again (a reference agent with another seed).
@@ -75,6 +85,7 @@ def test_planning(
                 tool_agent,
                 seed=budget_options.seed,
                 limiter=anyio.CapacityLimiter(budget_options.concurrency),
+                **_protocol(budget_options),
             ),
         )
         for tool_agent in repeat_agents(request, "tool_agent", budget_tool_agent)[1:]
@@ -86,6 +97,7 @@ def test_planning(
         level=budget_options.ci_level,
         resamples=budget_options.ci_resamples,
         seeds=repeat_seeds(budget_options),
+        reading=budget_options.planning_reading,
     )
     agent = budget_agent if budget_agent != "user" else outcome.agent
     budget_record(
@@ -104,6 +116,11 @@ def test_planning(
             "reason": outcome.reason,
             **summary.report_fields(),
             "greedy": outcome.greedy,
+            # Sums the all-task row pools (the paper's rows pool every task).
+            "planning_pool": outcome.pool,
+            "planning_greedy_pool": outcome.greedy_pool,
+            "reading": budget_options.planning_reading,
+            "ban_longest": budget_options.planning_ban_longest,
             "first_error": outcome.first_error,
             "sort_key": [planning_cell.task, scenario.level, scenario.mode, scenario.blocks, agent],
         }
@@ -118,6 +135,8 @@ def test_planning(
             "seed": budget_options.seed,
             "queries": len(queries),
             "query_set": _query_digest(queries),
+            "ban_longest": budget_options.planning_ban_longest,
+            "reading": budget_options.planning_reading,
         },
     }
     assert budget_snapshot("planning") == payload

@@ -535,7 +535,8 @@ def test_actor_rollout_is_charged_what_the_provider_reported() -> None:
 def make_query(task: str = "dining") -> Query:
     values = PREFERENCE_VALUES[task]
     prefs = {d: values[d][k % 4] for k, d in enumerate(DIMENSIONS)}
-    return Query("<Query00001>", task, prefs, "2025-06-01 to 2025-06-04", "Lisbon", "Plan dinner.")
+    place = None if task == "location" else "<LocationPreference00001>"
+    return Query("<Query00001>", task, prefs, "<TimeInfo00001>", place, "Plan dinner.")
 
 
 HISTORY: list[dict[str, Any]] = [
@@ -769,7 +770,7 @@ def test_tool_agent_episode_scores_bad_json_as_an_invalid_call() -> None:
     assert (call.ok, call.error_kind, call.arguments) == (False, "bad_arguments", "{oops")
     assert record.answer is None
     second = server.requests[1].json["messages"]
-    assert second[0] == {"role": "system", "content": system_prompt("dining")}
+    assert second[0] == {"role": "system", "content": system_prompt("dining", 5)}
     assert second[2]["tool_calls"][0]["function"]["arguments"] == "{oops"
     assert second[3]["role"] == "tool" and second[3]["tool_call_id"] == "call_x"
     assert second[3]["content"].startswith("[ERROR]")
@@ -794,7 +795,7 @@ def test_tool_agent_episode_on_anthropic_pairs_tool_use_and_result() -> None:
     assert record.error is None and record.answer is None
     assert len(record.calls) == 1 and not record.calls[0].ok
     second = server.requests[1].json
-    assert second["system"] == system_prompt("dining")
+    assert second["system"] == system_prompt("dining", 5)
     user, assistant, results = second["messages"]
     assert user["role"] == "user" and isinstance(user["content"], str)
     assert assistant == {

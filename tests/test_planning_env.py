@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import random
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from pytest_budget.planning import (
     build_tools,
     expected_answer,
 )
-from pytest_budget.planning.env import fill_arguments
+from pytest_budget.planning.env import fill_arguments, id_kind
 from pytest_budget.planning.records import Query
 
 QUERIES = [f"<Query{i:05d}>" for i in range(1, 9)]
@@ -78,7 +79,7 @@ def test_composite_counts(level: int, ban: bool) -> None:
 
 
 def test_names_from_table_hand_example() -> None:
-    names = {t.name for t in build_tools("transportation", 3) if t.is_composite}
+    names = {t.name for t in build_tools("transportation", 3, ban_longest=False) if t.is_composite}
     assert names == {
         # length 2
         "Transportation_Preference_and_Search",
@@ -99,7 +100,7 @@ def test_names_from_table_hand_example() -> None:
         "Transportation_Finish_from_Step1_4Steps",
         "Transportation_Finish_from_Step2_3Steps",
     }
-    l0 = {t.name for t in build_tools("location", 0) if t.is_composite}
+    l0 = {t.name for t in build_tools("location", 0, ban_longest=False) if t.is_composite}
     assert l0 == {
         "Location_Preference_and_Search",
         "Location_Finalize_from_Search",
@@ -109,11 +110,12 @@ def test_names_from_table_hand_example() -> None:
 
 def test_composite_inputs_follow_union_rule() -> None:
     tools = {t.name: t for t in build_tools("dining", 2)}
+    # CostBench: the *sorted* set of component inputs not produced inside the run.
     assert tools["Dining_Preference_and_Search"].inputs == (
         "DiningCategory",
-        "DiningTier",
-        "DiningStyle",
         "DiningFeaturePackage",
+        "DiningStyle",
+        "DiningTier",
         "LocationPreference",
         "TimeInfo",
     )
@@ -188,7 +190,7 @@ def test_costs_follow_spec_draw_order(task: str, level: int) -> None:
 # Pinned by hand (DESIGN 5.3 recipe, then every partition of the chain summed on paper), so a
 # change of numpy's or random's streams, or of the draw order, cannot pass unnoticed.
 def test_hand_checked_costs_and_paths_location_l0() -> None:
-    env = TravelEnv("location", 0, "<Query00001>")
+    env = TravelEnv("location", 0, "<Query00001>", ban_longest=False)
     assert env.seed_q == 815343802
     assert env.costs == {
         "Decide_Location_Preference": 23.23,  # the first draw of the whole stream
@@ -201,14 +203,14 @@ def test_hand_checked_costs_and_paths_location_l0() -> None:
     # Partitions: D+S+Sel 55.26, D+Finalize 55.03, PaS+Sel 55.51, Complete 55.30.
     assert env.optimal_paths() == (
         [["Decide_Location_Preference", "Location_Finalize_from_Search"]],
-        55.03,
+        23.23 + 31.8,
     )
     # Greedy, first step free: D 23.23, PaS 40.48/2 = 20.24, Complete 55.3/3 = 18.43.
     assert env.greedy_path() == (["Location_Complete_3Steps_Pipeline"], 55.3)
 
 
 def test_hand_checked_costs_and_paths_dining_l1() -> None:
-    env = TravelEnv("dining", 1, "<Query40001>")
+    env = TravelEnv("dining", 1, "<Query40001>", ban_longest=False)
     assert env.seed_q == 1276456912
     assert env.costs == {
         "Decide_Dining_Preference": 24.27,
@@ -226,14 +228,14 @@ def test_hand_checked_costs_and_paths_dining_l1() -> None:
     # 86.22, 86.20, 86.11, 86.09 (Complete).
     assert env.optimal_paths() == (
         [["Decide_Dining_Preference", "Search_Dining_Candidates", "Dining_Finalize_from_Step1"]],
-        86.08,
+        24.27 + 17.55 + 44.26,  # the float sum, in path order, as CostBench adds it
     )
     # Greedy: PaS 20.97 per component beats D, Full_Planning (21.52) and Complete (21.52);
     # then, consuming the raw candidates only (the Search_* composites need the preference,
     # which PaS does not yield), Finalize_from_Step1 22.13 beats Step1 22.72.
     assert env.greedy_path() == (
         ["Dining_Preference_and_Search", "Dining_Finalize_from_Step1"],
-        86.2,
+        41.94 + 44.26,
     )
 
 
@@ -286,51 +288,68 @@ def test_openai_tool_format() -> None:
     env = TravelEnv("transportation", 1, "<Query00001>")
     specs = {spec["function"]["name"]: spec for spec in env.tools}
     assert set(specs) == set(env.costs)
+    # Registry order: the atomic chain, then composites by length, then by start.
+    assert [spec["function"]["name"] for spec in env.tools] == [t.name for t in env.tool_specs]
     decide = specs["Decide_Transportation_Preference"]
     assert decide["type"] == "function"
     fn = decide["function"]
-    assert f"{env.costs['Decide_Transportation_Preference']:.2f}" in fn["description"]
-    assert "TransportationPreference" in fn["description"]
+    cost = env.costs["Decide_Transportation_Preference"]
+    assert fn["description"].startswith("[Atomic tool] ")
+    assert f"costs {cost} units" in fn["description"]  # Python str(float), as CostBench
+    assert fn["description"].endswith("Output type: TransportationPreference.")
     params = fn["parameters"]
     assert params["required"] == [
+        "LocationPreference",
         "TransportationCategory",
         "TransportationTier",
         "TransportationStyle",
         "TransportationFeaturePackage",
-        "LocationPreference",
     ]
-    assert params["properties"]["TransportationCategory"]["enum"] == [
-        "flight",
-        "train",
-        "bus",
-        "car rental",
-    ]
+    category = params["properties"]["TransportationCategory"]
+    assert category["enum"] == ["flight", "train", "bus", "car_rental"]
+    assert "flight, train, bus, car_rental" in category["description"]
+    composite = specs["Transportation_Preference_and_Search"]["function"]["description"]
+    assert composite.startswith("[Composite tool] ")
+    assert "Components: Decide_Transportation_Preference, Search_Transportation_Candidates" in (
+        composite
+    )
     for task in TASKS:
         for values in PREFERENCE_VALUES[task].values():
             assert len(values) == len(set(values)) == 4
 
 
+@pytest.mark.parametrize(("level", "count"), [(2, 14), (5, 35)])
+def test_tool_counts_with_ban_longest_as_costbench(level: int, count: int) -> None:
+    # Fact sheet §4.1: 14 tools at L=2 with the ban (5 atomic + 9 composite), 35 at L=5.
+    assert len(TravelEnv("dining", level, "<Query00001>").tools) == count
+
+
 # ---------------------------------------------------------------- stepping
 
 
+_LOCATION = "<LocationPreference00007>"
+_TIME = "<TimeInfo00042>"
+
+
 def _play(env: TravelEnv, path: list[str], prefs: dict[str, str]) -> tuple[str, float]:
-    """Replay tool names, filling parameters from the query and the latest ids."""
-    held: dict[str, str] = {
-        **_prefs_args(env.task, prefs),
-        "TimeInfo": "2025-06-01 to 2025-06-04",
-        "LocationPreference": "Lisbon",
-    }
+    """Replay tool names, filling parameters from the query and the latest id of each kind."""
+    fixed = {**_prefs_args(env.task, prefs), "TimeInfo": _TIME, "LocationPreference": _LOCATION}
+    kinds: dict[str, str] = {}
     specs = {s.name: s for s in env.tool_specs}
     total = 0.0
-    obs = ""
+    out = ""
     for name in path:
-        args = {p: held[p] for p in specs[name].inputs}
+        args = {
+            p: kinds[id_kind(env.task, p)] if id_kind(env.task, p) in kinds else fixed[p]
+            for p in specs[name].inputs
+        }
         obs, cost = env.step({"name": name, "arguments": json.dumps(args)})
         assert not obs.startswith("[ERROR]"), obs
-        out_type, out_id = obs.rsplit(" ", 2)[-2:]
-        held[out_type.rstrip(":")] = out_id
+        assert obs.endswith(f" Cost: {cost}")
+        out = re.findall(r"<[A-Za-z]+\d{5}>", obs)[-1]
+        kinds[out[1:-6]] = out
         total += cost
-    return obs.rsplit(" ", 1)[-1], total
+    return out, total
 
 
 @pytest.mark.parametrize("task", ["location", "dining"])
@@ -343,10 +362,10 @@ def test_every_path_reaches_the_same_answer(task: str) -> None:
         assert env.done
         assert cost == pytest.approx(sum(env.costs[n] for n in path))
         answers.add(answer)
-    loc = None if task == "location" else "Lisbon"
-    assert answers == {expected_answer(task, _any(task), "2025-06-01 to 2025-06-04", loc)}
+    loc = None if task == "location" else _LOCATION
+    assert answers == {expected_answer(task, _any(task), _TIME, loc)}
     other = dict(_any(task), tier=PREFERENCE_VALUES[task]["tier"][3])
-    assert expected_answer(task, other, "2025-06-01 to 2025-06-04", loc) not in answers
+    assert expected_answer(task, other, _TIME, loc) not in answers
 
 
 def _any(task: str) -> dict[str, str]:
@@ -356,7 +375,7 @@ def _any(task: str) -> dict[str, str]:
 def test_step_errors() -> None:
     env = TravelEnv("dining", 2, "<Query00001>")
     start = env.state
-    args = {**_prefs_args("dining", _any("dining")), "LocationPreference": "Rome"}
+    args = {**_prefs_args("dining", _any("dining")), "LocationPreference": _LOCATION}
 
     def err(call: object) -> str:
         obs, cost = env.step(call)  # type: ignore[arg-type]
@@ -365,44 +384,51 @@ def test_step_errors() -> None:
         assert env.state == start
         return obs
 
-    assert "Unknown tool" in err({"name": "Book_Flight", "arguments": {}})
-    assert "missing tool name" in err({"arguments": {}})
+    assert "Invalid tool: 'Book_Flight'" in err({"name": "Book_Flight", "arguments": {}})
+    assert "Invalid tool: None" in err({"arguments": {}})
     assert "not valid JSON" in err({"name": "Decide_Dining_Preference", "arguments": "{oops"})
+    # Lenient repair: single quotes, trailing commas and code fences are read.
+    fenced = "```json\n" + json.dumps(args).replace('"', "'")[:-1] + ",}\n```"
     missing = err({"name": "Decide_Dining_Preference", "arguments": {"DiningTier": "budget"}})
     assert "DiningCategory" in missing and "LocationPreference" in missing
     extra = err({"name": "Decide_Dining_Preference", "arguments": {**args, "Colour": "red"}})
     assert "unexpected parameter(s): Colour" in extra
     bad_enum = err({"name": "Decide_Dining_Preference", "arguments": {**args, "DiningTier": "x"}})
-    assert "DiningTier" in bad_enum and "michelin level" in bad_enum
-    not_held = err(
-        {"name": "Select_Final_Dining", "arguments": {"DiningCandidate_L2_Located": "x"}}
+    assert "DiningTier" in bad_enum and "popular_local_mainstay" in bad_enum
+    bad_place = err(
+        {
+            "name": "Decide_Dining_Preference",
+            "arguments": {**args, "LocationPreference": "<LocationPreference00257>"},
+        }
     )
-    assert "not yet available: DiningCandidate_L2_Located" in not_held
+    assert "unknown LocationPreference" in bad_place
+    # Inputs not held: the cost is shown, not charged, and the arguments are not read.
+    not_held = err({"name": "Select_Final_Dining", "arguments": "{not even json"})
+    assert "Missing input types for Select_Final_Dining: DiningCandidate_L2_Located" in not_held
+    assert not_held.endswith(f"Cost: {env.costs['Select_Final_Dining']}.")
 
-    obs, cost = env.step({"function": {"name": "Decide_Dining_Preference", "arguments": args}})
+    obs, cost = env.step({"function": {"name": "Decide_Dining_Preference", "arguments": fenced}})
     assert cost == env.costs["Decide_Dining_Preference"]
-    pref_id = obs.rsplit(" ", 1)[-1]
-    assert pref_id.startswith("DiningPreference-")
+    pref_id = re.findall(r"<DiningPreference\d{5}>", obs)[-1]
     start = env.state
-    search = {"LocationPreference": "Rome", "TimeInfo": "May"}
+    search = {"LocationPreference": _LOCATION, "TimeInfo": "anything: never checked"}
     fmt = err(
         {
             "name": "Search_Dining_Candidates",
-            "arguments": {**search, "DiningPreference": "pref-1"},
+            "arguments": {**search, "DiningPreference": "<DiningPreference0001>"},
         }
     )
-    assert "wrong id format" in fmt
-    unknown = err(
+    assert "exactly 5 digits" in fmt
+    # Ids are never checked against what a tool returned: any 5 digits pass through.
+    obs, _ = env.step(
         {
             "name": "Search_Dining_Candidates",
-            "arguments": {**search, "DiningPreference": "DiningPreference-00000000"},
+            "arguments": {**search, "DiningPreference": "<DiningPreference31337>"},
         }
     )
-    assert "unknown DiningPreference id" in unknown
-    obs, _ = env.step(
-        {"name": "Search_Dining_Candidates", "arguments": {**search, "DiningPreference": pref_id}}
-    )
+    assert "<DiningCandidateSet31337>" in obs
     assert "DiningCandidate_Raw" in env.state and not env.done
+    assert pref_id != "<DiningPreference31337>"
 
 
 # ---------------------------------------------------------------- planning
@@ -439,13 +465,20 @@ def test_dijkstra_matches_brute_force(task: str, level: int) -> None:
             assert round(cost * 100) == best_cents
             assert len(path) == best_calls
             assert tuple(path) in tied
-            paths, cost_all = env.optimal_paths()
-            assert {tuple(p) for p in paths} == tied
-            assert cost_all == cost
+            assert cost == sum_in_order(env.costs[n] for n in path)
+            # CostBench keeps the single path its heap returns.
+            assert env.optimal_paths() == ([path], cost)
+
+
+def sum_in_order(values: Iterator[float]) -> float:
+    total = 0.0
+    for value in values:
+        total += value
+    return total
 
 
 def test_ties_broken_toward_fewer_calls() -> None:
-    env = TravelEnv("location", 1, "<Query00001>")
+    env = TravelEnv("location", 1, "<Query00001>", ban_longest=False)
     for name in env.costs:
         env.costs[name] = 50.0  # every composite is strictly worse than its atomics...
     chain = [t.name for t in atomic_chain("location", 1)]
@@ -465,16 +498,71 @@ def test_ties_broken_toward_fewer_calls() -> None:
         "Location_Refinement_Step1",
         "Select_Final_Location",
     ]
-    # Exact ties on cost and calls are all reported; the 3-call path of equal cost is not.
-    env.costs["Location_Finalize_from_Step1"] = 20.0
-    env.costs["Location_Full_Planning_to_Step1"] = 30.0
-    paths, cost = env.optimal_paths()
-    assert cost == 40.0
-    assert paths == [
-        ["Location_Full_Planning_to_Step1", "Select_Final_Location"],
-        ["Location_Preference_and_Search", "Location_Finalize_from_Step1"],
+
+
+def _costbench_dijkstra(env: TravelEnv) -> tuple[list[str], float]:
+    """The fact sheet's solver written out again, over *all six tasks'* tools in registry
+    order (tools of other tasks never apply, but are pushed in CostBench's order)."""
+    import heapq
+
+    registry = [
+        t
+        for task in TASKS
+        for t in build_tools(task, env.refinement_level, ban_longest=False)
+        if not t.is_composite
     ]
-    assert env.optimal_path()[0] == paths[0]
+    composites = [
+        t
+        for task in TASKS
+        for t in build_tools(task, env.refinement_level, ban_longest=False)
+        if t.is_composite
+    ]
+    decides = [t for t in registry if t.name.startswith("Decide_")]
+    selects = [t for t in registry if t.name.startswith("Select_Final_")]
+    middle = [t for t in registry if t not in decides and t not in selects]
+    listed = {t.name for t in env.tool_specs}
+    tools = [t for t in (*decides, *middle, *selects, *composites) if t.name in listed]
+    heap: list[tuple[float, int, frozenset[str], list[str]]] = [(0.0, 0, env.initial_state, [])]
+    seen: set[frozenset[str]] = set()
+    while heap:
+        cost, calls, state, path = heapq.heappop(heap)
+        if state in seen:
+            continue
+        seen.add(state)
+        if env.goal in state:
+            return path, cost
+        for tool in tools:
+            nxt = state | {tool.output}
+            if set(tool.inputs) <= state and nxt not in seen:
+                heapq.heappush(
+                    heap, (cost + env.costs[tool.name], calls + 1, nxt, [*path, tool.name])
+                )
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_exact_ties_resolve_as_costbench_heap(level: int) -> None:
+    # Rounded costs make exact float ties common; the single path returned must be the one
+    # CostBench's heap pops first, whatever the tie.
+    for task, query in itertools.product(TASKS, QUERIES):
+        env = TravelEnv(task, level, query)
+        for name in env.costs:
+            env.costs[name] = float(round(env.costs[name] / 5) * 5)  # force many ties
+        assert env.optimal_path() == _costbench_dijkstra(env)
+
+
+def test_costbench_check_values_query00001_level2() -> None:
+    # Fact sheet §5.2, checked against CostBench's own outputs: Query00001 at L=2 with the ban.
+    env = TravelEnv("location", 2, "<Query00001>")
+    assert env.costs["Decide_Location_Preference"] == 23.23
+    assert env.costs["Location_Preference_and_Search"] == 40.48
+    assert (
+        TravelEnv("transportation", 2, "<Query00001>").costs["Decide_Transportation_Preference"]
+        == 20.31
+    )
+    path, cost = env.optimal_path()
+    assert path == ["Location_Full_Planning_to_Step1", "Location_Finalize_from_Step2"]
+    assert round(cost, 2) == 98.82
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -487,13 +575,13 @@ def test_greedy_path_is_valid_and_never_beats_optimum(task: str, level: int) -> 
         for prev, nxt in itertools.pairwise(path):
             assert specs[prev].output in specs[nxt].inputs  # chain property
         _, played = _play(env, path, _any(task))
-        assert env.done
+        assert env.done  # static greedy always reaches the goal
         assert played == pytest.approx(cost)
         assert cost >= env.optimal_path()[1] - 1e-9
 
 
 def test_greedy_picks_least_cost_per_component() -> None:
-    env = TravelEnv("location", 0, "<Query00001>")
+    env = TravelEnv("location", 0, "<Query00001>", ban_longest=False)
     env.costs.update(
         {
             "Decide_Location_Preference": 10.5,
@@ -505,11 +593,14 @@ def test_greedy_picks_least_cost_per_component() -> None:
         }
     )
     assert env.greedy_path() == (["Location_Complete_3Steps_Pipeline"], 31.0)
-    env.costs["Location_Complete_3Steps_Pipeline"] = 33.0  # 11 per component > 10
+    env.costs["Location_Complete_3Steps_Pipeline"] = 33.0  # 11 per component > 10.5
     assert env.greedy_path() == (
         ["Decide_Location_Preference", "Search_Location_Candidates", "Select_Final_Location"],
         70.5,
     )
+    # Ties: the first minimum in registry order (Decide 10.5 = Complete 31.5 / 3).
+    env.costs["Location_Complete_3Steps_Pipeline"] = 31.5
+    assert env.greedy_path()[0][0] == "Decide_Location_Preference"
 
 
 def test_speed_sanity_level5() -> None:
@@ -524,12 +615,12 @@ def test_speed_sanity_level5() -> None:
 
 def test_step_detailed_reports_kind_and_output() -> None:
     env = TravelEnv("dining", 1, "<Query00001>")
-    args = {**_prefs_args("dining", _any("dining")), "LocationPreference": "Rome"}
+    args = {**_prefs_args("dining", _any("dining")), "LocationPreference": _LOCATION}
     result = env.step_detailed({"name": "Decide_Dining_Preference", "arguments": args})
     assert result.ok and result.error_kind is None
     assert result.tool == "Decide_Dining_Preference"
     assert result.output_type == "DiningPreference"
-    assert result.output_id is not None and result.observation.endswith(result.output_id)
+    assert result.output_id is not None and result.output_id in result.observation
     assert result.cost == env.costs["Decide_Dining_Preference"]
     kinds = {
         "unknown_tool": {"name": "Nope", "arguments": {}},
@@ -553,13 +644,16 @@ def test_step_detailed_reports_kind_and_output() -> None:
 
 def test_ban_keeps_tool_listed_and_charges() -> None:
     env = TravelEnv("location", 1, "<Query00002>")
-    env.ban("Decide_Location_Preference", "gone for good.")
+    env.ban("Decide_Location_Preference", "[ERROR] gone for now.")
     assert "Decide_Location_Preference" in {t.name for t in env.tool_specs}
     result = env.step_detailed({"name": "Decide_Location_Preference", "arguments": "{bad json"})
-    assert result.error_kind == "banned" and result.cost == env.costs["Decide_Location_Preference"]
-    assert result.observation == "[ERROR] Decide_Location_Preference: gone for good."
+    cost = env.costs["Decide_Location_Preference"]
+    assert result.error_kind == "banned" and result.cost == cost
+    assert result.observation == f"[ERROR] gone for now. Cost: {cost}"
     path, _ = env.optimal_path()
     assert "Decide_Location_Preference" not in path
+    # The ground truth has bans of its own: it may ignore the agent's.
+    assert env.solve(use_bans=False) == TravelEnv("location", 1, "<Query00002>").solve()
     assert "Decide_Location_Preference" not in env.greedy_path()[0]
     with pytest.raises(KeyError):
         env.ban("Nope")
@@ -591,38 +685,22 @@ def test_reseed_costs_matches_a_fresh_instance() -> None:
     assert env.optimal_paths() == fresh.optimal_paths()
 
 
-def test_reset_forgets_state_and_ids() -> None:
+def test_reset_forgets_state() -> None:
     env = TravelEnv("dining", 0, "<Query00005>")
-    args = {**_prefs_args("dining", _any("dining")), "LocationPreference": "Rome"}
-    obs, _ = env.step({"name": "Decide_Dining_Preference", "arguments": args})
-    pref_id = obs.rsplit(" ", 1)[1]
+    args = {**_prefs_args("dining", _any("dining")), "LocationPreference": _LOCATION}
+    env.step({"name": "Decide_Dining_Preference", "arguments": args})
+    assert "DiningPreference" in env.state
     env.reset()
     assert env.state == env.initial_state
-    again, _ = env.step(
-        {"name": "Decide_Dining_Preference", "arguments": {**args, "DiningTier": "budget"}}
-    )
-    assert again.rsplit(" ", 1)[1] != pref_id
-    search = {"DiningPreference": pref_id, "LocationPreference": "Rome", "TimeInfo": "May"}
-    result = env.step_detailed({"name": "Search_Dining_Candidates", "arguments": search})
-    assert result.error_kind == "bad_id"
 
 
-def test_answer_problem_accepts_only_returned_goal_ids() -> None:
+def test_answer_problem_needs_a_five_digit_candidate() -> None:
     env = TravelEnv("dining", 1, "<Query00005>")
-    fake = "TravelDining-0123abcd"
-    assert "not returned by a tool call" in str(env.answer_problem(fake))
-    for bad in ("done", "", "TravelDining-XYZ", "DiningPreference-0123abcd", f"{fake}x"):
-        problem = env.answer_problem(bad)
-        assert problem is not None and problem.startswith("[ERROR] Answer: wrong id format")
-        assert "TravelDining-<8 hex>" in problem
-    goal_id, _ = _play(env, [t.name for t in atomic_chain("dining", 1)], _any("dining"))
-    assert goal_id.startswith("TravelDining-")
-    assert env.answer_problem(goal_id) is None
-    assert env.answer_problem(f"  {goal_id}\n") is None  # surrounding space is not the id
-    other = goal_id[:-1] + ("0" if goal_id[-1] != "0" else "1")  # well formed, not issued
-    assert "not returned by a tool call" in str(env.answer_problem(other))
-    env.reset()  # ids issued before a reset (a preference change) are void
-    assert "not returned by a tool call" in str(env.answer_problem(goal_id))
+    assert env.answer_problem("<answer> <DiningCandidate01234> </answer>") is None
+    # Any task's candidate form passes the parser; correctness is scored later.
+    assert env.answer_problem("<answer><ShoppingCandidate{Candidate_ID: 00042}></answer>") is None
+    for bad in ("done", "", "<answer>DiningCandidate1234</answer>", "<DiningCandidate01234>"):
+        assert env.answer_problem(bad) is not None
 
 
 def test_planning_from_a_given_state() -> None:
@@ -652,17 +730,19 @@ def test_reachable() -> None:
     assert not env.reachable(raw, without="Select_Final_Dining")
 
 
-def test_greedy_relaxes_when_nothing_consumes_the_previous_output() -> None:
+def test_greedy_never_relaxes_the_chain_rule() -> None:
+    # Fact sheet §5.4: the relaxation App. B.2 describes never happens in the code; with
+    # nothing consuming the previous output the greedy stops short of the goal.
     env = TravelEnv("dining", 0, "<Query00008>")
     env.ban("Select_Final_Dining")
     raw = env.initial_state | {"DiningCandidate_Raw"}
-    path, _ = env.greedy_path(raw, previous="DiningCandidate_Raw")
-    assert path and "Select_Final_Dining" not in path
+    assert env.greedy_path(raw, previous="DiningCandidate_Raw") == ([], 0.0)
 
 
 def test_fill_arguments() -> None:
     prefs = _any("transportation")
     query = Query("<Query00001>", "transportation", prefs, "May", "Oslo", "text")
+    # (fill_arguments copies the query's tokens whatever they hold)
     tools = {t.name: t for t in build_tools("transportation", 1)}
     args = fill_arguments(tools["Transportation_Preference_and_Search"], query, {})
     assert args == {

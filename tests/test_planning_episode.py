@@ -1,11 +1,10 @@
-"""The planning agent loop (pytest_budget.planning.episode) and the reference tool agents."""
+"""The planning agent loop (CostBench's run.py protocol, fact sheet §4) and the reference
+tool agents."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
-import random
 import re
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError
@@ -23,36 +22,25 @@ from pytest_budget.planning.agents import (
     RandomValidToolAgent,
     held_ids,
 )
-from pytest_budget.planning.blocking import BLOCK_MODES, simulate_reference
-from pytest_budget.planning.env import TravelEnv, expected_answer, fill_arguments
+from pytest_budget.planning.blocking import BLOCK_MODES
+from pytest_budget.planning.env import TravelEnv, fill_arguments, id_kind
 from pytest_budget.planning.episode import (
+    ONE_TOOL_MESSAGE,
     ToolAgentObservation,
+    example_paths,
+    final_answer,
     parse_reply,
     run_episode,
     system_prompt,
 )
-from pytest_budget.planning.metrics import score_episode, score_episodes
+from pytest_budget.planning.metrics import score_episodes
+from pytest_budget.planning.queries import generate_queries
 from pytest_budget.planning.records import CALL_ERROR_KINDS, EpisodeRecord, Query
-from pytest_budget.planning.tools import DIMENSIONS, PREFERENCE_VALUES, TASKS, atomic_chain
+from pytest_budget.planning.tools import atomic_chain
 
 CELLS = [("static", 0)] + [(mode, n) for mode in BLOCK_MODES for n in (1, 2, 3)]
-
-
-def make_query(task: str, i: int = 1) -> Query:
-    values = PREFERENCE_VALUES[task]
-    prefs = {d: values[d][(i + k) % 4] for k, d in enumerate(DIMENSIONS)}
-    location = None if task == "location" else "Lisbon"
-    return Query(
-        f"<Query{i:05d}>", task, prefs, "2025-06-01 to 2025-06-04", location, "Plan my trip."
-    )
-
-
-def flat_env(task: str = "dining", level: int = 5, query_id: str = "<Query00001>") -> TravelEnv:
-    """Atomics cost 10, a composite of k parts 10k + 5: the atomic chain is optimal."""
-    env = TravelEnv(task, level, query_id)
-    for tool in env.all_tool_specs:
-        env.costs[tool.name] = 10.0 * len(tool.components) + (5 if tool.is_composite else 0)
-    return env
+QUERY = generate_queries("dining", 1)[0]
+DECIDE = "Decide_Dining_Preference"
 
 
 def run(*args: Any, **kwargs: Any) -> EpisodeRecord:
@@ -88,80 +76,96 @@ class Scripted:
         return reply(observation) if callable(reply) else reply
 
 
-def correct_call(name: str, query: Query) -> Callable[[ToolAgentObservation], Any]:
-    """A reply calling ``name`` with correct arguments read off the conversation."""
+def _args(name: str, query: Query, observation: ToolAgentObservation) -> dict[str, str]:
+    env = TravelEnv(observation.task, observation.refinement_level, observation.query_id)
+    tool = next(t for t in env.all_tool_specs if t.name == name)
+    kinds = held_ids(observation.messages)
+    ids = {t: kinds[id_kind(query.task, t)] for t in tool.inputs if id_kind(query.task, t) in kinds}
+    return fill_arguments(tool, query, ids)
 
+
+def correct_call(name: str, query: Query = QUERY) -> Callable[[ToolAgentObservation], Any]:
     def reply(observation: ToolAgentObservation) -> dict[str, Any]:
-        env = TravelEnv(observation.task, observation.refinement_level, observation.query_id)
-        tool = next(t for t in env.all_tool_specs if t.name == name)
-        args = fill_arguments(tool, query, held_ids(observation.messages))
-        return {"content": None, "tool_calls": [call(name, args)]}
+        return {"content": None, "tool_calls": [call(name, _args(name, query, observation))]}
 
     return reply
 
 
 def answer_from_goal(observation: ToolAgentObservation) -> str:
-    return f"<answer>{held_ids(observation.messages)[observation.goal]}</answer>"
+    kind = id_kind(observation.task, observation.goal)
+    return f"<answer> {held_ids(observation.messages)[kind]} </answer>"
+
+
+def _to_goal(query: Query = QUERY, level: int = 1) -> list[Reply]:
+    return [correct_call(t.name, query) for t in atomic_chain(query.task, level)]
 
 
 # ---------------------------------------------------------------- observation contract
 
 
 def test_observation_contract() -> None:
-    query = make_query("dining")
-    agent = Scripted(correct_call("Decide_Dining_Preference", query), "No answer yet.")
-    record = run(query, 1, "static", 0, agent)
+    agent = Scripted(correct_call(DECIDE), "No answer yet.")
+    record = run(QUERY, 1, "static", 0, agent)
     first, second = agent.seen
-    env = TravelEnv("dining", 1, query.query_id)
-    assert (first.query_id, first.task, first.refinement_level) == (query.query_id, "dining", 1)
+    env = TravelEnv("dining", 1, QUERY.query_id)
+    assert (first.query_id, first.task, first.refinement_level) == (QUERY.query_id, "dining", 1)
     assert (first.step, first.turn, first.max_steps, first.goal) == (0, 1, 20, "TravelDining")
     assert first.reference is None
-    assert first.tools == env.tools
+    assert first.tools == env.tools  # the task's tools only, in registry order
     system, user = first.messages
-    assert system == {"role": "system", "content": system_prompt("dining")}
-    assert user["role"] == "user"
-    assert user["content"].startswith("Plan my trip.")
-    assert "2025-06-01 to 2025-06-04" in user["content"] and "Lisbon" in user["content"]
+    assert system == {"role": "system", "content": system_prompt("dining", 1)}
+    assert user == {"role": "user", "content": QUERY.text}  # query.input, exactly
     assert (second.step, second.turn) == (1, 2)
     assistant, tool = second.messages[2:]
     assert assistant["role"] == "assistant" and assistant["content"] is None
     (sent,) = assistant["tool_calls"]
-    assert sent["type"] == "function" and sent["function"]["name"] == "Decide_Dining_Preference"
-    assert tool == {
-        "role": "tool",
-        "tool_call_id": sent["id"],
-        "content": tool["content"],
-    }
-    assert tool["content"].startswith("Decide_Dining_Preference succeeded. DiningPreference: ")
+    assert tool == {"role": "tool", "tool_call_id": sent["id"], "content": tool["content"]}
+    assert re.search(r"<DiningPreference\d{5}>", tool["content"])
+    assert tool["content"].endswith(f" Cost: {env.costs[DECIDE]}")
+    # The second turn had no tool call: the episode ends there, no answer.
     assert record.answer is None and not record.reached_goal
+    assert (record.turns, record.tool_turns) == (2, 1)
     with pytest.raises(FrozenInstanceError):
         first.step = 3  # type: ignore[misc]
 
 
-def test_system_prompt_states_costs_objective_and_answer_format() -> None:
-    text = system_prompt("shopping")
-    assert "Cost: X" in text and "smallest possible total cost" in text
-    assert "<answer>THE_ID</answer>" in text and "TravelShopping" in text
-    assert "LocationPreference" in text
-    assert "LocationPreference" not in system_prompt("location")
+def test_system_prompt_carries_costbench_content() -> None:
+    text = system_prompt("shopping", 2)
+    assert "TravelShopping" in text and "<ShoppingCandidate{Candidate_ID}>" in text
+    assert "lowest total cost" in text and "fewer calls" in text
+    assert "only the first call of a turn is executed" in text
+    assert "Decide_Shopping_Preference, Search_Shopping_Candidates, Shopping_Refinement_Step1" in (
+        text
+    )
+    assert "availability and seasonality; transportation convenience." in text
+    assert "<answer> <ShoppingCandidate{Candidate_ID}> </answer>" in text
+    assert "LocationPreference" in text and "LocationPreference" not in system_prompt("location")
+    # The abstract example lists all 2^(n-1) - 1 paths (n = L + 3, the full tool excluded).
+    assert len(re.findall(r"<path> \d+\.", text)) == 2**4 - 1
+    assert "3 stages" in system_prompt("dining", 0)
+
+
+def test_example_path_order() -> None:
+    # More segments first; then the earlier first multi-letter segment; then sizes.
+    assert example_paths(3) == [[1, 1, 1], [2, 1], [1, 2]]
+    four = example_paths(4)
+    assert four[0] == [1, 1, 1, 1]
+    assert four[1:4] == [[2, 1, 1], [1, 2, 1], [1, 1, 2]]
+    assert four[4:] == [[2, 2], [3, 1], [1, 3]]
+    assert len(example_paths(8)) == 2**7 - 1
 
 
 def test_observation_is_a_copy() -> None:
-    query = make_query("dining")
-
     def vandal(observation: ToolAgentObservation) -> str:
         observation.messages.clear()
         observation.tools.clear()
         return "thinking..."
 
-    agent = Scripted(vandal)
-    record = run(query, 1, "static", 0, agent)
+    record = run(QUERY, 1, "static", 0, Scripted(vandal))
     assert record.calls == () and record.answer is None
 
 
 def test_reference_channel_only_for_reference_agents() -> None:
-    query = make_query("dining")
-
     class Pretender(Scripted):
         wants_reference = "yes"  # truthy is not enough
         wants_optimal_next = True
@@ -169,30 +173,13 @@ def test_reference_channel_only_for_reference_agents() -> None:
     class Declared(Scripted):
         wants_reference = True
 
-    pretender, declared = Pretender("<answer>1</answer>"), Declared("<answer>1</answer>")
-    run(query, 1, "static", 0, pretender)
-    run(query, 1, "static", 0, declared)
+    pretender, declared = Pretender("x"), Declared("x")
+    run(QUERY, 1, "static", 0, pretender)
+    run(QUERY, 1, "static", 0, declared)
     assert pretender.seen[0].reference is None
     view = declared.seen[0].reference
     assert view is not None and view.optimal_next is None  # not asked for
-    assert view.query == query and view.held == TravelEnv("dining", 1, "x").initial_state
-
-    class Peek(OracleToolAgent):
-        def __init__(self) -> None:
-            self.views: list[Any] = []
-            self.texts: list[str] = []
-
-        def act(self, observation: ToolAgentObservation) -> dict[str, Any]:
-            self.views.append(observation.reference)
-            self.texts.append(json.dumps(observation.messages))
-            return super().act(observation)
-
-    peek = Peek()
-    record = run(query, 2, "static", 0, peek)
-    assert [v.optimal_next for v in peek.views[:-1]] == [c.name for c in record.calls]
-    assert peek.views[-1].optimal_next is None  # the goal is held: nothing left to call
-    assert "optimal" not in peek.texts[0]
-    assert all(query.preferences["style"] not in text for text in peek.texts[:1])
+    assert view.query == QUERY and view.held == TravelEnv("dining", 1, "x").initial_state
 
 
 def test_reference_agent_outside_the_loop_fails_clearly() -> None:
@@ -203,245 +190,85 @@ def test_reference_agent_outside_the_loop_fails_clearly() -> None:
         OracleToolAgent().act(observation)
 
 
-# ---------------------------------------------------------------- reference agents
+# ---------------------------------------------------------------- the turn protocol
 
 
-def _sha(text: str) -> int:
-    return int(hashlib.sha256(text.encode()).hexdigest(), 16) % (2**31 - 1)
+def test_only_the_first_call_of_a_turn_runs() -> None:
+    def two(observation: ToolAgentObservation) -> dict[str, Any]:
+        reply = correct_call(DECIDE)(observation)
+        reply["tool_calls"].append(call("Search_Dining_Candidates", {}))
+        return reply
+
+    agent = Scripted(two, "stop")
+    record = run(QUERY, 1, "static", 0, agent)
+    assert [(c.step, c.name, c.ok) for c in record.calls] == [(1, DECIDE, True)]
+    first, second = agent.seen[1].messages[-2:]
+    assert first["role"] == second["role"] == "tool"
+    assert second["content"] == ONE_TOOL_MESSAGE
+    assert "DiningCandidate_Raw" not in TravelEnv("dining", 1, "q").initial_state
 
 
-def _rederive_segments(record: EpisodeRecord, seed: int = 42) -> list[tuple[Any, float]]:
-    """Independent re-derivation of every segment (App. B.2 eqs. 12-13): rebuild the tools,
-    costs and state in force when it opened, re-plan with a fresh environment, cut it to the
-    stretch the run covered and price it.  Returns (optimal_paths, optimal_cost) per segment."""
-    seed_q = _sha(f"{seed}:{record.query_id}")
-    applied = (re.match(r"block (\d+)/\d+ at step ", note) for note in record.notes)
-    block_of = [int(m.group(1)) - 1 for m in applied if m]
-    global_seed, removed, reset_step = seed, None, 1
-    out: list[tuple[Any, float]] = []
-    segments = record.segments
-    for k, segment in enumerate(segments):
-        if segment.event is not None:
-            rng = random.Random(_sha(f"{seed_q}:block:{block_of[k - 1]}"))
-            if segment.event == "cost_change":
-                new_seed = rng.randrange(1, 10000)
-                while new_seed == global_seed:
-                    new_seed = rng.randrange(1, 10000)
-                global_seed = new_seed
-            elif segment.event == "remove_tools":
-                lengths = {n for n in range(2, record.refinement_level + 4)} - {removed}
-                removed = rng.choice(sorted(lengths))
-            elif segment.event == "preference_change":
-                reset_step = segment.start_step
-        env = TravelEnv(record.task, record.refinement_level, record.query_id, seed=global_seed)
-        for c in record.calls:
-            if c.error_kind == "banned" and c.step < segment.start_step:
-                env.ban(c.name)
-        env.remove_composites(removed)
-        state = env.initial_state | {
-            c.output_type
-            for c in record.calls
-            if c.ok and c.output_type and reset_step <= c.step < segment.start_step
-        }
-        paths, cost = env.optimal_paths(state)
-        if k == len(segments) - 1:
-            out.append((tuple(tuple(p) for p in paths), cost))
-            continue
-        end = segments[k + 1].start_step
-        n = sum(1 for c in record.calls if c.ok and segment.start_step <= c.step < end)
-        canonical = paths[0][: n + (segments[k + 1].event == "ban_tool")]
-        portions = tuple(sorted({tuple(p[:n]) for p in paths}))
-        out.append((portions, sum(round(env.costs[x] * 100) for x in canonical) / 100))
-    return out
+def test_a_well_formed_answer_ends_the_episode_and_calls_beside_it_do_not_run() -> None:
+    def answer_and_call(observation: ToolAgentObservation) -> dict[str, Any]:
+        reply = correct_call("Dining_Preference_and_Search")(observation)
+        reply["content"] = "<answer> <DiningCandidate{Candidate_ID: 12345}> </answer>"
+        return reply
+
+    record = run(QUERY, 1, "static", 0, Scripted(answer_and_call))
+    (only,) = record.calls
+    assert (only.executed, only.ok, only.cost) == (False, True, 0.0)
+    assert record.answer == "12345" and not record.reached_goal
+    assert (record.turns, record.tool_turns) == (1, 1)
 
 
-@pytest.mark.parametrize(("mode", "count"), CELLS)
-def test_oracle_scores_the_segmented_ground_truth(mode: str, count: int) -> None:
-    oracle = OracleToolAgent()
-    for task, level in itertools.product(TASKS, range(6)):
-        for i in (level + 1, level + 11):
-            query = make_query(task, i)
-            record = run(query, level, mode, count, oracle)
-            assert record.error is None
-            assert record.reached_goal and not record.steps_exhausted
-            assert record.answer == record.expected_answer
-            rederived = _rederive_segments(record)
-            assert [(s.optimal_paths, s.optimal_cost) for s in record.segments] == rederived
-            # The oracle's successful calls are the concatenated ground truth, and it pays
-            # exactly the segmented ground-truth cost (ban charges included).
-            succeeded = tuple(c.name for c in record.calls if c.ok)
-            assert succeeded == sum((s.optimal_paths[0] for s in record.segments), ())
-            gt_cents = sum(round(cost * 100) for _, cost in rederived)
-            assert round(record.total_cost * 100) == gt_cents, (task, level, i)
-            assert record.blocks_applied + record.blocks_dropped == count
-            assert len(record.segments) == record.blocks_applied + 1
-            reference = simulate_reference(query, level, mode, count)
-            assert record.total_cost == reference.cost
-            assert record.segments == reference.segments
-            invalid = [c for c in record.calls if not c.ok]
-            assert all(c.error_kind == "banned" for c in invalid)
-            assert len(invalid) == (record.blocks_applied if mode == "ban_tool" else 0)
+def test_a_wrong_answer_gets_no_feedback() -> None:
+    agent = Scripted(*_to_goal(), "<answer> <DiningCandidate00001> </answer>", "never asked")
+    record = run(QUERY, 1, "static", 0, agent)
+    assert record.reached_goal and record.answer == "00001"
+    assert len(agent.seen) == 5  # the episode ended at the answer
+    assert score_episodes([record])["uihr"] == 0.0
 
 
-@pytest.mark.parametrize(("mode", "count"), CELLS)
-def test_greedy_agent_matches_the_greedy_reference(mode: str, count: int) -> None:
-    greedy = GreedyToolAgent()
-    for task, level in itertools.product(TASKS, (0, 2, 5)):
-        query = make_query(task, level + 3)
-        record = run(query, level, mode, count, greedy)
-        reference = simulate_reference(query, level, mode, count, policy="greedy")
-        assert tuple(c.name for c in record.calls) == reference.path
-        assert record.total_cost == reference.cost
-        assert record.answer == record.expected_answer
-        if mode == "static":
-            env = TravelEnv(task, level, query.query_id)
-            assert list(reference.path) == env.greedy_path()[0]
-            assert record.segments[0].greedy_path == tuple(env.greedy_path()[0])
+def test_a_malformed_answer_without_calls_ends_the_episode() -> None:
+    agent = Scripted(*_to_goal(), "<answer>DiningCandidate1234</answer>", answer_from_goal)
+    record = run(QUERY, 1, "static", 0, agent)
+    assert record.answer is None and len(agent.seen) == 5
 
 
-@pytest.mark.parametrize(("mode", "count"), CELLS)
-def test_random_and_atomic_agents_finish_correctly(mode: str, count: int) -> None:
-    for agent in (RandomValidToolAgent(seed=7), AtomicOnlyToolAgent()):
-        for task, level in itertools.product(TASKS, (0, 3, 5)):
-            record = run(make_query(task, level + 5), level, mode, count, agent)
-            assert record.error is None
-            assert record.reached_goal and record.answer == record.expected_answer
-            assert all(c.ok or c.error_kind == "banned" for c in record.calls)
+def test_answer_feedback_option_goes_on() -> None:
+    agent = Scripted(*_to_goal(), "<answer>DiningCandidate1234</answer>", answer_from_goal)
+    record = run(QUERY, 1, "static", 0, agent, answer_feedback=True)
+    assert record.answer == record.expected_answer[-6:-1]
+    feedback = agent.seen[-1].messages[-1]
+    assert feedback["role"] == "user" and feedback["content"].startswith("[ERROR]")
 
 
-def test_atomic_only_agent_walks_the_chain() -> None:
-    query = make_query("attraction", 4)
-    record = run(query, 4, "static", 0, AtomicOnlyToolAgent())
-    assert [c.name for c in record.calls] == [t.name for t in atomic_chain("attraction", 4)]
+def test_twenty_turns_counting_every_turn() -> None:
+    class Stubborn:
+        def act(self, observation: ToolAgentObservation) -> Any:
+            return {"tool_calls": [call("Book_Flight", {})] * 3}
+
+    record = run(QUERY, 1, "static", 0, Stubborn())
+    assert len(record.calls) == 20 and record.steps_exhausted and record.turns == 20
+    assert all(c.error_kind == "unknown_tool" for c in record.calls)
+    assert score_episodes([record])["itur"] == 1.0
 
 
-def test_atomic_only_agent_uses_a_composite_when_its_atomic_is_banned() -> None:
-    query = make_query("dining")
-    record = run(query, 5, "ban_tool", 1, AtomicOnlyToolAgent(), env=flat_env())
-    names = [c.name for c in record.calls]
-    chain = [t.name for t in atomic_chain("dining", 5)]
-    assert names[:4] == chain[:4] and not record.calls[3].ok  # step 8 // 2 = 4 is banned
-    assert names[4] == "Dining_Refine_to_Step3"  # shortest composite starting with Step2
-    assert record.answer == record.expected_answer
+def test_final_answer_scan_as_costbench() -> None:
+    def msg(content: Any) -> dict[str, Any]:
+        return {"role": "assistant", "content": content}
 
-
-def test_random_agent_depends_on_seed_only() -> None:
-    def paths(seed: int) -> list[tuple[str, ...]]:
-        agent = RandomValidToolAgent(seed=seed)
-        return [
-            tuple(c.name for c in run(make_query("shopping", i), 5, "static", 0, agent).calls)
-            for i in range(1, 6)
-        ]
-
-    assert paths(1) == paths(1)
-    assert paths(1) != paths(2)
-
-
-# ---------------------------------------------------------------- events in the loop
-
-
-def test_ban_is_recorded_in_the_old_segment_and_charged() -> None:
-    record = run(make_query("dining"), 5, "ban_tool", 2, OracleToolAgent(), env=flat_env())
-    banned = [c for c in record.calls if c.error_kind == "banned"]
-    # Block 0 at 0 + 8 // 3 = 2 (Search); the re-plan is one call, so block 1 at 2 + 1 = 3.
-    assert [(c.step, c.name) for c in banned] == [
-        (2, "Search_Dining_Candidates"),
-        (3, "Dining_Search_to_Final_7Steps"),
-    ]
-    for c in banned:
-        assert not c.ok and c.cost > 0
-    assert [s.start_step for s in record.segments] == [1, *(c.step + 1 for c in banned)]
-    for c in record.calls:
-        expected = sum(1 for s in record.segments[1:] if s.start_step <= c.step)
-        assert c.segment == expected
-
-
-def test_preference_change_mid_turn() -> None:
-    """The change lands after step 4 (8 // 2); the rest of that turn is not run, a user turn
-    follows, the state resets and the agent must start over with the new preferences."""
-    query = make_query("dining")
-    inner = AtomicOnlyToolAgent()
-    extra = call("Decide_Dining_Preference", {}, "extra")
-
-    class Eager(AtomicOnlyToolAgent):
-        def act(self, observation: ToolAgentObservation) -> dict[str, Any]:
-            reply = inner.act(observation)
-            if observation.step == 3:
-                reply["tool_calls"].append(extra)
-            self.last = observation
-            return reply
-
-    agent = Eager()
-    record = run(query, 5, "preference_change", 1, agent, env=flat_env())
-    assert record.blocks_applied == 1
-    messages = agent.last.messages
-    not_run = next(m for m in messages if m.get("tool_call_id") == "extra")
-    assert not_run["content"].startswith("[ERROR] Not run: the user changed the requirements")
-    change = messages[messages.index(not_run) + 1]
-    assert change["role"] == "user" and "start over" in change["content"]
-    assert [c.step for c in record.calls] == list(range(1, len(record.calls) + 1))
-    assert len(record.calls) == 4 + 8  # the cancelled call is no step
-    assert record.calls[4].name == "Decide_Dining_Preference" and record.calls[4].segment == 1
-    assert record.answer == record.expected_answer
-    assert record.segments[1].start_step == 5
-
-
-def test_cost_change_is_silent_but_the_tools_show_new_costs() -> None:
-    class Watch(OracleToolAgent):
-        seen: list[ToolAgentObservation]
-
-        def act(self, observation: ToolAgentObservation) -> dict[str, Any]:
-            self.seen.append(observation)
-            return super().act(observation)
-
-    watch = Watch()
-    watch.seen = []
-    record = run(make_query("dining"), 5, "cost_change", 1, watch, env=flat_env())
-    assert record.blocks_applied == 1
-    before, after = watch.seen[3], watch.seen[4]  # turns before and after step 4
-    assert before.tools != after.tools
-    assert len(after.messages) == len(before.messages) + 2  # no user turn: just the call
-    assert all(m["role"] != "user" for m in after.messages[2:])
-
-
-def test_removed_tool_is_unknown() -> None:
-    query = make_query("dining")
-    env = flat_env()
-    record = run(query, 5, "remove_tools", 1, OracleToolAgent(), env=env)
-    length = env.removed_length
-    assert length is not None and record.blocks_applied == 1
-    gone = next(t for t in env.all_tool_specs if t.is_composite and len(t.components) == length)
-    env2 = flat_env()
-    followup = Scripted(
-        *[correct_call(n, query) for n in [t.name for t in atomic_chain("dining", 5)][:4]],
-        {"tool_calls": [call(gone.name, {})]},
-        "stop",
-    )
-    record = run(query, 5, "remove_tools", 1, followup, env=env2)
-    last = record.calls[-1]
-    assert (last.name, last.ok, last.error_kind) == (gone.name, False, "unknown_tool")
+    # The last message mentioning <answer> or Candidate is parsed; earlier ones are not.
+    assert final_answer([msg("<answer><DiningCandidate00042></answer>"), msg("thanks")]) == "00042"
+    assert final_answer([msg("<answer><DiningCandidate00042></answer>"), msg("Candidate?")]) is None
+    # A message with no content stops the scan.
+    assert final_answer([msg("<answer><DiningCandidate00042></answer>"), msg(None)]) is None
+    think = "<think>maybe <answer><XCandidate11111></answer></think><answer>Candidate22222</answer>"
+    assert final_answer([msg(think)]) == "22222"
 
 
 # ---------------------------------------------------------------- bad input never crashes
 
-DECIDE = "Decide_Dining_Preference"
-SEARCH = "Search_Dining_Candidates"
-
-
-def _decide_args(query: Query) -> dict[str, str]:
-    tool = next(t for t in atomic_chain("dining", 1) if t.name == DECIDE)
-    return fill_arguments(tool, query, {})
-
-
-def _search(pref_id: str) -> dict[str, Any]:
-    return {"tool_calls": [call(SEARCH, {"DiningPreference": pref_id, **_free()})]}
-
-
-def _free() -> dict[str, str]:
-    return {"LocationPreference": "Lisbon", "TimeInfo": "2025-06-01 to 2025-06-04"}
-
-
-QUERY = make_query("dining")
 BAD_CALLS: dict[str, tuple[list[Any], str]] = {
     "unknown name": ([{"tool_calls": [call("Book_Flight", {})]}], "unknown_tool"),
     "no name": (
@@ -450,23 +277,11 @@ BAD_CALLS: dict[str, tuple[list[Any], str]] = {
     ),
     "call not an object": ([{"tool_calls": ["Decide_Dining_Preference"]}], "unknown_tool"),
     "missing parameter": (
-        [{"tool_calls": [call(DECIDE, {"DiningTier": "budget"})]}],
-        "wrong_parameters",
-    ),
-    "extra parameter": (
-        [{"tool_calls": [call(DECIDE, {**_decide_args(QUERY), "Colour": "red"})]}],
-        "wrong_parameters",
-    ),
-    "odd parameter keys": (
-        [{"tool_calls": [{"name": DECIDE, "arguments": {1: "x", "a": 2}}]}],
+        [{"tool_calls": [call(DECIDE, {"DiningTier": "x"})]}],
         "wrong_parameters",
     ),
     "value not allowed": (
-        [{"tool_calls": [call(DECIDE, {**_decide_args(QUERY), "DiningTier": "cheap"})]}],
-        "wrong_parameters",
-    ),
-    "value not a string": (
-        [{"tool_calls": [call(DECIDE, {**_decide_args(QUERY), "DiningTier": 3})]}],
+        [lambda o: {"tool_calls": [call(DECIDE, {**_args(DECIDE, QUERY, o), "DiningTier": "x"})]}],
         "wrong_parameters",
     ),
     "malformed JSON": ([{"tool_calls": [call(DECIDE, "{oops")]}], "bad_arguments"),
@@ -476,16 +291,22 @@ BAD_CALLS: dict[str, tuple[list[Any], str]] = {
         [{"tool_calls": [call("Select_Final_Dining", {"DiningCandidate_L1_Available": "x"})]}],
         "inaccessible",
     ),
-    "wrong id format": (
-        [correct_call(DECIDE, QUERY), _search("pref-1")],
-        "bad_id",
-    ),
-    "id of another type": (
-        [correct_call(DECIDE, QUERY), _search("DiningCandidate_Raw-0123abcd")],
-        "bad_id",
-    ),
-    "id never returned": (
-        [correct_call(DECIDE, QUERY), _search("DiningPreference-00000000")],
+    "four-digit id": (
+        [
+            correct_call(DECIDE),
+            {
+                "tool_calls": [
+                    call(
+                        "Search_Dining_Candidates",
+                        {
+                            "DiningPreference": "<DiningPreference1234>",
+                            "LocationPreference": QUERY.location_preference,
+                            "TimeInfo": QUERY.time_info,
+                        },
+                    )
+                ]
+            },
+        ],
         "bad_id",
     ),
 }
@@ -516,141 +337,18 @@ class Exploding:
     [42, None, {"content": 5}, {"tool_calls": "Decide"}, {"content": [1, 2]}, Exploding()],
     ids=["int", "none", "content-int", "calls-str", "content-list", "exploding"],
 )
-def test_unreadable_reply_costs_an_invalid_step(reply: Any) -> None:
-    agent = Scripted(reply, "stop")
+def test_unreadable_reply_ends_the_episode_with_a_note(reply: Any) -> None:
+    agent = Scripted(correct_call(DECIDE), reply, "never asked")
     record = run(QUERY, 1, "static", 0, agent)
-    (bad,) = record.calls
-    assert (bad.step, bad.name, bad.ok, bad.error_kind) == (1, "", False, "bad_arguments")
-    last = agent.seen[1].messages[-1]
-    assert last["role"] == "user" and last["content"].startswith("[ERROR] Your last reply")
-    assert record.answer is None and record.error is None
-
-
-def _to_goal(query: Query, level: int = 1) -> list[Reply]:
-    return [correct_call(t.name, query) for t in atomic_chain(query.task, level)]
-
-
-def test_answers() -> None:
-    # The last <answer> of the content counts (tags in any case, whitespace stripped).
-    agent = Scripted(*_to_goal(QUERY), lambda o: "<answer>x</answer> no, " + answer_from_goal(o))
-    record = run(QUERY, 1, "static", 0, agent)
-    assert record.answer == record.expected_answer and len(record.calls) == 4
-    record = run(QUERY, 1, "static", 0, Scripted("Let me think about it."))
-    assert record.answer is None and record.calls == ()
-    assert any("neither a tool call nor an answer" in n for n in record.notes)
-
-
-BAD_ANSWERS = {
-    "not an id": ("done", "wrong id format"),
-    "bad hex": ("TravelDining-zzzzzzzz", "wrong id format"),
-    "another type": ("DiningPreference-0123abcd", "wrong id format"),
-    "never returned": ("TravelDining-0123abcd", "not returned by a tool call"),
-}
-
-
-@pytest.mark.parametrize("case", list(BAD_ANSWERS))
-@pytest.mark.parametrize("reached", [False, True], ids=["early", "at-goal"])
-def test_bad_answer_is_an_invalid_step_not_the_end(case: str, reached: bool) -> None:
-    """An answer that is not a goal id a tool returned gets an [ERROR] observation, costs a
-    step, counts as an invalid call (ITUR, bad ids) and the episode goes on."""
-    text, reason = BAD_ANSWERS[case]
-    calls = _to_goal(QUERY) if reached else []
-    agent = Scripted(*calls, f"<answer>{text}</answer>", answer_from_goal if reached else "stop")
-    record = run(QUERY, 1, "static", 0, agent)
-    bad = record.calls[len(calls)]
-    assert (bad.name, bad.ok, bad.error_kind, bad.cost) == ("<answer>", False, "bad_id", 0.0)
-    assert bad.step == len(calls) + 1 and json.loads(bad.arguments) == {"answer": text}
-    assert bad.after_goal is reached
-    error = agent.seen[-1].messages[-1]
-    assert error["role"] == "user" and error["content"].startswith("[ERROR] Answer: ")
-    assert reason in error["content"] and "TravelDining" in error["content"]
-    assert agent.seen[-1].step == len(calls) + 1
-    if reached:  # it may answer again, correctly
-        assert record.answer == record.expected_answer and len(record.calls) == 5
-    else:
-        assert record.answer is None and len(record.calls) == 1
-    scores = score_episodes([record])
-    assert scores["bad_id_calls"] == 1 and scores["invalid_calls"] == 1
-    assert scores["itur"] == 1 / len(record.calls)
-    if reached:  # the rejected answer is no tool: path and cost metrics ignore it
-        assert scores["uihr"] == 1.0 and scores["n_path"] == scores["n_cost"] == 1
-        chain = tuple(t.name for t in atomic_chain("dining", 1))
-        assert score_episode(record).agent_path == chain
-        assert score_episode(record).agent_cost == record.total_cost
-
-
-def test_a_returned_goal_id_for_other_preferences_is_accepted_and_missed() -> None:
-    """Answering with the goal id of wrongly chosen preferences is a valid answer: the
-    episode ends and UIHR scores the miss."""
-    other = Query(
-        QUERY.query_id,
-        "dining",
-        {d: PREFERENCE_VALUES["dining"][d][3] for d in DIMENSIONS},
-        QUERY.time_info,
-        QUERY.location_preference,
-        QUERY.text,
-    )
-    assert other.preferences != QUERY.preferences
-    record = run(QUERY, 1, "static", 0, Scripted(*_to_goal(other), answer_from_goal))
-    assert record.reached_goal and record.answer is not None
-    assert record.answer != record.expected_answer
-    scores = score_episodes([record])
-    assert scores["uihr"] == 0.0 and scores["itur"] == 0.0
-
-
-def test_an_agent_that_keeps_answering_badly_stops_at_the_step_limit() -> None:
-    class Stubborn:
-        def act(self, observation: ToolAgentObservation) -> str:
-            return "<answer>finished</answer>"
-
-    record = run(QUERY, 1, "static", 0, Stubborn())
-    assert len(record.calls) == 20 and record.steps_exhausted and record.answer is None
-    assert all(c.error_kind == "bad_id" for c in record.calls)
-    assert score_episodes([record])["itur"] == 1.0
-
-
-def test_a_bad_answer_with_no_step_left_ends_the_episode() -> None:
-    def twenty(observation: ToolAgentObservation) -> dict[str, Any]:
-        reply = {"tool_calls": [call("Nope", {}) for _ in range(20)]}
-        return {**reply, "content": "<answer>done</answer>"}
-
-    record = run(QUERY, 1, "static", 0, Scripted(twenty, "<answer>again</answer>"))
-    assert len(record.calls) == 20 and record.steps_exhausted and record.answer is None
-    assert any("rejected with no step left" in n for n in record.notes)
-
-
-def test_held_ids_ignore_error_messages() -> None:
-    messages = [
-        {"role": "user", "content": "Plan my trip."},
-        {"role": "tool", "tool_call_id": "a", "content": "X succeeded. DiningPreference: "
-         "DiningPreference-0123abcd"},
-        {"role": "user", "content": "[ERROR] Answer: wrong id format"},
-    ]  # fmt: skip
-    assert held_ids(messages) == {"DiningPreference": "DiningPreference-0123abcd"}
-    messages.append({"role": "user", "content": "Sorry, I changed my mind."})
-    assert held_ids(messages) == {}
-
-
-def test_answer_after_the_calls_of_its_turn() -> None:
-    query = make_query("location", 2)
-
-    def both(observation: ToolAgentObservation) -> dict[str, Any]:
-        reply = correct_call("Location_Complete_3Steps_Pipeline", query)(observation)
-        # The id the call in this same turn returns: checked after the calls have run.
-        goal_id = expected_answer("location", query.preferences, query.time_info)
-        reply["content"] = f"<answer>{goal_id}</answer>"
-        return reply
-
-    agent = Scripted(both)
-    record = run(query, 0, "static", 0, agent)
-    assert record.reached_goal and record.answer == record.expected_answer
-    assert len(record.calls) == 1 and len(agent.seen) == 1
+    assert len(agent.seen) == 2 and len(record.calls) == 1
+    assert record.error is None and any("unreadable reply" in n for n in record.notes)
 
 
 def test_reply_formats() -> None:
-    query = make_query("location", 3)
+    query = generate_queries("location", 3)[2]
     name = "Location_Complete_3Steps_Pipeline"
-    tool = next(t for t in TravelEnv("location", 0, "q").all_tool_specs if t.name == name)
+    env = TravelEnv("location", 0, query.query_id, ban_longest=False)
+    tool = next(t for t in env.all_tool_specs if t.name == name)
     args = fill_arguments(tool, query, {})
     chat = ChatResult("", (ToolCall("c1", name, args, json.dumps(args)),), TokenUsage(), "stop")
     formats: list[Any] = [
@@ -660,10 +358,11 @@ def test_reply_formats() -> None:
         chat,
     ]
     for reply in formats:
-        record = run(query, 0, "static", 0, Scripted(reply, answer_from_goal))
-        assert record.reached_goal and record.answer == record.expected_answer, reply
-    parsed = parse_reply({"content": [{"type": "text", "text": "<answer>A</answer>"}]})
-    assert parsed.answer == "A" and parsed.problem is None
+        fresh = TravelEnv("location", 0, query.query_id, ban_longest=False)
+        record = run(query, 0, "static", 0, Scripted(reply, answer_from_goal), env=fresh)
+        assert record.reached_goal and record.answer == record.expected_answer[-6:-1], reply
+    parsed = parse_reply({"content": [{"type": "text", "text": "<answer>Candidate12345</answer>"}]})
+    assert parsed.answer == "12345" and parsed.problem is None
 
 
 def test_duplicate_call_ids_are_made_unique() -> None:
@@ -675,110 +374,80 @@ def test_duplicate_call_ids_are_made_unique() -> None:
     assert [c["id"] for c in assistant["tool_calls"]] == ids
 
 
-# ---------------------------------------------------------------- ending the episode
-
-
 def test_agent_raising_ends_with_error() -> None:
     def boom(observation: ToolAgentObservation) -> Any:
         raise ValueError("boom\nsecond line")
 
-    agent = Scripted(correct_call(DECIDE, QUERY), boom)
-    record = run(QUERY, 1, "static", 0, agent)
+    record = run(QUERY, 1, "static", 0, Scripted(correct_call(DECIDE), boom))
     assert record.error == "raised ValueError: boom"
     assert len(record.calls) == 1 and record.calls[0].ok
     assert record.answer is None and not record.steps_exhausted
-
-
-def test_async_agent_raising() -> None:
-    class Async:
-        async def act(self, observation: ToolAgentObservation) -> Any:
-            raise RuntimeError("down")
-
-    record = run(QUERY, 1, "ban_tool", 2, Async())
-    assert record.error == "raised RuntimeError: down"
-    assert record.blocks_dropped == 2 and record.blocks_applied == 0
-
-
-def test_step_limit() -> None:
-    class Stubborn:
-        def act(self, observation: ToolAgentObservation) -> Any:
-            return {"tool_calls": [call("Book_Flight", {})]}
-
-    record = run(QUERY, 1, "static", 0, Stubborn())
-    assert len(record.calls) == 20 and record.steps_exhausted and record.answer is None
-    assert all(c.error_kind == "unknown_tool" for c in record.calls)
-
-
-def test_step_limit_inside_one_turn() -> None:
-    agent = Scripted({"tool_calls": [call("Book_Flight", {}) for _ in range(25)]})
-    record = run(QUERY, 1, "static", 0, agent, max_steps=20)
-    assert len(record.calls) == 20 and record.steps_exhausted
-    assert sum("not run" in n for n in record.notes) == 5
-
-
-def test_several_calls_per_turn_are_steps() -> None:
-    query = make_query("dining", 4)
-    decide = correct_call(DECIDE, query)
-
-    def two(observation: ToolAgentObservation) -> dict[str, Any]:
-        reply = decide(observation)
-        reply["tool_calls"].append(call("Nope", {}))
-        return reply
-
-    record = run(query, 1, "static", 0, Scripted(two))
-    assert [(c.step, c.ok) for c in record.calls] == [(1, True), (2, False)]
-
-
-def test_repeated_and_after_goal_flags() -> None:
-    query = make_query("dining", 6)
-    chain = [t.name for t in atomic_chain("dining", 0)]
-    agent = Scripted(
-        *[correct_call(n, query) for n in chain],
-        correct_call(chain[-1], query),
-        correct_call(chain[0], query),
-        answer_from_goal,
-    )
-    record = run(query, 0, "static", 0, agent)
-    flags = [(c.ok, c.repeated, c.after_goal) for c in record.calls]
-    assert flags == [
-        (True, False, False),
-        (True, False, False),
-        (True, False, False),
-        (True, True, True),
-        (True, True, True),
-    ]
-    assert record.answer == record.expected_answer
-    assert record.total_cost == round(
-        sum(TravelEnv("dining", 0, query.query_id).costs[c.name] for c in record.calls), 2
-    )
 
 
 def test_bad_arguments_to_run_episode() -> None:
     with pytest.raises(ValueError, match="static"):
         run(QUERY, 1, "static", 2, OracleToolAgent())
     with pytest.raises(ValueError, match="does not match"):
-        run(QUERY, 1, "static", 0, OracleToolAgent(), env=flat_env("dining", 2))
+        run(QUERY, 1, "static", 0, OracleToolAgent(), env=TravelEnv("dining", 2, "q"))
 
 
-# ---------------------------------------------------------------- concurrency
+# ---------------------------------------------------------------- reference agents
+
+
+@pytest.mark.parametrize("task", ["location", "dining", "shopping"])
+@pytest.mark.parametrize("level", [0, 2, 5])
+def test_oracle_follows_the_ground_truth_and_greedy_the_stimulation(task: str, level: int) -> None:
+    for query in generate_queries(task, 4):
+        env = TravelEnv(task, level, query.query_id)
+        truth, _ = env.optimal_path()
+        greedy, _ = env.greedy_path()
+        oracle = run(query, level, "static", 0, OracleToolAgent())
+        assert [c.name for c in oracle.calls] == truth
+        assert oracle.answer == oracle.expected_answer[-6:-1]
+        record = run(query, level, "static", 0, GreedyToolAgent())
+        assert [c.name for c in record.calls] == greedy
+        assert record.segments[0].greedy_path == tuple(greedy)
+        scores = score_episodes([record])
+        assert scores["uihr"] == 1.0 and scores["itur"] == 0.0
+
+
+@pytest.mark.parametrize(("mode", "count"), CELLS)
+def test_reference_agents_finish_in_every_cell(mode: str, count: int) -> None:
+    queries = generate_queries("attraction", 5)
+    for agent in (OracleToolAgent(), GreedyToolAgent(), RandomValidToolAgent(3)):
+        for query in queries[:2]:
+            record = run(query, 2, mode, count, agent, pool=queries)
+            assert record.error is None
+            assert record.turns <= 20
+
+
+def test_random_agent_depends_on_seed_only() -> None:
+    first = [c.name for c in run(QUERY, 3, "static", 0, RandomValidToolAgent(7)).calls]
+    assert first == [c.name for c in run(QUERY, 3, "static", 0, RandomValidToolAgent(7)).calls]
+
+
+def test_atomic_only_agent_walks_the_chain() -> None:
+    record = run(QUERY, 2, "static", 0, AtomicOnlyToolAgent())
+    assert [c.name for c in record.calls] == [t.name for t in atomic_chain("dining", 2)]
 
 
 def test_concurrency_does_not_change_results() -> None:
     agents = [OracleToolAgent(), GreedyToolAgent(), RandomValidToolAgent(3), AtomicOnlyToolAgent()]
+    queries = generate_queries("shopping", 3)
     jobs = [
-        (make_query(task, i), level, mode, n, agent)
-        for (task, level, i), (mode, n), agent in itertools.product(
-            [("dining", 5, 1), ("location", 2, 2), ("shopping", 4, 3)], CELLS[::3], agents
+        (query, level, mode, n, agent)
+        for (query, level), (mode, n), agent in itertools.product(
+            [(queries[0], 5), (queries[1], 2)], CELLS[::3], agents
         )
     ]
-    sequential = [run(*job) for job in jobs]
+    sequential = [run(*job, pool=queries) for job in jobs]
 
     async def together() -> list[EpisodeRecord | None]:
         out: list[EpisodeRecord | None] = [None] * len(jobs)
         limiter = anyio.CapacityLimiter(6)
 
         async def one(index: int) -> None:
-            out[index] = await run_episode(*jobs[index], limiter=limiter)
+            out[index] = await run_episode(*jobs[index], limiter=limiter, pool=queries)
 
         async with anyio.create_task_group() as tg:
             for index in range(len(jobs)):
@@ -789,11 +458,7 @@ def test_concurrency_does_not_change_results() -> None:
 
 
 def test_sdk_message_objects_are_read_through_model_dump() -> None:
-    from pytest_budget.planning.episode import parse_reply
-
     class SdkMessage:
-        """Shaped like an OpenAI SDK ChatCompletionMessage: the name sits under .function."""
-
         tool_calls = ("not read directly",)
 
         def model_dump(self) -> dict[str, object]:
@@ -808,4 +473,17 @@ def test_sdk_message_objects_are_read_through_model_dump() -> None:
 
     parsed = parse_reply(SdkMessage())
     assert parsed.problem is None
-    assert [call.name for call in parsed.calls] == ["Decide_Dining_Preference"]
+    assert [c.name for c in parsed.calls] == ["Decide_Dining_Preference"]
+
+
+def test_answer_parsing_is_linear_on_hostile_text() -> None:
+    import time
+
+    from pytest_budget.planning.ids import parse_answer
+
+    start = time.perf_counter()
+    assert parse_answer("<answer>" * 200_000) is None
+    assert parse_answer("<answer>" + "Candidate" * 100_000 + "</answer>") is None
+    assert parse_answer("<answer>" + "x" * 2_000_000 + "Candidate12345 </answer>") == "12345"
+    assert time.perf_counter() - start < 5.0  # quadratic parsing would take minutes
+    assert parse_answer("<answer> <DiningCandidate123456> </answer>") is None  # 6 digits

@@ -25,7 +25,7 @@ def report_of(pytester: pytest.Pytester, name: str = "report.json") -> dict[str,
 
 def table_block(lines: list[str]) -> list[str]:
     start = next(i for i, line in enumerate(lines) if line.startswith("task "))
-    end = next(i for i in range(start, len(lines)) if lines[i].startswith("blocks = "))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("task 'all' = "))
     return lines[start : end + 1]
 
 
@@ -44,10 +44,12 @@ def test_default_run_gates_against_shipped_baselines(
     }  # fmt: skip
     for cell in cells:
         s = cell["scores"]
-        assert s["uihr"] == 1.0 and s["itur"] == 0.0  # reference agents never misuse tools
+        assert s["itur"] == 0.0  # reference agents never misuse tools
+        if cell["mode"] == "static" or cell["agent"] == "oracle":
+            assert s["uihr"] == 1.0  # (a greedy stuck after a ban answers nothing: a miss)
         if cell["agent"] == "oracle":
             assert s["emr"] == 1.0 and s["aned"] == 0.0
-            assert s["cost_gap"] == (0.0 if cell["mode"] == "static" else None)
+            assert s["cost_gap"] == pytest.approx(0.0, abs=1e-9)  # code reading: C, any mode
         if cell["mode"] == "static" and cell["agent"] != "oracle":
             assert s["cost_gap"] >= 0.0  # nobody beats the optimum
     assert not (pytester.path / "__budget_snapshots__").exists()
@@ -94,12 +96,13 @@ def test_a_misbehaving_agent_is_scored_not_crashed(
     (cell,) = report_of(pytester, "r.json")["cells"]
     s = cell["scores"]
     assert cell["agent"] == "scripted" and s["n_episodes"] == 4
-    # Two unknown-tool calls per episode, then the same bad answer (no id a tool returned)
-    # until the 20-step limit: each an [ERROR] step, so every call is invalid.
+    # Two unknown-tool calls per episode, then a malformed answer without a call: CostBench's
+    # loop ends the episode there (no feedback).  Every step is invalid.
     assert s["itur"] == 1.0 and s["unknown_tool_calls"] == 8 and s["uihr_all"] == 0.0
-    assert s["bad_id_calls"] == 4 * 18 and s["total_calls"] == 4 * 20
-    assert s["uihr"] is None  # UIHR counts goal-reaching runs (and errors): none here
-    assert s["excluded"] == 4 and s["emr"] is None
+    assert s["bad_id_calls"] == 0 and s["total_calls"] == 4 * 2
+    # Code reading: runs that miss the goal stay in UIHR (as misses) and score the worst case.
+    assert s["uihr"] == 0.0 and s["emr"] == 0.0 and s["aned"] == 1.0
+    assert s["excluded"] == 4  # the prose reading would leave all four out
     monkeypatch.setenv("AGENT_MODE", "raise")
     dead = run(pytester, *SMALL, "--budget-gate=off")
     dead.assert_outcomes(failed=1)

@@ -92,7 +92,7 @@ DEFAULT_MAX_TOKENS: dict[str, int] = {
     "solver": 16_384,
     "estimator": 1024,
     "actor": 1024,
-    "tool_agent": 1024,
+    "tool_agent": 16384,  # CostBench's --max_tokens default (and the paper's stated cap)
 }
 
 #: Finish reasons meaning the reply was cut at ``max_tokens`` (OpenAI, Anthropic, some

@@ -15,7 +15,7 @@ from pytest_budget.planning.costs import (
     composite_cost,
     query_seed,
 )
-from pytest_budget.planning.env import StepResult, TravelEnv, expected_answer, make_id
+from pytest_budget.planning.env import StepResult, TravelEnv, expected_answer
 from pytest_budget.planning.episode import ToolAgentObservation, run_episode
 from pytest_budget.planning.evaluate import PlanningOutcome, run_planning_cell
 from pytest_budget.planning.metrics import (
@@ -74,7 +74,6 @@ __all__ = [
     "generate_queries",
     "greedy_scores",
     "load_queries",
-    "make_id",
     "query_seed",
     "run_episode",
     "run_planning_cell",

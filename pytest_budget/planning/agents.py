@@ -11,9 +11,11 @@ random agent draws from ``sha256(seed, query_id, step)``.
 
 * :class:`OracleToolAgent` - follows the segmented ground truth: the next call of the current
   optimal plan, which it alone asks for (``wants_optimal_next = True``).
-* :class:`GreedyToolAgent` - CostBench's greedy baseline (App. B.2): among usable tools that
-  consume the previous output, the least cost per atomic component; the chain rule is relaxed
-  at the start of every segment.
+* :class:`GreedyToolAgent` - CostBench's greedy baseline as coded (fact sheet §5.4): among
+  the listed, unbanned tools whose inputs are held and which consume the previous output, the
+  first with the least cost per component; the chain rule is never relaxed (App. B.2 says it
+  is after a block; the code's relaxation counter never takes effect), and when no tool
+  qualifies it stops without an answer.
 * :class:`RandomValidToolAgent` - a uniformly random tool whose inputs are held and whose
   output is not yet held (so every call makes progress).
 * :class:`AtomicOnlyToolAgent` - always the next atomic tool of the chain; only when a ban took
@@ -29,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from pytest_budget.planning.costs import derive_seed
-from pytest_budget.planning.env import fill_arguments, greedy_pick
+from pytest_budget.planning.env import fill_arguments, greedy_pick, id_kind
 from pytest_budget.planning.episode import ReferenceView, ToolAgentObservation
 from pytest_budget.planning.tools import Tool, atomic_chain
 
@@ -41,12 +43,14 @@ __all__ = [
     "held_ids",
 ]
 
-_OUTPUT_RE = re.compile(r"succeeded\. ([A-Za-z0-9_]+): ([A-Za-z0-9_]+-[0-9a-f]{8})\s*$")
+_OUTPUT_RE = re.compile(r"(<([A-Za-z]+)\d{5}>)")
 
 
 def held_ids(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Latest id per output type from the tool messages after the last user message (the
-    loop's ``[ERROR]`` user messages do not count: they change no requirement)."""
+    """Latest id per id kind (``DiningPreference``, ``DiningCandidateSet``,
+    ``DiningCandidate``; see :func:`~pytest_budget.planning.env.id_kind`) from the tool
+    messages after the last user message (a preference change starts over; the loop's own
+    ``[ERROR]`` user messages change no requirement and do not count)."""
     start = 0
     for index, message in enumerate(messages):
         content = message.get("content")
@@ -57,9 +61,10 @@ def held_ids(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     for message in messages[start:]:
         content = message.get("content")
         if message.get("role") == "tool" and isinstance(content, str):
-            match = _OUTPUT_RE.search(content)
-            if match:
-                ids[match.group(1)] = match.group(2)
+            if content.startswith("[ERROR]"):
+                continue
+            for full, kind in _OUTPUT_RE.findall(content):
+                ids[kind] = full
     return ids
 
 
@@ -89,10 +94,14 @@ class _ReferenceToolAgent:
             raise RuntimeError(
                 f"{type(self).__name__} needs the reference channel; run it with run_episode"
             )
-        ids = held_ids(observation.messages)
+        kinds = held_ids(observation.messages)
+        task = view.query.task
         if view.goal in view.held:
-            return {"content": f"<answer>{ids[view.goal]}</answer>"}
+            return {"content": f"<answer> {kinds[id_kind(task, view.goal)]} </answer>"}
         tool = self.choose(observation, view)
+        if tool is None:  # nothing qualifies: stop (a turn without tool calls ends the run)
+            return {"content": "No usable tool is left."}
+        ids = {t: kinds[id_kind(task, t)] for t in tool.inputs if id_kind(task, t) in kinds}
         arguments = fill_arguments(tool, view.query, ids)
         return {
             "content": None,
@@ -105,7 +114,7 @@ class _ReferenceToolAgent:
             ],
         }
 
-    def choose(self, observation: ToolAgentObservation, view: ReferenceView) -> Tool:
+    def choose(self, observation: ToolAgentObservation, view: ReferenceView) -> Tool | None:
         raise NotImplementedError
 
 
@@ -115,9 +124,9 @@ class OracleToolAgent(_ReferenceToolAgent):
     name: ClassVar[str] = "oracle"
     wants_optimal_next: ClassVar[bool] = True
 
-    def choose(self, observation: ToolAgentObservation, view: ReferenceView) -> Tool:
-        if view.optimal_next is None:
-            raise RuntimeError("the loop gave no optimal next call")
+    def choose(self, observation: ToolAgentObservation, view: ReferenceView) -> Tool | None:
+        if view.optimal_next is None:  # the bans left no way to the goal: stop
+            return None
         return next(t for t in view.tools if t.name == view.optimal_next)
 
 
@@ -126,14 +135,9 @@ class GreedyToolAgent(_ReferenceToolAgent):
 
     name: ClassVar[str] = "greedy"
 
-    def choose(self, observation: ToolAgentObservation, view: ReferenceView) -> Tool:
+    def choose(self, observation: ToolAgentObservation, view: ReferenceView) -> Tool | None:
         tools = [t for t in view.tools if t.name not in view.banned]
-        tool = greedy_pick(tools, view.costs, view.held, view.previous_output)
-        if tool is None:  # nothing consumes the previous output (after a ban): relax
-            tool = greedy_pick(tools, view.costs, view.held, None)
-        if tool is None:
-            raise RuntimeError("no usable tool")
-        return tool
+        return greedy_pick(tools, view.costs, view.held, view.previous_output)
 
 
 class RandomValidToolAgent(_ReferenceToolAgent):

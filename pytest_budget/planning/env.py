@@ -1,24 +1,45 @@
 """The CostBench travel tool environment for one (task, refinement level, query).
 
-States are sets of held types; a call whose inputs are all held adds its output type.  Tool
-outputs are ids ``<OutputType>-<8 hex>`` derived (sha256) from the preferences carried along
-the chain, so every valid path ends at the same final id and :func:`expected_answer` can check
-an agent's ``<answer>`` against the query without replaying it.
+Behaviour as CostBench codes it (fact sheet §4.3-§4.4, §5.3-§5.4):
+
+* States are sets of held types; a call whose inputs are all held adds its output type.
+* Ids pass straight through: ``Decide`` returns the search-space id ``<TPreference#####>``
+  of the enum values (and location preference) it is given
+  (:func:`~pytest_budget.planning.ids.search_space_id`), ``Search`` and every refinement
+  step return ``<TCandidateSet#####>`` with the digits of their id input, ``Select``
+  ``<TCandidate#####>``.  The only id check is "exactly 5 digits"; ids are never checked
+  against what a tool returned, and ``TimeInfo`` is never checked.
+* A call is checked in CostBench's order: a name not in the tool list (no cost); inputs not
+  all held (``Cost: X`` shown, not charged); the arguments (lenient JSON, parameter names
+  equal to the input types, enum values, 5-digit ids, a known location preference); then the
+  tool runs and ``Cost: X`` is appended.  Failures start with ``[ERROR]`` and leave the
+  state unchanged.
+* :meth:`TravelEnv.optimal_path` is CostBench's Dijkstra: heap entries ``(cost, calls,
+  state, path)`` with float costs, pushing the usable tools in registry order, so exact ties
+  resolve the way CostBench's heap resolves them (frozenset ``<`` then path order): one
+  single ground-truth path per start state.
+* :meth:`TravelEnv.greedy_path` is CostBench's greedy baseline ("stimulation"; see its doc).
 """
 
 from __future__ import annotations
 
-import hashlib
 import heapq
-import itertools
 import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from pytest_budget.planning.costs import query_seed, tool_costs
+from pytest_budget.planning.ids import (
+    LOCATION_PACKAGES,
+    format_id,
+    goal_id,
+    id_digits,
+    location_number,
+    parse_answer,
+    search_space_id,
+)
 from pytest_budget.planning.records import Query
 from pytest_budget.planning.tools import (
     DIMENSIONS,
@@ -30,34 +51,45 @@ from pytest_budget.planning.tools import (
     dimension_type,
     goal_type,
     initial_state,
+    task_label,
 )
 
 __all__ = [
+    "GREEDY_MAX_STEPS",
     "StepResult",
     "TravelEnv",
     "expected_answer",
     "fill_arguments",
     "greedy_pick",
-    "make_id",
+    "id_kind",
 ]
 
-_ID_RE = re.compile(r"^[A-Za-z0-9_]+-[0-9a-f]{8}$")
+#: The greedy baseline stops after this many steps (CostBench's stimulation loop).
+GREEDY_MAX_STEPS = 20
 
 
-def make_id(task: str, output_type: str, context: Mapping[str, str | None]) -> str:
-    """Deterministic id of an output of ``output_type`` for the carried preferences."""
-    payload = json.dumps([task, output_type, sorted(context.items())], separators=(",", ":"))
-    return f"{output_type}-{hashlib.sha256(payload.encode('utf-8')).hexdigest()[:8]}"
+def id_kind(task: str, type_name: str) -> str:
+    """The id prefix a value of ``type_name`` carries: ``<TPreference#####>`` for the
+    preference, ``<TCandidateSet#####>`` for every candidate level, ``<TCandidate#####>``
+    for the goal."""
+    s = task_label(task)
+    if type_name == goal_type(task):
+        return f"{s}Candidate"
+    if type_name.startswith(f"{s}Candidate_"):
+        return f"{s}CandidateSet"
+    return type_name
+
+
+def _location_of(location: str | None) -> int | None:
+    return None if location is None else location_number(location)
 
 
 def expected_answer(
-    task: str, preferences: Mapping[str, str], time_info: str, location: str | None = None
+    task: str, preferences: Mapping[str, str], time_info: str = "", location: str | None = None
 ) -> str:
-    """The final ``TravelX`` id a correct run reaches for these query preferences."""
-    context: dict[str, str | None] = {d: preferences[d] for d in DIMENSIONS}
-    context["location"] = None if task == "location" else location
-    context["time"] = time_info
-    return make_id(task, goal_type(task), context)
+    """The final ``<TCandidate#####>`` id a correct run reaches for these preferences (its
+    digits are the query's search-space id; ``time_info`` is never used, as in CostBench)."""
+    return goal_id(task, search_space_id(task, dict(preferences), _location_of(location)))
 
 
 def fill_arguments(tool: Tool, query: Query, ids: Mapping[str, str]) -> dict[str, str]:
@@ -79,9 +111,11 @@ def fill_arguments(tool: Tool, query: Query, ids: Mapping[str, str]) -> dict[str
     return args
 
 
-def _cents(cost: float) -> int:
-    # Costs have two decimals; integer cents make exact ties exact (float sums drift).
-    return round(cost * 100)
+def greedy_score(tool: Tool, costs: Mapping[str, float]) -> float:
+    """CostBench's greedy score: the cost of an atomic tool, cost / component count of a
+    composite."""
+    cost = costs[tool.name]
+    return cost / len(tool.components) if tool.is_composite else cost
 
 
 def greedy_pick(
@@ -90,23 +124,24 @@ def greedy_pick(
     state: frozenset[str],
     previous: str | None,
 ) -> Tool | None:
-    """CostBench's greedy choice (App. B.2, eqs. 7-8 and 10-11).
+    """CostBench's greedy choice: among ``tools`` (in registry order) whose inputs are held
+    and which consume ``previous`` (the last output; ``None`` before the first step), the
+    first one with the least :func:`greedy_score`.  ``None`` when nothing qualifies.
 
-    Among ``tools`` whose inputs are held and whose output is not, keep those that consume
-    ``previous`` (the last output; ``None`` relaxes the rule, as on the first step and the
-    first step after a blocking event) and take the least cost per atomic component, ties by
-    name.  ``None`` when nothing qualifies.
+    As coded, a candidate's output may already be held; and nothing relaxes the "consume the
+    previous output" rule (the relaxation App. B.2 describes never happens in the code).
     """
-    options = [
-        t
-        for t in tools
-        if t.output not in state
-        and set(t.inputs) <= state
-        and (previous is None or previous in t.inputs)
-    ]
-    if not options:
-        return None
-    return min(options, key=lambda t: (Fraction(_cents(costs[t.name]), len(t.components)), t.name))
+    best: Tool | None = None
+    best_score = 0.0
+    for tool in tools:
+        if not set(tool.inputs) <= state:
+            continue
+        if previous is not None and previous not in tool.inputs:
+            continue
+        score = greedy_score(tool, costs)
+        if best is None or score < best_score:
+            best, best_score = tool, score
+    return best
 
 
 @dataclass(frozen=True)
@@ -135,10 +170,10 @@ class TravelEnv:
 
     Beyond the static environment it supports what blocking events need (CostBench §3.2):
     :meth:`ban` (the tool stays listed but every call fails and is still charged),
-    :meth:`remove_composites` (composites of one length leave the tool list; atomics stay),
+    :meth:`remove_composites` (composites leave the tool list; atomics stay),
     :meth:`reseed_costs` (all costs from another global seed) and :meth:`reset` (back to the
-    initial state, issued ids forgotten).  Planning methods take an optional ``start`` state
-    and always use the current tool set and costs.
+    initial state).  Planning methods take an optional ``start`` state and always use the
+    current tool set and costs.
     """
 
     def __init__(
@@ -147,7 +182,7 @@ class TravelEnv:
         refinement_level: int,
         query_id: str,
         *,
-        ban_longest: bool = False,
+        ban_longest: bool = True,
         noise_std: float = 0.1,
         cost_range: tuple[float, float] = (15, 25),
         seed: int = 42,
@@ -173,12 +208,11 @@ class TravelEnv:
         self._enum_values = {
             dimension_type(task, d): (d, PREFERENCE_VALUES[task][d]) for d in DIMENSIONS
         }
-        # Free-text inputs come from the query; for the location task "LocationPreference" is
-        # instead the id Decide_Location_Preference returns.
-        self._free_text = {TIME_INFO} if task == "location" else {TIME_INFO, LOCATION_PREFERENCE}
+        self._enum_order = [dimension_type(task, d) for d in DIMENSIONS]
         self._banned: dict[str, str] = {}  # name -> failure message
+        self._removed: frozenset[str] = frozenset()
         self._removed_length: int | None = None
-        # (fingerprint, states along the plan, plan) of the last canonical plan computed.
+        # (fingerprint, states along the plan, plan) of the last ground truth computed.
         self._last_plan: tuple[tuple[object, ...], list[frozenset[str]], tuple[str, ...]] | None
         self._last_plan = None
         self._refresh_tool_set()
@@ -186,11 +220,7 @@ class TravelEnv:
 
     # ------------------------------------------------------------------ tools
     def _refresh_tool_set(self) -> None:
-        self._visible = [
-            t
-            for t in self._tools
-            if not (t.is_composite and len(t.components) == self._removed_length)
-        ]
+        self._visible = [t for t in self._tools if t.name not in self._removed]
         self._by_name = {tool.name: tool for tool in self._visible}
         self._plannable = [t for t in self._visible if t.name not in self._banned]
 
@@ -205,8 +235,13 @@ class TravelEnv:
         return list(self._tools)
 
     @property
+    def all_tool_specs_by_name(self) -> dict[str, Tool]:
+        """Every tool of the instance by name."""
+        return dict(self._all_by_name)
+
+    @property
     def tools(self) -> list[dict[str, Any]]:
-        """The current tool list in OpenAI function-calling format."""
+        """The current tool list in OpenAI function-calling format (registry order)."""
         return [self._spec(tool) for tool in self._visible]
 
     def _spec(self, tool: Tool) -> dict[str, Any]:
@@ -217,25 +252,33 @@ class TravelEnv:
                 properties[name] = {
                     "type": "string",
                     "enum": list(values),
-                    "description": f"The user's {self.task} {dim.replace('_', ' ')}.",
+                    "description": f"The user's {self.task} {dim.replace('_', ' ')}; one of: "
+                    + ", ".join(values)
+                    + ".",
                 }
             elif name == TIME_INFO:
-                properties[name] = {"type": "string", "description": "The user's travel time."}
-            elif name == LOCATION_PREFERENCE and name in self._free_text:
-                properties[name] = {"type": "string", "description": "The user's location."}
+                properties[name] = {
+                    "type": "string",
+                    "description": "The TimeInfo id from the user's request.",
+                }
+            elif name == LOCATION_PREFERENCE and self.task != "location":
+                properties[name] = {
+                    "type": "string",
+                    "description": "The LocationPreference id from the user's request.",
+                }
             else:
                 properties[name] = {
                     "type": "string",
-                    "description": f"A {name} id returned by an earlier tool ({name}-xxxxxxxx).",
+                    "description": f"The {name} id returned by an earlier tool.",
                 }
-        kind = (
-            f"Composite tool of {len(tool.components)} atomic tools: "
-            + " -> ".join(tool.components)
-            if tool.is_composite
-            else "Atomic tool"
-        )
+        if tool.is_composite:
+            kind = "[Composite tool] "
+            parts = f" Components: {', '.join(tool.components)}."
+        else:
+            kind, parts = "[Atomic tool] ", ""
         description = (
-            f"{tool.purpose} {kind}. Cost: {self.costs[tool.name]:.2f}. Output: {tool.output}."
+            f"{kind}{tool.purpose}{parts} Using this tool costs {self.costs[tool.name]} units. "
+            f"Output type: {tool.output}."
         )
         return {
             "type": "function",
@@ -246,7 +289,6 @@ class TravelEnv:
                     "type": "object",
                     "properties": properties,
                     "required": list(tool.inputs),
-                    "additionalProperties": False,
                 },
             },
         }
@@ -257,13 +299,18 @@ class TravelEnv:
         return frozenset(self._banned)
 
     @property
+    def removed(self) -> frozenset[str]:
+        """Names of the composites currently removed from the tool list."""
+        return self._removed
+
+    @property
     def removed_length(self) -> int | None:
-        """Component count of the composites currently removed, if any."""
+        """Component count of the composites removed by :meth:`remove_composites`, if any."""
         return self._removed_length
 
-    def ban(self, name: str, message: str = "This tool is unavailable.") -> None:
-        """Ban a listed tool: it stays listed, every later call fails with ``message`` and is
-        charged its cost (CostBench's ban-tool block)."""
+    def ban(self, name: str, message: str = "[ERROR] This tool is unavailable.") -> None:
+        """Ban a listed tool: it stays listed, every later call fails with ``message`` (plus
+        `` Cost: X``) and is charged its cost (CostBench's ban-tool block)."""
         if name not in self._all_by_name:
             raise KeyError(f"no tool {name!r}")
         self._banned[name] = message
@@ -275,6 +322,19 @@ class TravelEnv:
         if length is not None and length < 2:
             raise ValueError("only composites (two or more components) can be removed")
         self._removed_length = length
+        self.remove_tools(
+            t.name for t in self._tools if t.is_composite and len(t.components) == length
+        )
+
+    def remove_tools(self, names: Iterable[str]) -> None:
+        """Hide exactly the composites ``names`` (replacing any earlier removal)."""
+        removed = frozenset(names)
+        atomic = [
+            n for n in removed if n in self._all_by_name and not self._all_by_name[n].is_composite
+        ]
+        if atomic:
+            raise ValueError(f"atomic tools are never removed: {', '.join(sorted(atomic))}")
+        self._removed = removed
         self._refresh_tool_set()
 
     def reseed_costs(self, global_seed: int) -> None:
@@ -305,10 +365,8 @@ class TravelEnv:
 
     # ------------------------------------------------------------------ stepping
     def reset(self) -> None:
-        """Back to the initial state; ids issued so far stop being valid."""
+        """Back to the initial state (a preference change restarts from Decide)."""
         self.state: frozenset[str] = self.initial_state
-        # id -> carried preference context, per type; only ids issued since the reset are valid.
-        self._issued: dict[str, dict[str, dict[str, str | None]]] = {}
 
     @property
     def done(self) -> bool:
@@ -325,226 +383,181 @@ class TravelEnv:
 
     def step_detailed(self, tool_call: Mapping[str, Any]) -> StepResult:
         """Like :meth:`step`, with the error kind (``CALL_ERROR_KINDS``) and the output."""
-        parsed = self._parse_call(tool_call)
-        if isinstance(parsed, StepResult):
-            return parsed
-        tool, args = parsed
-        missing = [name for name in tool.inputs if name not in args]
-        extra = sorted(str(name) for name in args if name not in tool.inputs)
-        if missing or extra:
+        if not isinstance(tool_call, Mapping):
+            return _fail(
+                "[ERROR] Malformed tool call: expected a name and arguments.", "unknown_tool"
+            )
+        call = tool_call.get("function", tool_call)
+        name = call.get("name") if isinstance(call, Mapping) else None
+        tool = self._by_name.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return _fail(
+                f"[ERROR] Invalid tool: {name!r} is not one of the available tools.",
+                "unknown_tool",
+            )
+        cost = self.costs[tool.name]
+        if tool.name in self._banned:
+            return _fail(f"{self._banned[tool.name]} Cost: {cost}", "banned", tool.name, cost)
+        not_held = [t for t in tool.inputs if t not in self.state]
+        if not_held:
+            return _fail(
+                f"[ERROR] Missing input types for {tool.name}: {', '.join(not_held)} "
+                f"(obtain them first). Cost: {cost}.",
+                "inaccessible",
+                tool.name,
+            )
+        args = _lenient_arguments(call.get("arguments", {}))
+        if isinstance(args, str):
+            return _fail(f"[ERROR] {tool.name}: {args}", "bad_arguments", tool.name)
+        if set(args) != set(tool.inputs):
+            missing = [t for t in tool.inputs if t not in args]
+            extra = sorted(str(k) for k in args if k not in tool.inputs)
             parts = []
             if missing:
                 parts.append(f"missing parameter(s): {', '.join(missing)}")
             if extra:
                 parts.append(f"unexpected parameter(s): {', '.join(extra)}")
-            return _fail(f"[ERROR] {tool.name}: {'; '.join(parts)}.", "wrong_parameters", tool.name)
-        not_held = [name for name in tool.inputs if name not in self.state]
-        if not_held:
             return _fail(
-                f"[ERROR] {tool.name}: inputs not yet available: {', '.join(not_held)}.",
-                "inaccessible",
+                f"[ERROR] {tool.name}: {'; '.join(parts)}; the parameter names must be the "
+                "input type names.",
+                "wrong_parameters",
                 tool.name,
             )
-        problem = self._check_values(tool, args)
-        if problem:
-            kind, text = problem
-            return _fail(f"[ERROR] {tool.name}: {text}", kind, tool.name)
-        output_id = self._execute(tool, args)
+        output = self._run(tool, args)
+        if isinstance(output, StepResult):
+            return output
+        text, output_id = output
         self.state = self.state | {tool.output}
         return StepResult(
-            f"{tool.name} succeeded. {tool.output}: {output_id}",
-            self.costs[tool.name],
-            True,
-            None,
-            tool.name,
-            tool.output,
-            output_id,
+            f"{text} Cost: {cost}", cost, True, None, tool.name, tool.output, output_id
         )
 
-    def _parse_call(self, tool_call: Mapping[str, Any]) -> tuple[Tool, dict[str, Any]] | StepResult:
-        if not isinstance(tool_call, Mapping):
-            return _fail(
-                "[ERROR] Malformed tool call: expected an object with name and arguments.",
-                "unknown_tool",
-            )
-        call = tool_call.get("function", tool_call)
-        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
-            return _fail("[ERROR] Malformed tool call: missing tool name.", "unknown_tool")
-        name = call["name"]
-        tool = self._by_name.get(name)
-        if tool is None:
-            return _fail(f"[ERROR] Unknown tool: {name!r} is not in the tool list.", "unknown_tool")
-        if name in self._banned:
-            # Checked before the arguments: whatever was passed, a banned tool fails and charges.
-            return _fail(f"[ERROR] {name}: {self._banned[name]}", "banned", name, self.costs[name])
-        raw = call.get("arguments", {})
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw) if raw.strip() else {}
-            except json.JSONDecodeError as exc:
-                return _fail(
-                    f"[ERROR] {name}: arguments are not valid JSON ({exc.msg}).",
-                    "bad_arguments",
-                    name,
-                )
-            except RecursionError:
-                return _fail(f"[ERROR] {name}: arguments nest too deeply.", "bad_arguments", name)
-        if not isinstance(raw, Mapping):
-            return _fail(f"[ERROR] {name}: arguments must be a JSON object.", "bad_arguments", name)
-        return tool, dict(raw)
-
-    def _check_values(self, tool: Tool, args: Mapping[str, Any]) -> tuple[str, str] | None:
-        for name in tool.inputs:
-            value = args[name]
-            if not isinstance(value, str) or not value.strip():
-                return "wrong_parameters", f"parameter {name} must be a non-empty string."
-            if name in self._enum_values:
-                allowed = self._enum_values[name][1]
-                if value not in allowed:
-                    return (
-                        "wrong_parameters",
-                        f"invalid value {value!r} for {name}; allowed: {', '.join(allowed)}.",
-                    )
-            elif name not in self._free_text:
-                if not _ID_RE.match(value) or not value.startswith(f"{name}-"):
-                    return (
-                        "bad_id",
-                        f"wrong id format for {name}: expected {name}-<8 hex>, got {value!r}.",
-                    )
-                if value not in self._issued.get(name, {}):
-                    return (
-                        "bad_id",
-                        f"unknown {name} id {value!r}: it was not returned by an earlier call.",
-                    )
-        return None
-
-    def _execute(self, tool: Tool, args: Mapping[str, str]) -> str:
-        # Composites run their components in order; intermediate ids stay internal.
-        values: dict[str, str] = dict(args)
-        context: dict[str, str | None] = {}
+    def _run(self, tool: Tool, args: Mapping[str, Any]) -> tuple[str, str] | StepResult:
+        """Run the components in order; the output text and id, or the failure."""
+        values: dict[str, Any] = dict(args)
+        texts: list[str] = []
         for component in tool.components:
             atomic = self._all_by_name[component]
-            if atomic.roles[0][0] == "decide":
-                context = {d: values[dimension_type(self.task, d)] for d in DIMENSIONS}
-                context["location"] = values.get(LOCATION_PREFERENCE)  # None for location
-                context["time"] = None
+            kind = atomic.roles[0][0]
+            if kind == "decide":
+                enums: dict[str, str] = {}
+                for name in self._enum_order:
+                    value = values.get(name)
+                    dim, allowed = self._enum_values[name]
+                    if value not in allowed:
+                        return _fail(
+                            f"[ERROR] {tool.name}: invalid value {value!r} for {name}; "
+                            f"allowed: {', '.join(allowed)}.",
+                            "wrong_parameters",
+                            tool.name,
+                        )
+                    enums[dim] = value
+                number = None
+                if self.task != "location":
+                    number = location_number(values.get(LOCATION_PREFERENCE))
+                    if number is None or not 1 <= number <= LOCATION_PACKAGES:
+                        return _fail(
+                            f"[ERROR] {tool.name}: unknown LocationPreference "
+                            f"{values.get(LOCATION_PREFERENCE)!r}.",
+                            "bad_id",
+                            tool.name,
+                        )
+                digits = f"{search_space_id(self.task, enums, number):05d}"
             else:
-                held_id = values[atomic.inputs[0]]
-                carried = self._issued.get(atomic.inputs[0], {}).get(held_id)
-                context = dict(carried) if carried is not None else context
-                if LOCATION_PREFERENCE in atomic.inputs and LOCATION_PREFERENCE in self._free_text:
-                    context["location"] = values[LOCATION_PREFERENCE]
-                if TIME_INFO in atomic.inputs:
-                    context["time"] = values[TIME_INFO]
-            values[atomic.output] = make_id(self.task, atomic.output, context)
-            if component == tool.components[-1]:
-                self._issued.setdefault(atomic.output, {})[values[atomic.output]] = context
-        return values[tool.output]
+                digits_or_none = id_digits(values.get(atomic.inputs[0]))
+                if digits_or_none is None:
+                    return _fail(
+                        f"[ERROR] {tool.name}: {atomic.inputs[0]} must be an id with exactly "
+                        f"5 digits, got {values.get(atomic.inputs[0])!r}.",
+                        "bad_id",
+                        tool.name,
+                    )
+                digits = digits_or_none
+            output_id = format_id(id_kind(self.task, atomic.output), int(digits))
+            values[atomic.output] = output_id
+            texts.append(_describe(atomic, output_id, self.refinement_level))
+        output_id = values[tool.output]
+        if tool.is_composite:
+            process = " -> ".join(tool.components)
+            return f"Process: {process}. {texts[-1]}", output_id
+        return texts[-1], output_id
 
     def answer_problem(self, answer: str) -> str | None:
-        """Why ``answer`` (the text of an ``<answer>``) is not a final id, as an ``[ERROR]``
-        observation; ``None`` when it is a goal id a call returned since the last reset.
-
-        A well-formed goal id the environment issued is accepted even when it is not the
-        expected one (the agent chose other preferences: a user-intent miss, not a bad id).
-        """
-        text = answer.strip() if isinstance(answer, str) else ""
-        if not _ID_RE.match(text) or not text.startswith(f"{self.goal}-"):
-            return (
-                f"[ERROR] Answer: wrong id format: expected the {self.goal} id a tool returned "
-                f"({self.goal}-<8 hex>), got {answer!r}."
-            )
-        if text not in self._issued.get(self.goal, {}):
-            return (
-                f"[ERROR] Answer: unknown {self.goal} id {text!r}: it was not returned by a "
-                "tool call (since the requirements last changed)."
-            )
+        """``None`` when ``answer`` (the content of a reply) holds a well-formed final answer
+        (CostBench's parser finds a 5-digit candidate id), else why not."""
+        if parse_answer(answer) is None:
+            return "no <answer> with a 5-digit candidate id"
         return None
 
     # ------------------------------------------------------------------ planning
-    def _usable(self, state: frozenset[str]) -> list[Tool]:
-        return [t for t in self._plannable if t.output not in state and set(t.inputs) <= state]
-
     def _fingerprint(self) -> tuple[object, ...]:
         # Everything a plan depends on besides the start state (costs may be edited in place).
-        return (tuple(self.costs.items()), tuple(sorted(self._banned)), self._removed_length)
+        return (tuple(self.costs.items()), tuple(sorted(self._banned)), self._removed)
 
-    def _dijkstra(self, start: frozenset[str]) -> tuple[tuple[int, int], list[tuple[str, ...]]]:
-        """Best (cents, calls) to the goal and every path achieving it exactly."""
-        edges = [
-            (t.name, frozenset(t.inputs), t.output, _cents(self.costs[t.name]))
-            for t in self._plannable
+    def solve(
+        self,
+        start: frozenset[str] | None = None,
+        *,
+        exclude: Iterable[str] = (),
+        use_bans: bool = True,
+    ) -> tuple[list[str], float] | None:
+        """CostBench's Dijkstra from ``start`` (default: the initial state) over the listed
+        tools minus ``exclude`` (and minus the agent's bans unless ``use_bans`` is false: the
+        ground truth has bans of its own): the single path its heap returns and its float
+        cost, or ``None`` when the goal cannot be reached."""
+        start = self.initial_state if start is None else start
+        skip = set(exclude)
+        listed = self._plannable if use_bans else self._visible
+        tools = [
+            (t.name, frozenset(t.inputs), t.output, self.costs[t.name])
+            for t in listed
+            if t.name not in skip
         ]
-        best: dict[frozenset[str], tuple[int, int]] = {start: (0, 0)}
-        preds: dict[frozenset[str], list[tuple[frozenset[str], str]]] = {start: []}
-        counter = itertools.count()
-        heap: list[tuple[int, int, int, frozenset[str]]] = [(0, 0, next(counter), start)]
-        done: set[frozenset[str]] = set()
-        goal_key: tuple[int, int] | None = None
-        goals: list[frozenset[str]] = []
+        heap: list[tuple[float, int, frozenset[str], list[str]]] = [(0.0, 0, start, [])]
+        visited: set[frozenset[str]] = set()
         while heap:
-            cents, calls, _, state = heapq.heappop(heap)
-            if state in done:
+            cost, calls, state, path = heapq.heappop(heap)
+            if state in visited:
                 continue
-            done.add(state)
+            visited.add(state)
             if self.goal in state:
-                # Lexicographic (cost, calls) order: the first goal popped is optimal.
-                if goal_key is None:
-                    goal_key = (cents, calls)
-                if (cents, calls) == goal_key:
-                    goals.append(state)
-                continue
-            if goal_key is not None and (cents, calls) > goal_key:
-                break
-            for name, needs, output, price in edges:
-                if output in state or not needs <= state:
+                return path, cost
+            for name, needs, output, price in tools:
+                if not needs <= state:
                     continue
                 nxt = state | {output}
-                key = (cents + price, calls + 1)
-                old = best.get(nxt)
-                if old is None or key < old:
-                    best[nxt] = key
-                    preds[nxt] = [(state, name)]
-                    heapq.heappush(heap, (*key, next(counter), nxt))
-                elif key == old:
-                    preds[nxt].append((state, name))
-        if goal_key is None:
-            raise RuntimeError("goal unreachable with the current tools")
-
-        def paths_to(state: frozenset[str]) -> list[tuple[str, ...]]:
-            if state == start:
-                return [()]
-            return [(*p, name) for prev, name in preds[state] for p in paths_to(prev)]
-
-        found = sorted({p for g in goals for p in paths_to(g)})
-        return goal_key, found
+                if nxt in visited:
+                    continue
+                heapq.heappush(heap, (cost + price, calls + 1, nxt, [*path, name]))
+        return None
 
     def optimal_path(self, start: frozenset[str] | None = None) -> tuple[list[str], float]:
-        """Dijkstra ground truth from ``start`` (default: the initial state) under the current
-        tools and costs: min cost, ties toward fewer calls, then by tool names.
-
-        A state reached by following the last plan computed (same tools and costs) reuses
-        its suffix: the rest of a canonical optimal plan is the canonical optimal plan from
-        any state along it, since adding the prefix's fixed (cost, calls) keeps the order.
-        """
+        """The ground truth from ``start`` (:meth:`solve`).  A state along the last ground
+        truth computed (same tools and costs) gets that path's rest, so an agent following
+        the ground truth keeps following the same path."""
         start = self.initial_state if start is None else start
         fingerprint = self._fingerprint()
         cached = self._last_plan
         if cached is not None and cached[0] == fingerprint:
             _, states, path = cached
             if start in states:
-                rest = path[states.index(start) :]
-                return list(rest), sum(_cents(self.costs[n]) for n in rest) / 100
-        (cents, _), paths = self._dijkstra(start)
-        self._remember(fingerprint, start, paths[0])
-        return list(paths[0]), cents / 100
+                rest = list(path[states.index(start) :])
+                return rest, _float_sum(self.costs[n] for n in rest)
+        solved = self.solve(start)
+        if solved is None:
+            raise RuntimeError("goal unreachable with the current tools")
+        self._remember(fingerprint, start, tuple(solved[0]))
+        return solved
 
     def optimal_paths(self, start: frozenset[str] | None = None) -> tuple[list[list[str]], float]:
-        """Every path tied exactly on cost and number of calls (metrics treat them alike)."""
+        """``([ground truth], cost)``: CostBench keeps the single path its heap returns, so an
+        equally cheap alternative is not a ground truth."""
         start = self.initial_state if start is None else start
-        (cents, _), paths = self._dijkstra(start)
-        self._remember(self._fingerprint(), start, paths[0])
-        return [list(p) for p in paths], cents / 100
+        solved = self.solve(start)
+        if solved is None:
+            raise RuntimeError("goal unreachable with the current tools")
+        self._remember(self._fingerprint(), start, tuple(solved[0]))
+        return [solved[0]], solved[1]
 
     def _remember(
         self, fingerprint: tuple[object, ...], start: frozenset[str], path: tuple[str, ...]
@@ -557,23 +570,76 @@ class TravelEnv:
     def greedy_path(
         self, start: frozenset[str] | None = None, previous: str | None = None
     ) -> tuple[list[str], float]:
-        """CostBench's greedy baseline from ``start`` (default: the initial state): among
-        usable tools consuming the previous output (any usable tool on the first step, unless
-        ``previous`` is given), take the least cost per component; ties by name.  When no
-        usable tool consumes the previous output (possible only after a ban) the rule is
-        relaxed for that step."""
+        """CostBench's greedy baseline from ``start`` (default: the initial state): each step
+        takes :func:`greedy_pick` over the usable tools in registry order (after the first
+        step a candidate must consume the previous output, and nothing relaxes that), adds
+        its cost (raw float sum) and its output; it stops when the goal is held, when no
+        candidate is left (the goal is then not reached) or after 20 steps."""
         state = self.initial_state if start is None else start
         path: list[str] = []
-        cents = 0
-        while self.goal not in state:
+        cost = 0.0
+        while self.goal not in state and len(path) < GREEDY_MAX_STEPS:
             tool = greedy_pick(self._plannable, self.costs, state, previous)
-            if tool is None and previous is not None:
-                # Nothing consumes the previous output (a ban can do that): relax the rule.
-                tool = greedy_pick(self._plannable, self.costs, state, None)
             if tool is None:
-                raise RuntimeError(f"greedy is stuck after {path}")
+                break
             path.append(tool.name)
-            cents += _cents(self.costs[tool.name])
+            cost += self.costs[tool.name]
             state = state | {tool.output}
             previous = tool.output
-        return path, cents / 100
+        return path, cost
+
+
+def _float_sum(values: Iterable[float]) -> float:
+    total = 0.0
+    for value in values:
+        total += value
+    return total
+
+
+_LEVEL_WORDS = ("availability", "location", "reputation", "restrictions", "cost-effectiveness")
+
+
+def _describe(tool: Tool, output_id: str, level: int) -> str:
+    """One atomic step's output text (our wording of CostBench's, fact sheet §4.4)."""
+    kind, k = tool.roles[0]
+    if kind == "decide":
+        return f"Preference decided. Unique ID of the user's preference package: {output_id}."
+    if kind == "search":
+        what = "final candidate set" if level == 0 else "raw candidate set"
+        return f"Search done. {what.capitalize()} ID: {output_id}."
+    if kind == "refine":
+        what = "final candidate set" if k == level else "filtered candidate set"
+        applied = ", ".join(_LEVEL_WORDS[:k])
+        return (
+            f"Refined by {_LEVEL_WORDS[k - 1]}. {what.capitalize()} ID: {output_id} "
+            f"(filters applied: {applied})."
+        )
+    return f"Final candidate selected: {output_id}."
+
+
+_FENCE_RE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.IGNORECASE)
+
+
+def _lenient_arguments(raw: Any) -> dict[str, Any] | str:
+    """Arguments as an object, with CostBench-style lenient repair of JSON text (code fences,
+    single quotes, trailing commas); the problem text when they cannot be read."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if raw is None:
+        return {}
+    if not isinstance(raw, str):
+        return "arguments must be a JSON object."
+    text = _FENCE_RE.sub("", raw).strip()
+    if not text:
+        return {}
+    candidates = [text, re.sub(r",\s*([}\]])", r"\1", text)]
+    candidates.append(candidates[-1].replace("'", '"'))
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(value, Mapping):
+            return dict(value)
+        return "arguments must be a JSON object."
+    return "arguments are not valid JSON."

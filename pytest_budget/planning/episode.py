@@ -1,38 +1,41 @@
-"""The multi-turn tool-calling loop of the planning suite (CostBench §3.2).
+"""The multi-turn tool-calling loop of the planning suite: CostBench's agent protocol.
 
 Each turn the agent is handed a :class:`ToolAgentObservation` - an OpenAI Chat Completions
 ``messages`` list (system prompt, the user's request, then every assistant and tool message so
-far) and the current tool list in OpenAI function format - and answers with an assistant
-message: a dict ``{"content": str | None, "tool_calls": [{"id", "type": "function",
-"function": {"name", "arguments": "<json>"}}]}`` (a full chat-completion body, an object with
-``text``/``content`` and ``tool_calls`` such as the model client's ``ChatResult``, or plain text
-are accepted too).  Every tool call is one step and the calls of a turn run in order.  The text
-inside the last ``<answer>...</answer>`` of the content is the final answer.
+far) and the tools of the task in registry order, in OpenAI function format - and answers with
+an assistant message: a dict ``{"content": str | None, "tool_calls": [{"id", "type":
+"function", "function": {"name", "arguments": "<json>"}}]}`` (a full chat-completion body, an
+object with ``text``/``content`` and ``tool_calls`` such as the model client's
+``ChatResult``, or plain text are accepted too).
 
-The episode ends at an accepted answer (after the calls of that turn), at a turn with neither
-tool calls nor an answer, at the step limit (20), or when the agent raises (``error`` then holds
-the one-line reason).  Nothing the agent returns can crash the loop: a bad call gets an
-``[ERROR]`` tool message and an error kind from ``CALL_ERROR_KINDS``; an unreadable reply costs
-a step, is recorded as an invalid call (``bad_arguments``, empty name) and answered with an
-``[ERROR]`` user message.  An answer is accepted when it is a final (goal-type) id a tool
-returned since the requirements last changed (:meth:`TravelEnv.answer_problem`; a returned id
-for the wrong preferences is accepted and scored as a user-intent miss); any other answer (a
-malformed id, an id of another type, an id no tool returned) is rejected the same way as an
-unreadable reply: it costs a step, is recorded as an invalid call (``bad_id``, name
-:data:`ANSWER_CALL_NAME`) and gets an ``[ERROR]`` user message, and the episode goes on.  A
-bad answer arriving with no step left ends the episode at the step limit, unrecorded.
+Per turn, as CostBench's run.py does it (fact sheet §4.3; a *step* is one turn):
+
+1. the turn counts (at most :data:`MAX_TOOL_STEPS` = 20 turns, every turn counted);
+2. a reply whose first ``<answer>...</answer>`` holds a candidate id with exactly 5 digits
+   ends the episode; tool calls in that message are not run (CostBench's evaluation still
+   counts the first one as a valid step with cost 0, so it is recorded with
+   ``executed=False``);
+3. otherwise only the *first* tool call runs (a ban armed for this turn first); every extra
+   call gets an ``[ERROR]`` tool message asking for one tool per turn;
+4. a turn without tool calls ends the episode, answer or not.  A wrong or malformed answer
+   gets no feedback (``answer_feedback=True``, our addition, sends an ``[ERROR]`` user
+   message instead and goes on; off by default).
+
+An unreadable reply ends the episode like a turn without tool calls (noted); an agent that
+raises ends it with ``error`` set.  The final answer is read with CostBench's
+``get_agent_final_answer``: the last assistant message whose content mentions ``<answer>`` or
+``Candidate`` (stopping at one with no content).
 
 Blocking events come from :class:`~pytest_budget.planning.blocking.Blocker`.  A preference
-change appends a new user turn; calls later in the same turn are not run (they get an
-``[ERROR] Not run`` tool message and are not steps).  Cost changes and tool removals are silent:
-the next observation simply carries the new tool list.
+change appends a new user turn; cost changes and tool removals are silent: the next
+observation simply carries the new tool list.
 
 **Reference channel.**  An agent that sets ``wants_reference = True`` declares itself a
 reference agent and gets ``observation.reference``, a :class:`ReferenceView` with the query's
-exact preferences (the request text is deliberately vague), the held types, the tool specs,
-costs and bans, and - only if it also sets ``wants_optimal_next = True`` - the next call of the
-current optimal plan.  For every other agent ``reference`` is ``None``, and the view never
-appears in ``messages``, so a model behind an HTTP adapter never sees it.
+exact preferences, the held types, the tool specs, costs and bans, and - only if it also sets
+``wants_optimal_next = True`` - the next call of the current ground-truth path.  For every
+other agent ``reference`` is ``None``, and the view never appears in ``messages``, so a model
+behind an HTTP adapter never sees it.
 """
 
 from __future__ import annotations
@@ -47,17 +50,20 @@ import anyio
 
 from pytest_budget.planning.blocking import MAX_TOOL_STEPS, Blocker, check_mode
 from pytest_budget.planning.env import TravelEnv, expected_answer
+from pytest_budget.planning.ids import parse_answer
 from pytest_budget.planning.records import EpisodeRecord, Query, ToolCallRecord
-from pytest_budget.planning.tools import Tool, goal_type
+from pytest_budget.planning.tools import Tool, atomic_chain, goal_type, task_label
 from pytest_budget.roles import AgentError, call_role
-from pytest_budget.textscan import last_tag_content
 
 __all__ = [
     "ANSWER_CALL_NAME",
+    "ONE_TOOL_MESSAGE",
     "ParsedCall",
     "ParsedReply",
     "ReferenceView",
     "ToolAgentObservation",
+    "example_paths",
+    "final_answer",
     "parse_reply",
     "run_episode",
     "system_prompt",
@@ -66,6 +72,11 @@ __all__ = [
 
 #: ``ToolCallRecord.name`` of a rejected answer (no tool name can contain ``<``).
 ANSWER_CALL_NAME = "<answer>"
+#: The tool message an extra call of a turn gets (only the first call of a turn runs).
+ONE_TOOL_MESSAGE = (
+    "[ERROR] Only one tool can be called per turn; this call was not executed. "
+    "Call one tool at a time."
+)
 
 
 @dataclass(frozen=True)
@@ -127,46 +138,116 @@ class ParsedReply:
 
     content: str | None
     calls: tuple[ParsedCall, ...] = ()
-    answer: str | None = None
+    answer: str | None = None  # the 5 digits of a well-formed <answer>, if any
     problem: str | None = None
 
 
-def system_prompt(task: str, max_steps: int = MAX_TOOL_STEPS) -> str:
-    """The system message (our own wording of CostBench's setting)."""
+_REFINEMENT_DIMENSIONS = (
+    "availability and seasonality",
+    "transportation convenience",
+    "user ratings and reviews",
+    "policies and regulations",
+    "cost efficiency",
+)
+
+
+def example_paths(n: int) -> list[list[int]]:
+    """Segment sizes of every way to cover ``n`` letter tools with contiguous tools other
+    than the full-length one, in the prompt example's order: more segments first, then the
+    earlier first multi-letter segment, then the sizes lexicographically."""
+
+    def compositions(total: int) -> list[list[int]]:
+        if total == 0:
+            return [[]]
+        return [[k, *rest] for k in range(1, total + 1) for rest in compositions(total - k)]
+
+    def first_multi(parts: list[int]) -> int:
+        return next((i for i, size in enumerate(parts) if size > 1), len(parts))
+
+    found = [parts for parts in compositions(n) if parts != [n]]
+    return sorted(found, key=lambda parts: (-len(parts), first_multi(parts), parts))
+
+
+def _example(refinement_level: int) -> str:
+    n = refinement_level + 3
+    letters = [chr(ord("A") + i) for i in range(n)]
+    composites = ["".join(letters[i : i + k]) for k in range(2, n) for i in range(n - k + 1)]
+    lines = [
+        f"Example (abstract): say the atomic tools are {', '.join(letters)} and must run in "
+        "that order, and the composite tools "
+        f"{', '.join(composites)} each run the letters they name in one call. Tool X costs "
+        "Cost_X. The possible paths are:"
+    ]
+    for number, parts in enumerate(example_paths(n), start=1):
+        tools, start = [], 0
+        for size in parts:
+            tools.append("".join(letters[start : start + size]))
+            start += size
+        total = " + ".join(f"Cost_{t}" for t in tools)
+        lines.append(f"<path> {number}. {' -> '.join(tools)}: total {total} </path>")
+    lines.append("Work out each total from the listed costs and take the cheapest path.")
+    return "\n".join(lines)
+
+
+def system_prompt(task: str, refinement_level: int = 2, max_steps: int = MAX_TOOL_STEPS) -> str:
+    """The system message: CostBench's ``QUERY_INSTRUCTION`` content in our own words
+    (fact sheet §4.2: role, task and stages, tools and types, composite tools, the atomic
+    sequence, workflow, rules, and the abstract example of every path)."""
+    s = task_label(task)
     goal = goal_type(task)
-    location = (
-        ""
-        if task == "location"
-        else " and the location the trip is about (pass it as LocationPreference)"
+    stages = (
+        "preference decision, candidate search, refinement and final recommendation"
+        if refinement_level > 0
+        else "preference decision, candidate search and final recommendation"
     )
-    return (
-        f"You are a travel-planning assistant working for a user through tools. Your job is "
-        f"to obtain the user's final {task} choice: a result of type {goal}.\n\n"
-        "How the tools work:\n"
-        "- Every tool has a price, written as 'Cost: X' in its description. Each call you "
-        "make is charged that price. Prices differ from tool to tool.\n"
-        "- A tool takes typed inputs and returns one typed output identified by an id such as "
-        f"'{goal}-1a2b3c4d'. Pass ids exactly as a tool returned them. An output, once "
-        "obtained, stays available for the rest of the conversation.\n"
-        "- Atomic tools do one step of the workflow; composite tools run several atomic steps "
-        "in a single call. A composite's price may be above or below the sum of its parts.\n"
-        f"- From the start you hold the user's four {task} preferences (pick the matching "
-        f"allowed values from the user's words), the travel time (pass it as TimeInfo)"
-        f"{location}.\n\n"
-        f"Your objective: reach {goal} for the smallest possible total cost. Before calling "
-        "anything, compare the different sequences of tools that lead to the goal and their "
-        "total cost; re-plan whenever something changes. Avoid calls that are not needed. "
-        f"You may make at most {max_steps} tool calls.\n\n"
-        f"When you hold the final {goal} id, reply with <answer>THE_ID</answer>."
-    )
+    given = [f"{s}Category", f"{s}Tier", f"{s}Style", f"{s}FeaturePackage"]
+    if task != "location":
+        given.append("LocationPreference")
+    given.append("TimeInfo")
+    chain = atomic_chain(task, refinement_level)
+    parts = [
+        f"You are an assistant that plans {task}-related travel schedules for a user.",
+        "",
+        f"Task: your only objective is to obtain the goal type {goal}, written as "
+        f"<{s}Candidate{{Candidate_ID}}>, along the path with the lowest total cost. The task "
+        f"has {4 if refinement_level > 0 else 3} stages: {stages}.",
+    ]
+    if refinement_level > 0:
+        dims = "; ".join(_REFINEMENT_DIMENSIONS[:refinement_level])
+        parts.append(
+            f"Refinement applies these {refinement_level} filters, in this fixed order: {dims}."
+        )
+    parts += [
+        "",
+        "Tools: each tool's cost is in its description. A tool's input types are its "
+        "parameter names and its output type is stated in its description; tools depend on "
+        f"each other through these types. {', '.join(given)} come from the user's query; "
+        "every other type can only be obtained as a tool's output.",
+        "Atomic tools do one step; a composite tool runs several atomic tools (listed in its "
+        "description) as one call, and may cost more or less than the sum of its parts.",
+        "The basic atomic sequence is: "
+        + ", ".join(t.name for t in chain)
+        + ". Composite tools can replace parts of it where that is cheaper; compare all the "
+        "equivalent paths.",
+        "",
+        "Workflow: 1. explain your plan, listing every candidate path with its summed cost; "
+        "2. call the tool directly, without writing the call out; 3. at every step check "
+        "whether something changed (costs, availability) and adapt.",
+        "",
+        "Rules: only the total cost matters; on a tie, use fewer calls. Call one tool per "
+        "step: only the first call of a turn is executed. Use the ids you are given exactly. "
+        f"Once you hold the candidate id, stop calling tools and reply "
+        f"<answer> <{s}Candidate{{Candidate_ID}}> </answer>, which ends the conversation. "
+        f"Braces mark placeholders. You have at most {max_steps} turns.",
+        "",
+        _example(refinement_level),
+    ]
+    return "\n".join(parts)
 
 
 def user_prompt(query: Query) -> str:
-    """The first user message: the request plus the exact free-text values the tools take."""
-    lines = [query.text.strip(), "", f"Travel time (TimeInfo): {query.time_info}"]
-    if query.task != "location" and query.location_preference is not None:
-        lines.append(f"Location (LocationPreference): {query.location_preference}")
-    return "\n".join(lines)
+    """The first user message: the query's ``query.input``, exactly as CostBench sends it."""
+    return query.text
 
 
 def _json_text(value: Any) -> str:
@@ -246,13 +327,26 @@ def parse_reply(reply: Any) -> ParsedReply:
         )
     if isinstance(raw_calls, str | bytes) or not isinstance(raw_calls, Sequence):
         return ParsedReply(content, problem="tool_calls must be a list")
-    # As re.findall(r"<answer>\s*(.*?)\s*</answer>", DOTALL | IGNORECASE), in linear time.
-    answer = last_tag_content(content or "", "<answer>", "</answer>")
     return ParsedReply(
         content,
         tuple(_parse_call(entry) for entry in raw_calls),
-        None if answer is None else answer.strip(),
+        parse_answer(content),
     )
+
+
+def final_answer(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """CostBench's ``get_agent_final_answer``: scan the assistant messages from the last one
+    back; one without content gives ``None``; the first whose content mentions ``<answer>``
+    or ``Candidate`` is parsed (:func:`~pytest_budget.planning.ids.parse_answer`)."""
+    for message in reversed(messages):
+        if message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        if not isinstance(content, str) or not content:
+            return None
+        if "<answer>" in content or "Candidate" in content:
+            return parse_answer(content)
+    return None
 
 
 @dataclass
@@ -265,17 +359,19 @@ class _Loop:
     messages: list[dict[str, Any]] = field(default_factory=list)
     calls: list[ToolCallRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    step: int = 0
+    step: int = 0  # turns so far
+    tool_turns: int = 0
     succeeded: set[str] = field(default_factory=set)  # tools that succeeded this segment
     previous_output: str | None = None
 
-    def observe(self, agent: object, turn: int) -> ToolAgentObservation:
+    def observe(self, agent: object) -> ToolAgentObservation:
         env, blocker = self.env, self.blocker
         view = None
         if getattr(agent, "wants_reference", False) is True:
             optimal_next = None
             if getattr(agent, "wants_optimal_next", False) is True and not env.done:
-                optimal_next = env.optimal_path(env.state)[0][0]
+                if env.reachable():
+                    optimal_next = env.optimal_path(env.state)[0][0]
             view = ReferenceView(
                 query=blocker.query,
                 goal=env.goal,
@@ -296,60 +392,15 @@ class _Loop:
             tools=env.tools,
             step=self.step,
             max_steps=self.max_steps,
-            turn=turn,
+            turn=self.step + 1,
             reference=view,
         )
 
-    def unreadable(self, problem: str) -> None:
-        self._invalid_step(
-            "",
-            "",
-            "bad_arguments",
-            f"unreadable reply ({problem})",
-            f"[ERROR] Your last reply could not be read: {problem}. Reply with tool calls, "
-            "or with <answer>THE_ID</answer> when you are done.",
-        )
-
-    def bad_answer(self, answer: str, problem: str) -> None:
-        """An ``<answer>`` that is not a final id a tool returned: an invalid step."""
-        self._invalid_step(
-            ANSWER_CALL_NAME,
-            json.dumps({"answer": answer}, ensure_ascii=False),
-            "bad_id",
-            f"answer {answer!r} rejected",
-            f"{problem} Continue with tool calls, or answer with the {self.env.goal} id a "
-            "tool returned.",
-        )
-
-    def _invalid_step(
-        self, name: str, arguments: str, kind: str, note: str, observation: str
-    ) -> None:
-        # Not a tool call, but an invalid action: it costs a step (so an agent cannot loop
-        # forever) and counts as an invalid call.
-        self.step += 1
-        self.blocker.before_call(self.step, None)
-        self.calls.append(
-            ToolCallRecord(
-                step=self.step,
-                name=name,
-                arguments=arguments,
-                ok=False,
-                cost=0.0,
-                segment=self.blocker.segment,
-                error_kind=kind,
-                after_goal=self.env.done,
-            )
-        )
-        self.notes.append(f"step {self.step}: {note}")
-        self.messages.append({"role": "user", "content": observation})
-        message = self._after(self.step, False)
-        if message is not None:
-            self.messages.append({"role": "user", "content": message})
-
-    def run_turn(self, parsed: ParsedReply) -> None:
-        ids = [c.call_id or f"call_{self.step + i + 1}" for i, c in enumerate(parsed.calls)]
+    def assistant(self, parsed: ParsedReply) -> list[str]:
+        """Append the assistant message; the tool-call ids (unique within the message)."""
+        ids = [c.call_id or f"call_{self.step}_{i + 1}" for i, c in enumerate(parsed.calls)]
         seen: set[str] = set()
-        for i, call_id in enumerate(ids):  # ids must be unique within the message
+        for i, call_id in enumerate(ids):
             if call_id in seen:
                 ids[i] = f"{call_id}_{i}"
             seen.add(ids[i])
@@ -364,25 +415,30 @@ class _Loop:
                 for call_id, call in zip(ids, parsed.calls, strict=True)
             ]
         self.messages.append(message)
-        pending_user: str | None = None
-        for call_id, call in zip(ids, parsed.calls, strict=True):
-            if pending_user is not None or self.step >= self.max_steps:
-                why = (
-                    "the user changed the requirements before this call (see the next message)"
-                    if pending_user is not None
-                    else f"the {self.max_steps}-call limit was reached"
-                )
-                self._tool_message(call_id, f"[ERROR] Not run: {why}.")
-                self.notes.append(f"call {call.name or '(unnamed)'} not run: {why}")
-                continue
-            pending_user = self._call(call_id, call) or pending_user
-        if pending_user is not None:
-            self.messages.append({"role": "user", "content": pending_user})
+        return ids
 
-    def _call(self, call_id: str, call: ParsedCall) -> str | None:
-        env = self.env
-        self.step += 1
-        step = self.step
+    def record_unexecuted(self, call: ParsedCall) -> None:
+        """The first call of the answer message: never run, but a valid 0-cost step in
+        CostBench's evaluation."""
+        self.tool_turns += 1
+        self.calls.append(
+            ToolCallRecord(
+                step=self.step,
+                name=call.name,
+                arguments=call.arguments,
+                ok=True,
+                cost=0.0,
+                segment=self.blocker.segment,
+                after_goal=self.env.done,
+                executed=False,
+            )
+        )
+
+    def run_first(self, ids: list[str], calls: Sequence[ParsedCall]) -> None:
+        """Run the first call of the turn; every extra call gets :data:`ONE_TOOL_MESSAGE`."""
+        env, step = self.env, self.step
+        self.tool_turns += 1
+        call = calls[0]
         self.blocker.before_call(step, call.name)
         segment = self.blocker.segment
         after_goal = env.done
@@ -402,19 +458,19 @@ class _Loop:
                 after_goal=after_goal,
             )
         )
-        self._tool_message(call_id, result.observation)
+        self._tool_message(ids[0], result.observation)
+        for call_id in ids[1:]:
+            self._tool_message(call_id, ONE_TOOL_MESSAGE)
         if result.ok:
             self.succeeded.add(call.name)
             self.previous_output = result.output_type
-        return self._after(step, result.ok)
-
-    def _after(self, step: int, ok: bool) -> str | None:
-        event = self.blocker.after_call(step, ok)
-        if event is None:
-            return None
-        self.succeeded = set()
-        self.previous_output = None
-        return event.user_message
+        event = self.blocker.after_call(step, result.ok)
+        if event is not None:
+            self.succeeded = set()
+            if event.mode == "preference_change":
+                self.previous_output = None  # the state restarts from Decide
+            if event.user_message is not None:
+                self.messages.append({"role": "user", "content": event.user_message})
 
     def _tool_message(self, call_id: str, content: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
@@ -429,17 +485,23 @@ async def run_episode(
     *,
     seed: int = 42,
     limiter: anyio.CapacityLimiter | None = None,
-    ban_longest: bool = False,
+    ban_longest: bool = True,
     max_steps: int = MAX_TOOL_STEPS,
+    answer_feedback: bool = False,
     env: TravelEnv | None = None,
+    pool: Sequence[Query] = (),
 ) -> EpisodeRecord:
     """Run ``agent`` on ``query`` at ``refinement_level`` under ``mode`` with ``block_count``
     blocks (``"static"`` with 0, or a blocking mode with 1..3) and record everything.
 
     ``seed`` is CostBench's global seed (costs and block parameters); ``limiter`` bounds
-    concurrent agent calls; ``ban_longest`` drops the single tool that does the whole task;
-    ``env`` is a prepared, fresh environment for the same query and level (e.g. with hand-set
-    costs) used instead of building one.
+    concurrent agent calls; ``ban_longest`` (on, as in every CostBench paper script) drops
+    the single tool that does the whole task; ``max_steps`` caps the turns;
+    ``answer_feedback`` (off: CostBench gives none) answers a reply without a well-formed
+    ``<answer>`` and without tool calls with an ``[ERROR]`` user message and goes on, instead
+    of ending the episode; ``env`` is a prepared, fresh environment for the same query and
+    level (e.g. with hand-set costs) used instead of building one; ``pool`` is the query set
+    a preference change draws its source query from (CostBench: the whole query file).
     """
     check_mode(mode, block_count)
     if env is not None and (env.task, env.refinement_level) != (query.task, refinement_level):
@@ -447,24 +509,23 @@ async def run_episode(
     env = env or TravelEnv(
         query.task, refinement_level, query.query_id, ban_longest=ban_longest, seed=seed
     )
-    blocker = Blocker(env, query, mode, block_count, seed=seed, max_steps=max_steps)
+    blocker = Blocker(env, query, mode, block_count, seed=seed, max_steps=max_steps, pool=pool)
     loop = _Loop(env, blocker, max_steps)
     loop.messages = [
-        {"role": "system", "content": system_prompt(query.task, max_steps)},
+        {"role": "system", "content": system_prompt(query.task, refinement_level, max_steps)},
         {"role": "user", "content": user_prompt(query)},
     ]
-    answer: str | None = None
     error: str | None = None
     steps_exhausted = False
-    turn = 0
     while True:
         if loop.step >= max_steps:
             steps_exhausted = True
-            loop.notes.append(f"stopped at the {max_steps}-step limit")
+            loop.notes.append(f"stopped at the {max_steps}-turn limit")
             break
-        turn += 1
+        observation = loop.observe(agent)
+        loop.step += 1
         try:
-            reply = await call_role(agent, "tool_agent", loop.observe(agent, turn), limiter=limiter)
+            reply = await call_role(agent, "tool_agent", observation, limiter=limiter)
         except AgentError as exc:
             error = exc.reason
             break
@@ -473,23 +534,31 @@ async def run_episode(
         except Exception as exc:  # a reply object whose attributes raise
             parsed = ParsedReply(None, problem=f"reading it raised {type(exc).__name__}")
         if parsed.problem is not None:
-            loop.unreadable(parsed.problem)
-            continue
-        loop.run_turn(parsed)
-        if parsed.answer is not None:
-            problem = env.answer_problem(parsed.answer)
-            if problem is None:
-                answer = parsed.answer
-                break
-            if loop.step >= max_steps:
-                loop.notes.append(f"answer {parsed.answer!r} rejected with no step left: {problem}")
-                steps_exhausted = True
-                break
-            loop.bad_answer(parsed.answer, problem)
-            continue
-        if not parsed.calls:
-            loop.notes.append(f"turn {turn}: neither a tool call nor an answer; episode ended")
+            loop.messages.append({"role": "assistant", "content": None})
+            loop.notes.append(f"turn {loop.step}: unreadable reply ({parsed.problem}); ended")
             break
+        ids = loop.assistant(parsed)
+        if parsed.answer is not None:
+            if parsed.calls:
+                loop.record_unexecuted(parsed.calls[0])
+                loop.notes.append(f"turn {loop.step}: tool calls beside the answer not run")
+            break
+        if parsed.calls:
+            loop.run_first(ids, parsed.calls)
+            continue
+        if answer_feedback and loop.step < max_steps:
+            loop.messages.append(
+                {
+                    "role": "user",
+                    "content": "[ERROR] No tool call and no well-formed answer: call a tool, "
+                    f"or reply <answer> <{task_label(query.task)}Candidate{{Candidate_ID}}> "
+                    "</answer> with the 5-digit id.",
+                }
+            )
+            loop.notes.append(f"turn {loop.step}: no call and no answer; feedback sent")
+            continue
+        loop.notes.append(f"turn {loop.step}: no tool call; episode ended")
+        break
     blocker.finish(loop.step)
     final = blocker.query
     return EpisodeRecord(
@@ -500,7 +569,7 @@ async def run_episode(
         block_count=block_count,
         calls=tuple(loop.calls),
         segments=tuple(blocker.segments),
-        answer=answer,
+        answer=final_answer(loop.messages),
         expected_answer=expected_answer(
             final.task, final.preferences, final.time_info, final.location_preference
         ),
@@ -510,4 +579,7 @@ async def run_episode(
         blocks_dropped=blocker.blocks_dropped,
         error=error,
         notes=(*blocker.notes, *loop.notes),
+        turns=loop.step,
+        tool_turns=loop.tool_turns,
+        block_steps=tuple(event.step for event in blocker.events),
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from pytest_budget.planning.code_metrics import greedy_sums, score_sums
 from pytest_budget.planning.episode import run_episode
 from pytest_budget.planning.metrics import greedy_scores, score_episodes
 from pytest_budget.planning.records import EpisodeRecord, Query
@@ -28,6 +29,10 @@ class PlanningOutcome:
     scores: dict[str, float | int | None]
     greedy: dict[str, float | int | None]
     episodes: list[EpisodeRecord] = field(default_factory=list)
+    # Sums that pool across cells into the paper's all-task row (code_metrics.POOL_FIELDS,
+    # GREEDY_POOL_FIELDS).
+    pool: dict[str, float] = field(default_factory=dict)
+    greedy_pool: dict[str, float] = field(default_factory=dict)
     n_errors: int = 0
     first_error: str | None = None
     outcome: str = "ok"
@@ -43,14 +48,27 @@ async def run_planning_cell(
     *,
     seed: int = 42,
     limiter: anyio.CapacityLimiter | None = None,
+    ban_longest: bool = True,
+    reading: str = "code",
+    answer_feedback: bool = False,
 ) -> PlanningOutcome:
-    """Run ``agent`` on each query (in order) and aggregate CostBench's metrics."""
+    """Run ``agent`` on each query (in order) and aggregate CostBench's metrics
+    (``reading``: ``code`` or ``prose``; see :mod:`pytest_budget.planning.metrics`)."""
     name = agent_name(agent)
     records: list[EpisodeRecord | None] = [None] * len(queries)
 
     async def one(index: int, query: Query) -> None:
         records[index] = await run_episode(
-            query, refinement_level, mode, block_count, agent, seed=seed, limiter=limiter
+            query,
+            refinement_level,
+            mode,
+            block_count,
+            agent,
+            seed=seed,
+            limiter=limiter,
+            ban_longest=ban_longest,
+            answer_feedback=answer_feedback,
+            pool=queries,
         )
 
     async with anyio.create_task_group() as group:
@@ -60,9 +78,11 @@ async def run_planning_cell(
     errors = [e.error for e in episodes if e.error is not None]
     outcome = PlanningOutcome(
         name,
-        score_episodes(episodes),
-        greedy_scores(episodes),
+        score_episodes(episodes, reading=reading),
+        greedy_scores(episodes, reading=reading),
         episodes,
+        pool=score_sums(episodes),
+        greedy_pool=greedy_sums(episodes),
         n_errors=len(errors),
         first_error=errors[0] if errors else None,
     )

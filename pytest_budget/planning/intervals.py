@@ -21,6 +21,7 @@ from pytest_budget.bootstrap import (
     counts_from_indices,
     resample_indices,
 )
+from pytest_budget.planning.code_metrics import POOL_FIELDS, add_eval, evaluate_episode
 from pytest_budget.planning.evaluate import PlanningOutcome
 from pytest_budget.planning.metrics import COUNT_FIELDS, EXCLUSIONS, score_episode
 from pytest_budget.planning.records import EpisodeRecord
@@ -44,6 +45,10 @@ def _columns(episodes: Sequence[EpisodeRecord]) -> dict[str, npt.NDArray[np.floa
     for episode in episodes:
         score = score_episode(episode)
         counted = score.counted
+        sums = dict.fromkeys(POOL_FIELDS, 0.0)
+        add_eval(sums, evaluate_episode(episode))
+        for name, value in sums.items():
+            put(f"code_{name}", value)
         put("one", 1.0)
         put("applied", episode.blocks_applied)
         put("dropped", episode.blocks_dropped)
@@ -83,9 +88,10 @@ def _ratio(num: npt.NDArray[np.float64], den: npt.NDArray[np.float64]) -> npt.ND
 
 
 def resampled_scores(
-    episodes: Sequence[EpisodeRecord], counts: npt.NDArray[np.int64]
+    episodes: Sequence[EpisodeRecord], counts: npt.NDArray[np.int64], reading: str = "code"
 ) -> ResampleMatrix:
-    """Every key of ``score_episodes`` for each row of ``counts`` (resamples x episodes).
+    """Every key of ``score_episodes(..., reading=reading)`` for each row of ``counts``
+    (resamples x episodes).
 
     Undefined aggregates (no eligible episode in the resample) are ``NaN``.
     """
@@ -118,6 +124,20 @@ def resampled_scores(
     out["blocks_dropped"] = s["dropped"]
     for name in COUNT_FIELDS:
         out[name] = s[name]
+    if reading == "code":
+        c = {name: s[f"code_{name}"] for name in POOL_FIELDS}
+        out.update(
+            emr=_ratio(c["em_p"], c["n_p"]),
+            aed=_ratio(c["ed_p"], c["n_p"]),
+            aned=_ratio(c["ned_p"], c["n_p"]),
+            cost_gap=_ratio(c["cost_diff_c"], c["n_c"]),
+            uihr=_ratio(c["correct_a"], c["n_a"]),
+            itur=_ratio(c["invalid_steps_m"], c["steps_m"]),
+            n_path=c["n_p"],
+            n_cost=c["n_c"],
+            n_uihr=c["n_a"],
+            n_m=c["n_m"],
+        )
     return out
 
 
@@ -135,6 +155,7 @@ def cell_summary(
     level: float,
     resamples: int,
     seeds: Sequence[int] = (),
+    reading: str = "code",
 ) -> CellSummary:
     """Scores, intervals and (K > 1) repeat spread of a planning cell run K times.
 
@@ -148,7 +169,7 @@ def cell_summary(
     if resamples > 0 and n > 0:
         indices = resample_indices(n, resamples, bootstrap_seed(seed, "planning", cell_id))
         counts = counts_from_indices(indices, n)
-        matrices = [resampled_scores(episodes, counts) for episodes in per_run]
+        matrices = [resampled_scores(episodes, counts, reading) for episodes in per_run]
         meta = CIMeta(level, resamples, UNIT, n, repeats=len(outcomes))
     consistency = None
     if len(outcomes) > 1:

@@ -164,6 +164,11 @@ def _cents(cost: float) -> int:
     return round(cost * 100)
 
 
+def _digits(text: str) -> str:
+    # Answers are checked on their digits only, as CostBench does.
+    return "".join(ch for ch in text if ch.isdigit())
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeScore:
     """One episode's metrics; ``None`` where the episode does not count for a metric."""
@@ -269,7 +274,7 @@ def score_episode(episode: EpisodeRecord, *, require_all_blocks: bool = True) ->
     answer_correct = (
         episode.error is None
         and episode.answer is not None
-        and episode.answer.strip() == episode.expected_answer
+        and _digits(episode.answer) == _digits(episode.expected_answer)
     )
     intent_hit: bool | None = None
     if counted and (episode.reached_goal or episode.error is not None):
@@ -340,10 +345,57 @@ COUNT_FIELDS: tuple[str, ...] = (
 EXCLUSIONS: tuple[str, ...] = ("errored", "underblocked", "unreached", "no_ground_truth")
 
 
+#: How the metrics read CostBench: ``code`` (default) is its eval.py, which produced the
+#: paper's tables (:mod:`pytest_budget.planning.code_metrics`); ``prose`` is the paper's
+#: App. B.3 text (this module's docstring).
+READINGS: tuple[str, ...] = ("code", "prose")
+#: The keys the two readings define differently.
+READING_KEYS: tuple[str, ...] = (
+    "emr",
+    "aed",
+    "aned",
+    "cost_gap",
+    "uihr",
+    "itur",
+    "n_path",
+    "n_cost",
+    "n_uihr",
+)
+
+
 def score_episodes(
+    episodes: Iterable[EpisodeRecord],
+    *,
+    require_all_blocks: bool = True,
+    reading: str = "code",
+) -> dict[str, float | int | None]:
+    """Aggregate CostBench metrics over ``episodes``.
+
+    ``reading="code"`` (the default) computes ``emr``, ``aed``, ``aned``, ``cost_gap`` (raw
+    cost units, Table 4's number), ``uihr``, ``itur`` as CostBench's eval.py does
+    (:mod:`pytest_budget.planning.code_metrics`), with ``n_path`` = |P|, ``n_cost`` = |C|,
+    ``n_uihr`` = |A| and ``n_m`` = |M|; ``reading="prose"`` the paper's text (see
+    :func:`prose_scores`).  Every other key is the same in both.
+    """
+    from pytest_budget.planning.code_metrics import pooled_scores, score_sums
+
+    if reading not in READINGS:
+        raise ValueError(f"unknown reading {reading!r}; expected one of {', '.join(READINGS)}")
+    episodes = list(episodes)
+    result = prose_scores(episodes, require_all_blocks=require_all_blocks)
+    if reading == "code":
+        code = pooled_scores(score_sums(episodes))
+        result.update({k: code[k] for k in ("emr", "aed", "aned", "cost_gap", "uihr", "itur")})
+        result.update(n_path=code["n_path"], n_cost=code["n_cost"], n_uihr=code["n_a"])
+        result["n_m"] = code["n_m"]
+    return result
+
+
+def prose_scores(
     episodes: Iterable[EpisodeRecord], *, require_all_blocks: bool = True
 ) -> dict[str, float | int | None]:
-    """Aggregate CostBench metrics over ``episodes`` (see the module docstring).
+    """Aggregate CostBench metrics over ``episodes`` as the paper's prose reads them (see the
+    module docstring).
 
     Keys: ``emr``, ``aed``, ``aned``, ``cost_gap``, ``cost_gap_clean``, ``uihr``,
     ``uihr_all``, ``itur`` (fractions or ``None``); counts ``n_episodes``, ``n_counted``,
@@ -419,6 +471,30 @@ def score_episodes(
 
 
 def greedy_scores(
+    episodes: Iterable[EpisodeRecord],
+    *,
+    require_all_blocks: bool = True,
+    agent_eligible_only: bool = False,
+    reading: str = "code",
+) -> dict[str, float | int | None]:
+    """The greedy row.  ``reading="code"`` (default): CostBench's ``stimulation_metrics``
+    (:func:`~pytest_budget.planning.code_metrics.greedy_pooled_scores`: every episode, raw
+    AED, NED forced to 1 when greedy misses the goal, cost gap = mean greedy cost - mean
+    ground-truth cost); ``reading="prose"``: :func:`prose_greedy_scores`."""
+    from pytest_budget.planning.code_metrics import greedy_pooled_scores, greedy_sums
+
+    if reading not in READINGS:
+        raise ValueError(f"unknown reading {reading!r}; expected one of {', '.join(READINGS)}")
+    if reading == "prose":
+        return prose_greedy_scores(
+            episodes,
+            require_all_blocks=require_all_blocks,
+            agent_eligible_only=agent_eligible_only,
+        )
+    return greedy_pooled_scores(greedy_sums(episodes))
+
+
+def prose_greedy_scores(
     episodes: Iterable[EpisodeRecord],
     *,
     require_all_blocks: bool = True,

@@ -21,19 +21,20 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Query:
-    """One CostBench-style user request for one task (test split).
+    """One CostBench user request for one task (test split, fact sheet §1).
 
     ``preferences`` maps each of the four dimensions (category, tier, style,
-    feature_package) to one of the task's values; ``location_preference`` is ``None`` for
-    the location task; ``text`` is the natural-language request the agent reads.
+    feature_package) to one of the task's enum values; ``location_preference`` is ``None``
+    for the location task; ``text`` is the first user message the agent reads.
     """
 
     query_id: str
     task: str
     preferences: dict[str, str]
-    time_info: str
-    location_preference: str | None
-    text: str
+    time_info: str  # CostBench's ``TimeInfo`` token, e.g. ``<TimeInfo00006>``
+    location_preference: str | None  # ``<LocationPreference#####>``; None for location
+    text: str  # ``query.input``: the first user message, exactly as sent
+    user_requirements: str = ""  # the natural-language requirements inside ``text``
 
 
 #: Why a call was invalid (the failure classes of CostBench plus parse problems).
@@ -69,6 +70,8 @@ class ToolCallRecord:
     output_type: str | None = None  # the type produced when ok
     repeated: bool = False  # same tool already succeeded earlier in this segment
     after_goal: bool = False  # made after the segment's goal was already reached
+    executed: bool = True  # False: a call in the answer message (never run; CostBench's
+    # evaluation still counts it as a valid step with cost 0)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class Segment:
     optimal_cost: float
     greedy_path: tuple[str, ...]
     greedy_cost: float
+    greedy_reached: bool = True  # the greedy baseline reached the goal
 
 
 @dataclass(frozen=True)
@@ -100,14 +104,17 @@ class EpisodeRecord:
     block_count: int
     calls: tuple[ToolCallRecord, ...]
     segments: tuple[Segment, ...]
-    answer: str | None  # the text inside <answer>...</answer>, if any
-    expected_answer: str  # the final id the (last) query's preferences lead to
+    answer: str | None  # the 5 digits of the final answer (CostBench's parser), if any
+    expected_answer: str  # the final <TCandidate#####> id the (last) preferences lead to
     reached_goal: bool  # the goal type was produced in the last segment
-    steps_exhausted: bool  # stopped at the 20-tool-step limit
+    steps_exhausted: bool  # stopped at the 20-turn limit
     blocks_applied: int = 0
     blocks_dropped: int = 0  # scheduled too late to matter (ineffective)
     error: str | None = None  # the agent raised or returned garbage: the reason
     notes: tuple[str, ...] = field(default_factory=tuple)
+    turns: int = 0  # LLM turns, the answer turn included (CostBench's total_steps)
+    tool_turns: int = 0  # turns whose reply carried at least one tool call
+    block_steps: tuple[int, ...] = ()  # the turn each applied block fired at
 
     @property
     def total_cost(self) -> float:

@@ -5,8 +5,10 @@ refinement level ``L`` the atomic chain is ``Decide_X_Preference -> Search_X_Can
 X_Refinement_Step1..L -> Select_Final_X`` (``L + 3`` tools), and every contiguous run of at
 least two atomics is a composite tool named by CostBench's table (:func:`composite_name`).
 
-The paper only lists the transportation preference values (App. E table); the other five
-tasks' values are ours, four per dimension, fixed here so every process agrees.
+Preference values are CostBench's test-split enums, in declaration order (fact sheet §1).
+:func:`build_tools` lists a task's tools in CostBench's registry order (fact sheet §5.1):
+the atomic chain, then the composites by length ascending, then by start position; a
+composite's inputs are the *sorted* set of its components' inputs not produced inside it.
 """
 
 from __future__ import annotations
@@ -49,77 +51,118 @@ _LEVEL_PURPOSE: tuple[str, ...] = (
     "final consistency checks",
 )
 
+# CostBench's test-split enum values (``env/domains/travel/enums.py``), in declaration order:
+# the order fixes the search-space ids (:mod:`pytest_budget.planning.ids`).
 PREFERENCE_VALUES: dict[str, dict[str, tuple[str, ...]]] = {
     "location": {
-        "category": ("city", "beach", "mountain", "countryside"),
-        "tier": ("luxury", "premium", "mid-range", "budget"),
-        "style": ("cultural immersion", "relaxation", "adventure", "nightlife"),
+        "category": ("city", "seaside", "mountain", "village"),
+        "tier": ("major_metropolis", "mid_sized_city", "small_town", "secluded_area"),
+        "style": (
+            "historic_and_traditional",
+            "modern_and_cosmopolitan",
+            "natural_and_serene",
+            "entertainment_and_vibrant",
+        ),
         "feature_package": (
-            "family friendly",
-            "romantic getaway",
-            "solo explorer",
-            "group celebration",
+            "architectural_marvel",
+            "religious_center",
+            "signature_theme_city",
+            "culinary_capital",
         ),
     },
-    # The only task whose test-split values the paper prints (App. E).
     "transportation": {
-        "category": ("flight", "train", "bus", "car rental"),
-        "tier": ("luxury class", "business class", "standard class", "budget class"),
+        "category": ("flight", "train", "bus", "car_rental"),
+        "tier": ("luxury_class", "business_class", "standard_class", "budget_class"),
         "style": (
-            "speed priority",
-            "comfort priority",
-            "scenic route",
-            "schedule flexibility priority",
+            "speed_priority",
+            "comfort_priority",
+            "scenic_route",
+            "schedule_flexibility_priority",
         ),
         "feature_package": (
-            "onboard connectivity and power",
-            "full meal and beverage service",
-            "special luggage allowance",
-            "lie flat or sleeper facility",
+            "onboard_connectivity_and_power",
+            "full_meal_and_beverage_service",
+            "special_luggage_allowance",
+            "lie_flat_or_sleeper_facility",
         ),
     },
     "accommodation": {
-        "category": ("hotel", "hostel", "vacation rental", "resort"),
-        "tier": ("five star", "four star", "three star", "economy"),
-        "style": ("business", "boutique", "family", "wellness"),
+        "category": ("hotel", "campsite", "homestay", "hostel"),
+        "tier": ("luxury_five_star", "business_four_star", "standard_three_star", "budget_basic"),
+        "style": (
+            "centrality_priority",
+            "scenery_priority",
+            "convenience_priority",
+            "tranquility_priority",
+        ),
         "feature_package": (
-            "free breakfast included",
-            "pool and spa access",
-            "kitchen facilities",
-            "airport shuttle service",
+            "resort_style_recreation",
+            "specialized_pet_friendly_services",
+            "comprehensive_business_services",
+            "self_catering_and_laundry",
         ),
     },
     "attraction": {
-        "category": ("museum", "theme park", "nature park", "historic site"),
-        "tier": ("vip access", "premium ticket", "standard ticket", "free entry"),
-        "style": ("educational", "thrill seeking", "relaxing", "photography"),
+        "category": (
+            "historic_site",
+            "museum_or_gallery",
+            "natural_wonder",
+            "amusement_or_entertainment",
+        ),
+        "tier": ("global_landmark", "national_treasure", "regional_highlight", "local_spot"),
+        "style": (
+            "learning_and_knowledge_priority",
+            "action_and_thrill_priority",
+            "relaxation_and_aesthetics_priority",
+            "social_and_community_priority",
+        ),
         "feature_package": (
-            "guided tour included",
-            "skip the line access",
-            "audio guide",
-            "family bundle",
+            "in_depth_expert_guidance",
+            "live_performances",
+            "hands_on_creation_experience",
+            "immersive_themed_dining",
         ),
     },
     "dining": {
-        "category": ("fine dining", "casual dining", "street food", "cafe"),
-        "tier": ("michelin level", "upscale", "mid-range", "budget"),
-        "style": (
-            "local cuisine",
-            "international cuisine",
-            "vegetarian friendly",
-            "seafood focused",
+        "category": ("coffee_shop", "restaurant", "street_food_vendor", "bakery"),
+        "tier": (
+            "world_renowned_award_winner",
+            "nationally_acclaimed",
+            "popular_local_mainstay",
+            "simple_and_budget_eats",
         ),
-        "feature_package": ("private room", "outdoor seating", "live music", "tasting menu"),
+        "style": (
+            "culinary_quality_priority",
+            "ambiance_and_setting_priority",
+            "speed_and_convenience_priority",
+            "value_for_money_priority",
+        ),
+        "feature_package": (
+            "live_music_or_performance",
+            "exceptional_view_or_setting",
+            "chef_interaction_and_open_kitchen",
+            "unique_themed_environment",
+        ),
     },
     "shopping": {
-        "category": ("shopping mall", "local market", "boutique district", "outlet center"),
-        "tier": ("luxury brands", "premium brands", "mainstream brands", "discount"),
-        "style": ("fashion", "souvenirs and crafts", "electronics", "food and specialties"),
+        "category": (
+            "shopping_center_or_mall",
+            "shopping_street",
+            "local_market_or_bazaar",
+            "boutiques_and_specialty_stores",
+        ),
+        "tier": ("high_end_luxury", "mid_range_brand", "affordable_price", "bargain_deals"),
+        "style": (
+            "brand_and_quality_priority",
+            "price_priority",
+            "uniqueness_and_discovery_priority",
+            "efficiency_and_needs_priority",
+        ),
         "feature_package": (
-            "tax free shopping",
-            "personal shopper service",
-            "delivery to hotel",
-            "loyalty discounts",
+            "duty_free",
+            "personal_shopping_or_styling_service",
+            "local_artisan_and_handcraft_specialty",
+            "vintage_and_second_hand_specialty",
         ),
     },
 }
@@ -190,7 +233,7 @@ def atomic_chain(task: str, refinement_level: int) -> list[Tool]:
     chain = [
         Tool(
             f"Decide_{s}_Preference",
-            (*enums, *loc),
+            (*loc, *enums),
             f"{s}Preference",
             (f"Decide_{s}_Preference",),
             (("decide", 0),),
@@ -269,18 +312,16 @@ def composite_name(task: str, roles: tuple[tuple[str, int], ...]) -> str:
 
 
 def _compose(task: str, parts: list[Tool]) -> Tool:
-    # Inputs: union of component inputs not produced inside the run, in first-seen order.
+    # Inputs: the sorted set of component inputs not produced earlier in the run (§5.1).
     produced: set[str] = set()
-    inputs: list[str] = []
+    inputs: set[str] = set()
     for part in parts:
-        for needed in part.inputs:
-            if needed not in produced and needed not in inputs:
-                inputs.append(needed)
+        inputs.update(needed for needed in part.inputs if needed not in produced)
         produced.add(part.output)
     roles = tuple(role for part in parts for role in part.roles)
     return Tool(
         composite_name(task, roles),
-        tuple(inputs),
+        tuple(sorted(inputs)),
         parts[-1].output,
         tuple(part.name for part in parts),
         roles,
@@ -288,14 +329,17 @@ def _compose(task: str, parts: list[Tool]) -> Tool:
     )
 
 
-def build_tools(task: str, refinement_level: int, *, ban_longest: bool = False) -> list[Tool]:
-    """Atomics in chain order, then composites by start position and length."""
+def build_tools(task: str, refinement_level: int, *, ban_longest: bool = True) -> list[Tool]:
+    """The task's tools in CostBench's registry order: the atomic chain, then every
+    composite by length ascending, then by start index.  ``ban_longest`` (CostBench's
+    ``--ban_longest_tool``, on in every paper script) drops the composites of maximal length,
+    i.e. the single tool that does the whole task."""
     chain = atomic_chain(task, refinement_level)
     m = len(chain)
     tools = list(chain)
-    for start in range(m):
-        for end in range(start + 2, m + 1):
-            if ban_longest and start == 0 and end == m:
-                continue  # "ban longest": drop the single tool that does the whole task
-            tools.append(_compose(task, chain[start:end]))
+    for length in range(2, m + 1):
+        if ban_longest and length == m:
+            continue
+        for start in range(m - length + 1):
+            tools.append(_compose(task, chain[start : start + length]))
     return tools
