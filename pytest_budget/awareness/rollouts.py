@@ -148,8 +148,17 @@ def actor_reply(reply: Any) -> ActorReply:
                 parts = [usage.get(k) for k in ("input_tokens", "output_tokens")]
                 if all(isinstance(p, int | float) for p in parts):
                     tokens = float(sum(parts))  # type: ignore[arg-type]
-        return ActorReply(text if isinstance(text, str) else str(text), tokens)
-    return ActorReply(str(reply))
+        return ActorReply(text if isinstance(text, str) else _text(text), tokens)
+    return ActorReply(_text(reply))
+
+
+def _text(value: object) -> str:
+    """``str(value)`` for the environment's parser to reject; never raises."""
+    try:
+        text = str(value)
+    except Exception as exc:  # a hostile object: its str() raises or recurses
+        return f"<{type(value).__name__} object; str() raised {type(exc).__name__}>"
+    return text if isinstance(text, str) else f"<{type(value).__name__} object>"
 
 
 # ------------------------------------------------------------------------ dict form

@@ -49,7 +49,7 @@ from pytest_budget.planning.blocking import MAX_TOOL_STEPS, Blocker, check_mode
 from pytest_budget.planning.env import TravelEnv, expected_answer
 from pytest_budget.planning.records import EpisodeRecord, Query, ToolCallRecord
 from pytest_budget.planning.tools import Tool, goal_type
-from pytest_budget.roles import AgentError, call_role
+from pytest_budget.roles import AgentError, InvalidOutput, call_role
 from pytest_budget.textscan import last_tag_content
 
 __all__ = [
@@ -465,6 +465,9 @@ async def run_episode(
         turn += 1
         try:
             reply = await call_role(agent, "tool_agent", loop.observe(agent, turn), limiter=limiter)
+        except InvalidOutput as exc:  # None, a number, a dict of no known shape, megabytes
+            loop.unreadable(f"the agent {exc.reason}")
+            continue
         except AgentError as exc:
             error = exc.reason
             break

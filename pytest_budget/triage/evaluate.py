@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from pytest_budget.roles import AgentError, agent_name, call_role
+from pytest_budget.roles import AgentError, InvalidOutput, agent_name, call_role
 from pytest_budget.triage.plan_parser import parse_plan
 from pytest_budget.triage.planners import OraclePlanner, derive_seed
 from pytest_budget.triage.prompts import render_plan_prompt
@@ -202,7 +202,9 @@ async def run_cell(
     outcome, reason = "ok", None
     try:
         raw = await call_role(planner, "planner", request, limiter=limiter)
-        plan = parse_plan(raw, [item.id for item in gradeable])
+        plan = _read_plan(raw, [item.id for item in gradeable])
+    except InvalidOutput as exc:  # nothing a plan could be read from: invalid, not error
+        plan = Plan(status=PlanStatus.UNPARSEABLE, repairs=(f"planner {exc.reason}",))
     except AgentError as exc:
         plan = Plan(status=PlanStatus.UNPARSEABLE, repairs=(exc.reason,))
         outcome, reason = "error", str(exc)
@@ -226,3 +228,12 @@ async def run_cell(
         agent=name,
         repairs=plan.repairs,
     )
+
+
+def _read_plan(raw: object, pool_ids: list[str]) -> Plan:
+    """:func:`parse_plan`, with anything it raises on a hostile object read as unparseable."""
+    try:
+        return parse_plan(raw, pool_ids)
+    except Exception as exc:
+        reason = f"reading the plan ({type(raw).__name__}) raised {type(exc).__name__}"
+        return Plan(status=PlanStatus.UNPARSEABLE, repairs=(reason,))
