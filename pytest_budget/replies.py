@@ -8,8 +8,8 @@ then ends as ``invalid`` with that reason instead of being read as an empty plan
 wrong tool call.  :func:`safe_repr` shows any value, even one whose ``repr`` raises or
 recurses, in at most a few hundred characters.
 
-The size limit on raw outputs is per run (``--budget-max-output-chars``); the plugin sets it
-for each test with :func:`output_limit` and :data:`OUTPUT_LIMIT`.
+The size limit on raw outputs is per run (``--budget-max-output-chars``, set by the plugin
+with :func:`set_run_output_limit`); :func:`output_limit` overrides it inside a block.
 """
 
 from __future__ import annotations
@@ -22,19 +22,37 @@ from typing import Any
 __all__ = [
     "DEFAULT_MAX_OUTPUT_CHARS",
     "OUTPUT_LIMIT",
+    "current_output_limit",
     "describe",
     "output_limit",
     "reply_problem",
     "safe_repr",
+    "set_run_output_limit",
 ]
 
 #: Default limit on the characters of one raw agent output (a few hundred pages of text).
 DEFAULT_MAX_OUTPUT_CHARS = 1_000_000
-#: The limit in force (the plugin sets it per test from ``--budget-max-output-chars``).
-OUTPUT_LIMIT: contextvars.ContextVar[int] = contextvars.ContextVar(
-    "pytest_budget_output_limit", default=DEFAULT_MAX_OUTPUT_CHARS
+#: Set by :func:`output_limit` for the calls made inside a block (None: the run's limit).
+OUTPUT_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "pytest_budget_output_limit", default=None
 )
+# The run's limit (``--budget-max-output-chars``), set once per process by the plugin.  A
+# process-wide value, not a context variable: an async test's event loop may run in a
+# context copied before the run set it.
+_run_limit = DEFAULT_MAX_OUTPUT_CHARS
 _PREVIEW = 200
+
+
+def set_run_output_limit(max_chars: int) -> None:
+    """The limit for every agent call of this process (the plugin calls it at start-up)."""
+    global _run_limit
+    _run_limit = max_chars
+
+
+def current_output_limit() -> int:
+    """The limit in force here: :func:`output_limit`'s, else the run's."""
+    value = OUTPUT_LIMIT.get()
+    return _run_limit if value is None else value
 
 
 @contextmanager
@@ -112,7 +130,7 @@ def reply_problem(role: str, value: object, limit: int | None = None) -> str | N
     Only what no parser of the role could read is refused here; everything else is left
     to the role's own parser (which reports its own reasons).
     """
-    limit = OUTPUT_LIMIT.get() if limit is None else limit
+    limit = current_output_limit() if limit is None else limit
     try:
         return _problem(role, value, limit)
     except Exception as exc:  # e.g. a mapping whose methods raise

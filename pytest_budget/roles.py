@@ -16,12 +16,13 @@ included, is the agent's error for that one item.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import inspect
 import os
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
@@ -32,7 +33,6 @@ from pytest_budget.replies import reply_problem, safe_repr
 __all__ = [
     "ROLE_METHODS",
     "Actor",
-    "AGENT_ERRORS",
     "AgentError",
     "Estimator",
     "InvalidOutput",
@@ -41,7 +41,9 @@ __all__ = [
     "ToolAgent",
     "acquire",
     "agent_name",
+    "agent_traceback",
     "call_role",
+    "collect_agent_errors",
     "for_each_bounded",
     "role_callable",
     "run_blocking",
@@ -128,11 +130,26 @@ class InvalidOutput(AgentError):
         self.preview = preview
 
 
-#: When set (the plugin sets one per test), every :class:`AgentError` raised by an agent is
-#: appended here, so a failed test can show the agent's traceback.
-AGENT_ERRORS: contextvars.ContextVar[list[AgentError] | None] = contextvars.ContextVar(
-    "pytest_budget_agent_errors", default=None
-)
+# While a test runs (the plugin collects per test, see :func:`collect_agent_errors`), every
+# AgentError an agent raised, so a failed test can show the agent's own traceback.  A
+# process-wide list, not a context variable: agents run in worker threads and in event
+# loops whose context may have been copied before the test started.
+_error_log: list[AgentError] | None = None
+
+
+@contextlib.contextmanager
+def collect_agent_errors() -> Iterator[list[AgentError]]:
+    """Collect the :class:`AgentError` of every agent that raised inside the block (not
+    :class:`InvalidOutput`); nested blocks each see their own."""
+    global _error_log
+    previous = _error_log
+    log: list[AgentError] = []
+    _error_log = log
+    try:
+        yield log
+    finally:
+        _error_log = previous
+
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _ANYIO_DIR = os.path.dirname(os.path.abspath(anyio.__file__)) + os.sep
@@ -268,7 +285,7 @@ async def _call(
         raise  # the user stops the run; a task group cancels its tasks
     except BaseException as exc:  # an agent's bug (even SystemExit) must not crash the cell
         error = AgentError(role, name, _reason(exc), agent_traceback(exc))
-        log = AGENT_ERRORS.get()
+        log = _error_log
         if log is not None:
             log.append(error)
         raise error from exc
