@@ -357,9 +357,14 @@ def run_blocking(func: Callable[[], Awaitable[T]]) -> T:
     box: list[Any] = []
     context = contextvars.copy_context()
 
+    def in_thread() -> T:
+        # The copied context says which library runs the caller's loop; not this thread's.
+        sniffio.current_async_library_cvar.set(None)
+        return run_in_connection_scope(func)
+
     def target() -> None:
         try:
-            box.append((True, context.run(run_in_connection_scope, func)))
+            box.append((True, context.run(in_thread)))
         except BaseException as exc:
             box.append((False, exc))
 
