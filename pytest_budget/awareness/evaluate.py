@@ -125,8 +125,14 @@ def _checked_interval(value: Interval, policy: ParsePolicy, where: str) -> Inter
 
 
 def _checked_object(reply: Estimate, dimensions: Sequence[str], policy: ParsePolicy) -> Estimate:
-    if isinstance(reply, Impossible | Invalid):
+    if isinstance(reply, Impossible):
         return reply
+    if isinstance(reply, Invalid):  # the estimator's own: its fields are whatever it put there
+        reason = reply.reason if isinstance(reply.reason, str) and reply.reason else ""
+        raw = reply.raw if isinstance(reply.raw, str) else safe_repr(reply.raw)
+        if reason and raw is reply.raw:
+            return reply
+        return Invalid(raw, reason or "the estimator returned Invalid without a reason")
     if isinstance(reply, Interval):
         if len(dimensions) > 1:
             return Invalid(safe_repr(reply), "single interval for a multi-dimension probe")

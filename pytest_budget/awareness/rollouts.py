@@ -134,7 +134,10 @@ def actor_reply(reply: Any) -> ActorReply:
     else becomes its ``str`` so the environment's parser can reject it as a bad action.
     """
     if isinstance(reply, ActorReply):
-        return reply
+        if isinstance(reply.text, str) and _tokens(reply.tokens) == reply.tokens:
+            return reply
+        # Built by the agent: its fields are whatever it put there.
+        return ActorReply(_text(reply.text), _tokens(reply.tokens))
     if isinstance(reply, str):
         return ActorReply(reply)
     if isinstance(reply, Mapping):
@@ -143,17 +146,30 @@ def actor_reply(reply: Any) -> ActorReply:
         tokens: float | None = None
         if isinstance(usage, Mapping):
             if isinstance(usage.get("tokens"), int | float):
-                tokens = float(usage["tokens"])
+                tokens = _tokens(usage["tokens"])
             else:
-                parts = [usage.get(k) for k in ("input_tokens", "output_tokens")]
-                if all(isinstance(p, int | float) for p in parts):
-                    tokens = float(sum(parts))  # type: ignore[arg-type]
+                parts = [_tokens(usage.get(k)) for k in ("input_tokens", "output_tokens")]
+                if all(p is not None for p in parts):
+                    tokens = _tokens(sum(p for p in parts if p is not None))
         return ActorReply(text if isinstance(text, str) else _text(text), tokens)
     return ActorReply(_text(reply))
 
 
+def _tokens(value: object) -> float | None:
+    """A reported token count as a float, or None when it is not a usable count."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
 def _text(value: object) -> str:
     """``str(value)`` for the environment's parser to reject; never raises."""
+    if isinstance(value, str):
+        return value
     try:
         text = str(value)
     except Exception as exc:  # a hostile object: its str() raises or recurses
