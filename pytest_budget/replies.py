@@ -112,14 +112,12 @@ _EXPECTED = {
     "solver": "a Solution, a mapping with 'text' (and 'tokens'/'answer') or text",
     "estimator": "text, an Interval, an IntervalMap or Impossible",
     "tool_agent": "text or an assistant message (a mapping with 'content'/'tool_calls')",
-    "actor": "text, an ActorReply or a mapping with 'text'",
 }
 # The keys a mapping must have at least one of, per role.
 _MAPPING_KEYS = {
     "planner": ("plan",),
     "solver": ("text", "answer"),
     "tool_agent": ("content", "text", "tool_calls", "choices"),
-    "actor": ("text", "content"),
 }
 _NOT_ANSWERS = (type(None), bool, int, float, complex, bytes, bytearray)
 
@@ -139,8 +137,10 @@ def reply_problem(role: str, value: object, limit: int | None = None) -> str | N
 
 def _problem(role: str, value: object, limit: int) -> str | None:
     expected = _EXPECTED.get(role)
-    if expected is None:
-        return _too_long(value, limit)
+    if expected is None or role == "actor":
+        # An actor's reply is an action for the environment, which scores anything it
+        # cannot read as a malformed action (its str()) and goes on; only size is checked.
+        return _actor_problem(value, limit)
     if isinstance(value, str):
         return _too_long(value, limit)
     if isinstance(value, _NOT_ANSWERS):
@@ -177,11 +177,18 @@ def _problem(role: str, value: object, limit: int) -> str | None:
     elif role == "tool_agent":
         if not (hasattr(value, "tool_calls") or callable(getattr(value, "model_dump", None))):
             return f"returned {describe(value)}; expected {expected}"
-    elif role == "actor":
-        from pytest_budget.awareness.rollouts import ActorReply
-
-        if isinstance(value, ActorReply):
-            return _too_long(value.text, limit)
-        if isinstance(value, list | tuple | set | frozenset):
-            return f"returned {describe(value)}; expected {expected}"
     return None
+
+
+def _actor_problem(value: object, limit: int) -> str | None:
+    if isinstance(value, Mapping):
+        for key in ("text", "content"):
+            long = _too_long(value.get(key), limit)
+            if long is not None:
+                return f"{key!r} {long}"
+        return None
+    from pytest_budget.awareness.rollouts import ActorReply
+
+    if isinstance(value, ActorReply):
+        return _too_long(value.text, limit)
+    return _too_long(value, limit)

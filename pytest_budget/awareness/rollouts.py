@@ -134,7 +134,7 @@ def actor_reply(reply: Any) -> ActorReply:
     else becomes its ``str`` so the environment's parser can reject it as a bad action.
     """
     if isinstance(reply, ActorReply):
-        if isinstance(reply.text, str) and _tokens(reply.tokens) == reply.tokens:
+        if isinstance(reply.text, str) and _usable(reply.tokens):
             return reply
         # Built by the agent: its fields are whatever it put there.
         return ActorReply(_text(reply.text), _tokens(reply.tokens))
@@ -155,15 +155,31 @@ def actor_reply(reply: Any) -> ActorReply:
     return ActorReply(_text(reply))
 
 
+def _usable(tokens: object) -> bool:
+    """Whether an :class:`ActorReply`'s ``tokens`` can be read as they are."""
+    if tokens is None:
+        return True
+    if isinstance(tokens, bool) or not isinstance(tokens, int | float):
+        return False
+    try:
+        float(tokens)
+    except OverflowError:
+        return False
+    return True
+
+
 def _tokens(value: object) -> float | None:
-    """A reported token count as a float, or None when it is not a usable count."""
+    """A reported token count as a float (None when it is not a number).
+
+    An integer past float's range becomes an infinity, which the environments ignore with
+    a note, as they do a negative or NaN count.
+    """
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
-        number = float(value)
+        return float(value)
     except OverflowError:
-        return None
-    return number if math.isfinite(number) and number >= 0 else None
+        return math.inf if value > 0 else -math.inf
 
 
 def _text(value: object) -> str:
