@@ -566,7 +566,7 @@ _TRACEBACKS_SHOWN = 3
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Collect the errors of agents called during the test (for the failure report)."""
-    from pytest_budget.roles import collect_agent_errors
+    from pytest_budget.agent_log import collect_agent_errors
 
     with collect_agent_errors() as log:
         item.stash[AGENT_ERRORS_KEY] = log

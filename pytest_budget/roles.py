@@ -16,18 +16,18 @@ included, is the agent's error for that one item.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import inspect
 import os
 import traceback
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import anyio.to_thread
 
+from pytest_budget.agent_log import collect_agent_errors, log_agent_error
 from pytest_budget.replies import reply_problem, safe_repr
 
 __all__ = [
@@ -128,27 +128,6 @@ class InvalidOutput(AgentError):
     def __init__(self, role: str, agent: str, reason: str, preview: str = "") -> None:
         super().__init__(role, agent, reason)
         self.preview = preview
-
-
-# While a test runs (the plugin collects per test, see :func:`collect_agent_errors`), every
-# AgentError an agent raised, so a failed test can show the agent's own traceback.  A
-# process-wide list, not a context variable: agents run in worker threads and in event
-# loops whose context may have been copied before the test started.
-_error_log: list[AgentError] | None = None
-
-
-@contextlib.contextmanager
-def collect_agent_errors() -> Iterator[list[AgentError]]:
-    """Collect the :class:`AgentError` of every agent that raised inside the block (not
-    :class:`InvalidOutput`); nested blocks each see their own."""
-    global _error_log
-    previous = _error_log
-    log: list[AgentError] = []
-    _error_log = log
-    try:
-        yield log
-    finally:
-        _error_log = previous
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -285,9 +264,7 @@ async def _call(
         raise  # the user stops the run; a task group cancels its tasks
     except BaseException as exc:  # an agent's bug (even SystemExit) must not crash the cell
         error = AgentError(role, name, _reason(exc), agent_traceback(exc))
-        log = _error_log
-        if log is not None:
-            log.append(error)
+        log_agent_error(error)
         raise error from exc
 
 
