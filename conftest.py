@@ -19,6 +19,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.fixture(autouse=True)
+def _quiet_async_plugin_in_pytester_runs(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest-asyncio (a dev dependency) warns in every project without its ini key; the
+    projects that pytester makes have none.  Set it for them (a test may set its own
+    PYTEST_ADDOPTS after this)."""
+    if "pytester" not in request.fixturenames:
+        return
+    try:
+        import pytest_asyncio  # noqa: F401
+    except ImportError:
+        return
+    request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it starts
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--budget-live"):
         return

@@ -1,8 +1,10 @@
 """Agents by name: the built-in reference agents and the seam for model providers.
 
 ``--budget-agent=NAME`` resolves here.  A plain name is a reference agent (offline,
-deterministic per seed); ``PREFIX:MODEL`` goes to a provider registered with
-:func:`register_provider` (the HTTP model clients plug in there).  ``user`` names the
+deterministic per seed); ``PREFIX:MODEL`` or ``PREFIX/MODEL`` (the form other tools use,
+e.g. ``openai/gpt-4o-mini``) goes to a provider registered with :func:`register_provider`
+(the HTTP model clients plug in there); :func:`normalize_agent_name` turns the second form
+into the first.  ``user`` names the
 agent a project supplies through a hook.
 """
 
@@ -18,6 +20,7 @@ __all__ = [
     "UnknownAgentError",
     "default_agents",
     "default_role_agent",
+    "normalize_agent_name",
     "reference_has_role",
     "register_provider",
     "resolve_agent",
@@ -146,28 +149,62 @@ def reference_has_role(name: str, role: str) -> bool:
     return role in REFERENCE_AGENTS.get(name, {})
 
 
+#: Providers whose names are known even before the HTTP clients are registered.
+_KNOWN_PROVIDERS = ("openai", "anthropic")
+
+
+def _valid_forms() -> str:
+    providers = sorted(set(_PROVIDERS) | set(_KNOWN_PROVIDERS))
+    models = ", ".join(f"{p}/MODEL or {p}:MODEL" for p in providers)
+    return (
+        f"valid forms: {models}; a reference agent ({', '.join(sorted(REFERENCE_AGENTS))}); "
+        "or 'user' for the agent from your hook"
+    )
+
+
+def normalize_agent_name(name: str) -> str:
+    """``provider/model`` -> ``provider:model`` for a known provider; other names unchanged.
+
+    Only the first ``/`` splits (``openai/meta-llama/Llama-3-8B`` is model
+    ``meta-llama/Llama-3-8B`` on ``openai``).  An unknown provider raises
+    :class:`UnknownAgentError` listing the valid forms.
+    """
+    name = name.strip()
+    prefix, sep, model = name.partition("/")
+    if not sep or ":" in prefix:
+        return name
+    if prefix in _PROVIDERS or prefix in _KNOWN_PROVIDERS:
+        if not model:
+            raise UnknownAgentError(
+                f"--budget-agent={name}: no model name after {prefix}/, e.g. {prefix}/MODEL"
+            )
+        return f"{prefix}:{model}"
+    raise UnknownAgentError(f"--budget-agent={name}: unknown provider {prefix!r}; {_valid_forms()}")
+
+
 def validate_agent_name(name: str) -> None:
     """Raise :class:`UnknownAgentError` with the valid choices when ``name`` is unknown."""
     if name == USER_AGENT or name in REFERENCE_AGENTS:
         return
+    name = normalize_agent_name(name)
     prefix, sep, model = name.partition(":")
     if sep:
         if prefix in _PROVIDERS and model:
             return
-        if prefix in {"openai", "anthropic"} and prefix not in _PROVIDERS:
+        if prefix in _PROVIDERS:
+            raise UnknownAgentError(
+                f"--budget-agent={name}: no model name after {prefix}:, e.g. {prefix}:MODEL"
+            )
+        if prefix in _KNOWN_PROVIDERS:
             raise UnknownAgentError(
                 f"--budget-agent={name}: HTTP model agents are not available in this version; "
                 f"use a reference agent ({', '.join(sorted(REFERENCE_AGENTS))}) or supply your "
                 "agent through a fixture or hook"
             )
-        known = ", ".join(sorted(_PROVIDERS)) or "none registered"
         raise UnknownAgentError(
-            f"--budget-agent={name}: unknown provider {prefix!r} (providers: {known})"
+            f"--budget-agent={name}: unknown provider {prefix!r}; {_valid_forms()}"
         )
-    raise UnknownAgentError(
-        f"--budget-agent={name}: unknown agent; reference agents: "
-        f"{', '.join(sorted(REFERENCE_AGENTS))}, or 'user' for the agent from your hook"
-    )
+    raise UnknownAgentError(f"--budget-agent={name}: unknown agent; {_valid_forms()}")
 
 
 def resolve_agent(
@@ -178,6 +215,7 @@ def resolve_agent(
     Returns ``None`` only when nothing can fill the role (the caller reports it).
     """
     validate_agent_name(name)
+    name = normalize_agent_name(name)
     prefix, sep, model = name.partition(":")
     if sep and prefix in _PROVIDERS:
         agent = _PROVIDERS[prefix](model, role, dict(settings or {}))

@@ -33,6 +33,7 @@ OPTION_DESTS = (
     "budget_model_header",
     "budget_max_usd", "budget_record_mode", "budget_price_file", "budget_model_timeout",
     "budget_cache_dir", "budget_retries", "budget_retry_max_s", "budget_shard",
+    "budget_max_output_chars",
 )  # fmt: skip
 
 #: Comma-list options: a value with no item in it (``--budget-suite=,``) is empty too.

@@ -22,6 +22,7 @@ from pytest_budget.option_checks import (
     check_empty_values,
     check_output_file,
 )
+from pytest_budget.replies import DEFAULT_MAX_OUTPUT_CHARS
 from pytest_budget.shard import Shard, ShardSpecError, parse_shard
 
 __all__ = [
@@ -200,6 +201,8 @@ class BudgetOptions:
     repeat: int = 1
     # --budget-shard=i/N: this process runs shard i of N (None = the whole run).
     shard: Shard | None = None
+    # --budget-max-output-chars: a longer raw agent output is invalid, not parsed.
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready view for the report (no secrets live here: keys come from env vars,
@@ -318,7 +321,11 @@ def parse_options(
     invocation_dir: str | os.PathLike[str],
 ) -> BudgetOptions:
     """Build :class:`BudgetOptions` from raw option/ini getters (values as pytest gives them)."""
-    from pytest_budget.agents import UnknownAgentError, validate_agent_name
+    from pytest_budget.agents import (
+        UnknownAgentError,
+        normalize_agent_name,
+        validate_agent_name,
+    )
 
     check_empty_values(get_option, OPTION_DESTS)
     suites = parse_suites(get_option("budget_suite"))
@@ -326,7 +333,11 @@ def parse_options(
     agents: tuple[str, ...] = ()
     if agent_value:
         names = (name.strip() for name in str(agent_value).split(","))
-        agents = tuple(dict.fromkeys(name for name in names if name))
+        try:
+            # provider/model and provider:model are one agent (one cell, one baseline).
+            agents = tuple(dict.fromkeys(normalize_agent_name(name) for name in names if name))
+        except UnknownAgentError as exc:
+            raise OptionError(str(exc)) from None
         for name in agents:
             try:
                 validate_agent_name(name)
@@ -483,6 +494,7 @@ def parse_options(
             )
         if name != "reference":  # the role's built-in agent
             try:
+                name = normalize_agent_name(name)
                 validate_agent_name(name)
             except UnknownAgentError as exc:
                 raise OptionError(f"budget_role_agents (ini): {exc}") from None
@@ -626,6 +638,12 @@ def parse_options(
         ci_resamples=ci_resamples,
         repeat=repeat,
         shard=_shard(get_option("budget_shard")),
+        max_output_chars=_positive_int(
+            "--budget-max-output-chars",
+            get_option("budget_max_output_chars")
+            or get_ini("budget_max_output_chars")
+            or DEFAULT_MAX_OUTPUT_CHARS,
+        ),
     )
 
 

@@ -261,6 +261,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="give up retrying a model call after this many seconds in all (default 300)",
     )
     group.addoption(
+        "--budget-max-output-chars",
+        metavar="N",
+        help="a raw agent output longer than N characters is scored invalid (the size is "
+        "recorded) instead of parsed (default: ini budget_max_output_chars, else 1000000)",
+    )
+    group.addoption(
         "--budget-shard",
         metavar="I/N",
         help="run only shard I of N (1-based) of the collected tests, chosen by a hash of each "
@@ -305,6 +311,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini("budget_model_timeout", "seconds per model HTTP call", default="")
+    parser.addini(
+        "budget_max_output_chars",
+        "longest raw agent output parsed, in characters (default 1000000)",
+        default="",
+    )
     parser.addini("budget_retries", "retries of a failed model call (default 5)", default="")
     parser.addini(
         "budget_retry_max_s", "seconds after which a model call stops retrying", default=""
@@ -334,6 +345,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     session = BudgetSession(options)
     config.stash[SESSION_KEY] = session
+    from pytest_budget.replies import set_run_output_limit
+
+    set_run_output_limit(options.max_output_chars)
     session.extra["shard"] = options.shard.as_dict() if options.shard else None
     config.pluginmanager.register(_RunReporter(config, session), "budget-run")
     _check_model_agents(options)
@@ -564,6 +578,34 @@ def _shard_identity(item: pytest.Item, suites_folder: Path) -> str:
     return suite_identity(item.nodeid, path.name if path.parent == suites_folder else None)
 
 
+AGENT_ERRORS_KEY = pytest.StashKey[list[Any]]()
+_TRACEBACKS_SHOWN = 3
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Collect the errors of agents called during the test (for the failure report)."""
+    from pytest_budget.agent_log import collect_agent_errors
+
+    with collect_agent_errors() as log:
+        item.stash[AGENT_ERRORS_KEY] = log
+        return (yield)
+
+
+def agent_error_section(errors: list[Any]) -> str:
+    """The agents' own tracebacks (the first few distinct ones), for a failed test."""
+    shown: list[str] = []
+    for error in errors:
+        text = f"{error.role} {error.agent!r} {error.reason}\n{error.traceback}".rstrip()
+        if text not in shown:
+            shown.append(text)
+        if len(shown) == _TRACEBACKS_SHOWN:
+            break
+    more = len(errors) - sum(1 for _ in shown)
+    tail = f"\n({len(errors)} agent errors in this test in all)" if more > 0 else ""
+    return "\n\n".join(shown) + tail
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -577,6 +619,10 @@ def pytest_runtest_makereport(
     if record is not None and report.when in ("setup", "call"):
         # Travels to the xdist controller with the report (plain string attribute).
         report.budget_cell = record  # type: ignore[attr-defined]
+    errors = item.stash.get(AGENT_ERRORS_KEY, None)
+    if errors and report.when == "call" and report.failed:
+        # The user's own traceback, as pytest shows a test's: file and line in their code.
+        report.sections.append(("agent error traceback", agent_error_section(errors)))
     return report
 
 

@@ -4,32 +4,49 @@ A role is a small :class:`typing.Protocol`.  Any object with the role's method, 
 callable, fills the role; the method may be sync or async.  Sync callables run in a
 worker thread (anyio) so a slow agent never blocks the event loop, and every call goes
 through :func:`call_role`, which bounds concurrency and turns an agent's exception into
-an :class:`AgentError` carrying a one-line reason instead of crashing the cell.
+an :class:`AgentError` carrying a one-line reason (and the agent's own traceback) instead
+of crashing the cell, and a value no parser of the role could read (``None`` from a
+planner, a number from a tool agent, megabytes of text) into an :class:`InvalidOutput`
+naming its type.
+
+``KeyboardInterrupt`` and cancellation pass through (they stop the run or the task); every
+other exception, ``SystemExit``, ``GeneratorExit`` and custom ``BaseException`` subclasses
+included, is the agent's error for that one item.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
+import os
+import traceback
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import anyio.to_thread
+
+from pytest_budget.agent_log import collect_agent_errors, log_agent_error
+from pytest_budget.replies import reply_problem, safe_repr
 
 __all__ = [
     "ROLE_METHODS",
     "Actor",
     "AgentError",
     "Estimator",
+    "InvalidOutput",
     "Planner",
     "Solver",
     "ToolAgent",
     "acquire",
     "agent_name",
+    "agent_traceback",
     "call_role",
+    "collect_agent_errors",
     "for_each_bounded",
     "role_callable",
+    "run_blocking",
 ]
 
 
@@ -87,13 +104,75 @@ ROLE_METHODS: dict[str, str] = {
 
 
 class AgentError(Exception):
-    """An agent raised, or could not be called; ``reason`` is one line for the report."""
+    """An agent raised, or could not be called; ``reason`` is one line for the report.
 
-    def __init__(self, role: str, agent: str, reason: str) -> None:
+    ``traceback`` is the agent's own traceback (the frames of pytest-budget, anyio and
+    asyncio left out) when the agent raised, else ``""``.
+    """
+
+    def __init__(self, role: str, agent: str, reason: str, traceback: str = "") -> None:
         super().__init__(f"{role} {agent!r} {reason}")
         self.role = role
         self.agent = agent
         self.reason = reason
+        self.traceback = traceback
+
+
+class InvalidOutput(AgentError):
+    """The agent answered, but with nothing its role can read; ``reason`` names the type.
+
+    Scored like an unreadable answer (``invalid``), not like an agent that raised;
+    ``preview`` is a short, safe ``repr`` of what came back.
+    """
+
+    def __init__(self, role: str, agent: str, reason: str, preview: str = "") -> None:
+        super().__init__(role, agent, reason)
+        self.preview = preview
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_ANYIO_DIR = os.path.dirname(os.path.abspath(anyio.__file__)) + os.sep
+_STDLIB_DIR = os.path.dirname(os.path.abspath(functools.__file__)) + os.sep
+_STDLIB_PLUMBING = ("asyncio", "concurrent", "threading.py", "contextvars.py", "functools.py")
+
+
+def _user_frame(frame: traceback.FrameSummary) -> bool:
+    """Whether a frame is the agent's (not pytest-budget's, anyio's or the event loop's)."""
+    name = os.path.abspath(frame.filename)
+    if name.startswith((_PACKAGE_DIR, _ANYIO_DIR)):
+        return False
+    if name.startswith(_STDLIB_DIR):
+        return not name[len(_STDLIB_DIR) :].startswith(_STDLIB_PLUMBING)
+    return True
+
+
+def agent_traceback(exc: BaseException) -> str:
+    """``exc``'s traceback as Python prints it, with only the agent's own frames (and any
+    ``__cause__``/``__context__`` chain); never raises."""
+    try:
+        info = traceback.TracebackException.from_exception(exc, capture_locals=False)
+        seen: set[int] = set()
+        stack: list[traceback.TracebackException | None] = [info]
+        while stack:
+            current = stack.pop()
+            if current is None or id(current) in seen:
+                continue
+            seen.add(id(current))
+            kept = [frame for frame in current.stack if _user_frame(frame)]
+            current.stack = traceback.StackSummary.from_list(kept or list(current.stack)[-1:])
+            stack.extend([current.__cause__, current.__context__])
+        return "".join(info.format()).rstrip("\n")
+    except Exception:
+        return f"{type(exc).__name__}: {safe_repr(exc)}"
+
+
+def _reason(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    detail = text.splitlines()[0] if text.strip() else ""
+    return f"raised {type(exc).__name__}" + (f": {detail}" if detail else "")
 
 
 def agent_name(agent: object) -> str:
@@ -140,10 +219,27 @@ async def call_role(
     An agent with ``run_inline = True`` (quick, never blocking) is called in the event loop.
 
     ``limiter`` bounds how many calls run at once (``--budget-concurrency``).  Any
-    exception the agent raises comes back as :class:`AgentError` with a one-line reason.
+    exception the agent raises comes back as :class:`AgentError` with a one-line reason and
+    the agent's traceback (``KeyboardInterrupt`` and cancellation pass through); a reply no
+    parser of ``role`` could read raises :class:`InvalidOutput` naming its type.
     """
     fn = role_callable(agent, role)
     name = agent_name(agent)
+    result = await _call(fn, agent, role, name, args, limiter)
+    problem = reply_problem(role, result)
+    if problem is not None:
+        raise InvalidOutput(role, name, problem, safe_repr(result))
+    return result
+
+
+async def _call(
+    fn: Callable[..., Any],
+    agent: object,
+    role: str,
+    name: str,
+    args: tuple[Any, ...],
+    limiter: anyio.CapacityLimiter | None,
+) -> Any:
     try:
         if getattr(agent, "run_inline", False) is True:
             # Cheap, non-blocking agents (the reference ones): a worker thread per call would
@@ -164,10 +260,12 @@ async def call_role(
         return result
     except AgentError:
         raise
-    except Exception as exc:  # an agent's bug must not crash the cell
-        detail = str(exc).splitlines()[0] if str(exc) else ""
-        reason = f"raised {type(exc).__name__}" + (f": {detail}" if detail else "")
-        raise AgentError(role, name, reason) from exc
+    except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
+        raise  # the user stops the run; a task group cancels its tasks
+    except BaseException as exc:  # an agent's bug (even SystemExit) must not crash the cell
+        error = AgentError(role, name, _reason(exc), agent_traceback(exc))
+        log_agent_error(error)
+        raise error from exc
 
 
 async def acquire(limiter: anyio.CapacityLimiter) -> None:
@@ -210,3 +308,47 @@ async def for_each_bounded(
 
 async def _await(result: Awaitable[Any]) -> Any:
     return await result
+
+
+T = TypeVar("T")
+
+
+def run_blocking(func: Callable[[], Awaitable[T]]) -> T:
+    """Run ``func()`` to completion from synchronous code, in a new event loop.
+
+    Inside a running event loop (a sync helper called from an ``async def`` test under
+    pytest-asyncio or anyio) the loop runs in a fresh thread, so the caller's loop is not
+    re-entered ("already running"); the caller blocks until it is done, and the run's
+    context (output limit, agent-error log) goes with it.
+    """
+    import sniffio
+
+    from pytest_budget.models.connections import run_in_connection_scope
+
+    try:
+        sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return run_in_connection_scope(func)
+    import threading
+
+    box: list[Any] = []
+    context = contextvars.copy_context()
+
+    def in_thread() -> T:
+        # The copied context says which library runs the caller's loop; not this thread's.
+        sniffio.current_async_library_cvar.set(None)
+        return run_in_connection_scope(func)
+
+    def target() -> None:
+        try:
+            box.append((True, context.run(in_thread)))
+        except BaseException as exc:
+            box.append((False, exc))
+
+    thread = threading.Thread(target=target, name="pytest-budget-loop", daemon=True)
+    thread.start()
+    thread.join()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]

@@ -236,8 +236,8 @@ def pytest_budget_solver(config):
     result = run(pytester, *SMALL, "--budget-gate=off", "--budget-agent=oracle")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
-        "*Phase 0: solver 'solve' failed on all 6 items of pool 'sokoban' (first: solver "
-        "returned None; return a Solution, a mapping or the raw text)*"
+        "*Phase 0: solver 'solve' failed on all 6 items of pool 'sokoban' (first: returned "
+        "NoneType; expected a Solution, a mapping with 'text' (and 'tokens'/'answer') or text)*"
     ])  # fmt: skip
     arith, sokoban = cells(pytester)
     assert sokoban["outcome"] == "error" and sokoban["test_outcome"] == "failed"

@@ -236,3 +236,44 @@ def test_bad_role_agents_line_is_a_usage_error(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest_subprocess("--budget-suite=triage", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: budget_role_agents (ini): 'critic = openai:x' is not*"])
+
+
+@pytest.mark.parametrize(
+    ("agent", "variable", "base"),
+    [("openai/test-model", "OPENAI_BASE_URL", "/v1"),
+     ("anthropic/claude-test", "ANTHROPIC_BASE_URL", "")],
+)  # fmt: skip
+def test_provider_slash_model_and_base_url_from_the_environment(
+    pytester: pytest.Pytester,
+    model_server: _ModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    agent: str,
+    variable: str,
+    base: str,
+) -> None:
+    """``provider/model`` as other tools write it; the endpoint from the SDKs' variable."""
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, f"{model_server.url}{base}")
+    result = pytester.runpytest_subprocess(
+        "--budget-suite=awareness", _chat_file(pytester), f"--budget-agent={agent}",
+        "--budget-gate=off", "--budget-report=r.json", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
+    assert cell["agent"] == agent.replace("/", ":", 1)
+    assert cell["scores"]["n_probes"] == 6 and cell["scores"]["invalid_rate"] == 0.0
+    assert len(model_server.requests) == 6
+    assert all(body["model"] == agent.split("/")[1] for body in model_server.requests)
+
+
+@pytest.mark.parametrize("agent", ["mistral/large", "mistral:large", "gpt-4o"])
+def test_an_unknown_provider_lists_the_valid_forms(pytester: pytest.Pytester, agent: str) -> None:
+    result = pytester.runpytest_subprocess(
+        "--budget-suite=triage", f"--budget-agent={agent}", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = [x for x in result.stderr.lines if x.strip()]
+    assert line.startswith(f"ERROR: --budget-agent={agent}: unknown ")
+    assert "valid forms: anthropic/MODEL or anthropic:MODEL, openai/MODEL or openai:MODEL" in line
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()

@@ -83,7 +83,7 @@ def test_seed_changes_the_pools(pytester: pytest.Pytester) -> None:
             ["--budget-suite=triage,nope"],
             "*--budget-suite: unknown suite 'nope'; valid: triage, awareness, planning, all*",
         ),
-        (["--budget-agent=gpt"], "*--budget-agent=gpt: unknown agent; reference agents: *"),
+        (["--budget-agent=gpt"], "*--budget-agent=gpt: unknown agent; valid forms: *"),
         (["--budget-alpha=0.5,2"], "*--budget-alpha: 2 is outside (0, 1]*"),
         (
             ["--budget-variant=D"],

@@ -59,7 +59,7 @@ def test_limiter_bounds_concurrency() -> None:
     peak = 0
     lock = threading.Lock()
 
-    def planner(request: int) -> int:
+    def planner(request: int) -> str:
         nonlocal active, peak
         with lock:
             active += 1
@@ -67,7 +67,7 @@ def test_limiter_bounds_concurrency() -> None:
         time.sleep(0.02)
         with lock:
             active -= 1
-        return request
+        return str(request)
 
     async def main() -> None:
         limiter = anyio.CapacityLimiter(3)

@@ -9,6 +9,7 @@ Plain Python: no pytest.
 from __future__ import annotations
 
 import math
+import numbers
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,14 @@ from pytest_budget.awareness.metrics import (
 )
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
-from pytest_budget.roles import AgentError, agent_name, call_role, for_each_bounded
+from pytest_budget.replies import safe_repr
+from pytest_budget.roles import (
+    AgentError,
+    InvalidOutput,
+    agent_name,
+    call_role,
+    for_each_bounded,
+)
 
 __all__ = [
     "PARSE_POLICIES",
@@ -86,34 +94,61 @@ class AwarenessOutcome:
     curves: dict[str, Any] = field(default_factory=dict)
 
 
+def _bound(value: object) -> float | str:
+    """A bound as a float, or why it is not one (a string, None, a number past float)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return f"bound of type {type(value).__name__}, expected a number"
+    try:
+        return float(value)
+    except (OverflowError, ValueError, TypeError):
+        return "bound too large for a float"
+
+
 def _checked_interval(value: Interval, policy: ParsePolicy, where: str) -> Interval | Invalid:
     """The text parser's rules applied to an :class:`Interval` an agent returned directly."""
-    lo, hi = value.lo, value.hi
+    lo, hi = _bound(value.lo), _bound(value.hi)
+    for bound in (lo, hi):
+        if isinstance(bound, str):
+            return Invalid(safe_repr(value), f"{where}{bound}")
+    assert isinstance(lo, float) and isinstance(hi, float)
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        return Invalid(repr(value), f"{where}non-finite value (nan/inf)")
+        return Invalid(safe_repr(value), f"{where}non-finite value (nan/inf)")
     if lo < 0 or hi < 0:
-        return Invalid(repr(value), f"{where}negative bound")
+        return Invalid(safe_repr(value), f"{where}negative bound")
     if lo > hi:
         if PARSE_POLICIES[policy] == "invalid":
-            return Invalid(repr(value), f"{where}reversed interval (lo > hi)")
+            return Invalid(safe_repr(value), f"{where}reversed interval (lo > hi)")
         return Interval(hi, lo)
+    if (lo, hi) != (value.lo, value.hi) or type(value) is not Interval:
+        return Interval(lo, hi)  # plain floats from here on (ints, numpy numbers, subclasses)
     return value
 
 
 def _checked_object(reply: Estimate, dimensions: Sequence[str], policy: ParsePolicy) -> Estimate:
-    if isinstance(reply, Impossible | Invalid):
+    if isinstance(reply, Impossible):
         return reply
+    if isinstance(reply, Invalid):  # the estimator's own: its fields are whatever it put there
+        reason = reply.reason if isinstance(reply.reason, str) and reply.reason else ""
+        raw = reply.raw if isinstance(reply.raw, str) else safe_repr(reply.raw)
+        if reason and raw is reply.raw:
+            return reply
+        return Invalid(raw, reason or "the estimator returned Invalid without a reason")
     if isinstance(reply, Interval):
         if len(dimensions) > 1:
-            return Invalid(repr(reply), "single interval for a multi-dimension probe")
+            return Invalid(safe_repr(reply), "single interval for a multi-dimension probe")
         return _checked_interval(reply, policy, "")
     given = reply.as_dict()
     if set(given) != set(dimensions):
         return Invalid(
-            repr(reply),
-            f"intervals for {sorted(given)}, expected exactly {sorted(dimensions)}",
+            safe_repr(reply),
+            f"intervals for {sorted(map(str, given))}, expected exactly {sorted(dimensions)}",
         )
-    checked = {d: _checked_interval(given[d], policy, f"{d}: ") for d in dimensions}
+    checked = {
+        d: _checked_interval(given[d], policy, f"{d}: ")
+        if isinstance(given[d], Interval)
+        else Invalid(safe_repr(reply), f"{d}: {type(given[d]).__name__}, expected an Interval")
+        for d in dimensions
+    }
     for value in checked.values():
         if isinstance(value, Invalid):
             return value
@@ -134,12 +169,21 @@ def parse_answer(reply: Any, dimensions: Sequence[str], policy: ParsePolicy) -> 
     if isinstance(reply, Interval | IntervalMap | Impossible | Invalid):
         return _checked_object(reply, dimensions, policy)
     if not isinstance(reply, str):
-        return Invalid(repr(reply)[:200], f"answer is {type(reply).__name__}, expected text")
+        return Invalid(safe_repr(reply), f"answer is {type(reply).__name__}, expected text")
     return parse_estimate(
         reply,
         reversed_policy=PARSE_POLICIES[policy],
         dimensions=tuple(dimensions) if len(dimensions) > 1 else None,
     )
+
+
+def _read_answer(reply: Any, dimensions: Sequence[str], policy: ParsePolicy) -> Estimate:
+    """:func:`parse_answer`; anything it raises on a hostile object is an invalid answer."""
+    try:
+        return parse_answer(reply, dimensions, policy)
+    except Exception as exc:
+        reason = f"reading the answer ({type(reply).__name__}) raised {type(exc).__name__}"
+        return Invalid(safe_repr(reply), reason)
 
 
 def answered_records(results: Sequence[ProbeResult]) -> list[MultiProbeRecord]:
@@ -292,10 +336,13 @@ async def run_awareness_cell(
         probe, truth = probes[index]
         try:
             reply = await call_role(estimator, "estimator", probe, limiter=limiter)
+        except InvalidOutput as exc:  # None, a number, megabytes: invalid, never a crash
+            results[index] = ProbeResult(probe, truth, Invalid(exc.preview, exc.reason))
+            return
         except AgentError as exc:
             results[index] = ProbeResult(probe, truth, None, exc.reason)
             return
-        results[index] = ProbeResult(probe, truth, parse_answer(reply, dimensions, policy))
+        results[index] = ProbeResult(probe, truth, _read_answer(reply, dimensions, policy))
 
     await for_each_bounded(len(probes), ask, limiter)
     done = [r for r in results if r is not None]

@@ -134,7 +134,10 @@ def actor_reply(reply: Any) -> ActorReply:
     else becomes its ``str`` so the environment's parser can reject it as a bad action.
     """
     if isinstance(reply, ActorReply):
-        return reply
+        if isinstance(reply.text, str) and _usable(reply.tokens):
+            return reply
+        # Built by the agent: its fields are whatever it put there.
+        return ActorReply(_text(reply.text), _tokens(reply.tokens))
     if isinstance(reply, str):
         return ActorReply(reply)
     if isinstance(reply, Mapping):
@@ -143,13 +146,51 @@ def actor_reply(reply: Any) -> ActorReply:
         tokens: float | None = None
         if isinstance(usage, Mapping):
             if isinstance(usage.get("tokens"), int | float):
-                tokens = float(usage["tokens"])
+                tokens = _tokens(usage["tokens"])
             else:
-                parts = [usage.get(k) for k in ("input_tokens", "output_tokens")]
-                if all(isinstance(p, int | float) for p in parts):
-                    tokens = float(sum(parts))  # type: ignore[arg-type]
-        return ActorReply(text if isinstance(text, str) else str(text), tokens)
-    return ActorReply(str(reply))
+                parts = [_tokens(usage.get(k)) for k in ("input_tokens", "output_tokens")]
+                if all(p is not None for p in parts):
+                    tokens = _tokens(sum(p for p in parts if p is not None))
+        return ActorReply(text if isinstance(text, str) else _text(text), tokens)
+    return ActorReply(_text(reply))
+
+
+def _usable(tokens: object) -> bool:
+    """Whether an :class:`ActorReply`'s ``tokens`` can be read as they are."""
+    if tokens is None:
+        return True
+    if isinstance(tokens, bool) or not isinstance(tokens, int | float):
+        return False
+    try:
+        float(tokens)
+    except OverflowError:
+        return False
+    return True
+
+
+def _tokens(value: object) -> float | None:
+    """A reported token count as a float (None when it is not a number).
+
+    An integer past float's range becomes an infinity, which the environments ignore with
+    a note, as they do a negative or NaN count.
+    """
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _text(value: object) -> str:
+    """``str(value)`` for the environment's parser to reject; never raises."""
+    if isinstance(value, str):
+        return value
+    try:
+        text = str(value)
+    except Exception as exc:  # a hostile object: its str() raises or recurses
+        return f"<{type(value).__name__} object; str() raised {type(exc).__name__}>"
+    return text if isinstance(text, str) else f"<{type(value).__name__} object>"
 
 
 # ------------------------------------------------------------------------ dict form

@@ -35,6 +35,7 @@ from pytest_budget.models.client import (
 )
 
 __all__ = [
+    "BASE_URL_ENVS",
     "DEFAULT_API_KEY_ENVS",
     "DEFAULT_BASE_URLS",
     "PROVIDERS",
@@ -91,7 +92,16 @@ def key_required(base_url: str) -> bool:
     return urlsplit(base_url).hostname in _HOSTED
 
 
+#: Read when ``--budget-base-url`` is absent, as the providers' own SDKs do.
+BASE_URL_ENVS: dict[str, str] = {
+    "openai": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+}
+
+
 def _base_url(provider: str, base_url: str | None) -> str:
+    if not base_url:
+        base_url = os.environ.get(BASE_URL_ENVS[provider], "").strip() or None
     if not base_url:
         return DEFAULT_BASE_URLS[provider]
     url = base_url.strip().rstrip("/")
@@ -194,7 +204,9 @@ def build_chat_client(
 ) -> ChatClient:
     """The chat client for ``provider`` (``openai`` or ``anthropic``) and ``model``.
 
-    ``base_url`` defaults to the provider's hosted API (:data:`DEFAULT_BASE_URLS`); for
+    ``base_url`` defaults to the environment variable of :data:`BASE_URL_ENVS`
+    (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``), else the provider's hosted API
+    (:data:`DEFAULT_BASE_URLS`); for
     Anthropic a trailing ``/v1`` is dropped (the client adds it).  The key is read from the
     environment variable ``api_key_env`` (default :data:`DEFAULT_API_KEY_ENVS`); it is
     required for the hosted APIs and whenever ``api_key_env`` is named, optional otherwise.

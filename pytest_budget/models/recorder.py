@@ -61,6 +61,7 @@ __all__ = [
     "resolve_mode",
     "result_from_json",
     "result_to_json",
+    "scrub_result",
 ]
 
 RECORD_FORMAT = 1
@@ -78,6 +79,63 @@ def canonical_body(body: Mapping[str, Any]) -> str:
     return json.dumps(
         body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrub(text: str) -> str:
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
+
+
+def _scrub_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _scrub(value)
+    if isinstance(value, dict):
+        return {_scrub_value(k): _scrub_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_value(v) for v in value]
+    return value
+
+
+def scrub_result(result: ChatResult) -> ChatResult:
+    """``result`` with every lone surrogate (which has no UTF-8 form) replaced by U+FFFD.
+
+    A server may put ``"\\ud800"`` in its JSON; passed on, such a string could not be sent
+    back in the next request, written to a report or recorded.  Returns ``result`` itself
+    when there is none (the usual case).
+    """
+    texts = [result.text, result.raw_finish_reason or ""]
+    for call in result.tool_calls:
+        texts += [call.id, call.name, call.raw_arguments, json.dumps(call.arguments)]
+    if not any(_LONE_SURROGATE.search(text) for text in texts):
+        return result
+    calls = tuple(
+        ToolCall(
+            _scrub(call.id),
+            _scrub(call.name),
+            _scrub_value(call.arguments),
+            _scrub(call.raw_arguments),
+        )
+        for call in result.tool_calls
+    )
+    finish = None if result.raw_finish_reason is None else _scrub(result.raw_finish_reason)
+    return ChatResult(_scrub(result.text), calls, result.usage, finish)
+
+
+def _ascii_line(
+    key: str, provider: str, model: str, body: Mapping[str, Any], result: ChatResult
+) -> bytes:
+    """A journal line with every non-ASCII character escaped (same shape and keys)."""
+
+    def dumps(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+    return (
+        f'{{"format":{RECORD_FORMAT},"key":"{key}","model":{dumps(model)},'
+        f'"provider":{dumps(provider)},"request":{dumps(dict(body))},'
+        f'"response":{dumps(result_to_json(result))}}}\n'
+    ).encode("ascii")
 
 
 def key_of(provider: str, body_json: str) -> str:
@@ -349,12 +407,18 @@ class CallRecorder:
         response = json.dumps(
             result_to_json(result), sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
-        line = (
+        line_text = (
             f'{{"format":{RECORD_FORMAT},"key":"{key}",'
             f'"model":{json.dumps(model, ensure_ascii=False)},'
             f'"provider":{json.dumps(provider, ensure_ascii=False)},'
             f'"request":{body_json},"response":{response}}}\n'
-        ).encode()
+        )
+        try:
+            line = line_text.encode()
+        except UnicodeEncodeError:
+            # A lone surrogate (a model may send "\ud800" in its JSON) has no UTF-8 form:
+            # escaped as JSON \u sequences it is stored, and replays as the same string.
+            line = _ascii_line(key, provider, model, body, result)
         cassette = self._cassette(provider, model)
         with self._lock:
             return Path(cassette.append(key, line))

@@ -40,7 +40,7 @@ from pytest_budget.budget import Usage, current_meter
 from pytest_budget.models.client import ChatClient, ChatResult, ModelCallError, ToolSpec
 from pytest_budget.models.ledger import SpendLedger
 from pytest_budget.models.prices import PriceTable
-from pytest_budget.models.recorder import CallRecorder, canonical_body, key_of
+from pytest_budget.models.recorder import CallRecorder, canonical_body, key_of, scrub_result
 from pytest_budget.models.retry import RetryPolicy, call_with_retries, is_transient
 from pytest_budget.models.usage import TokenUsage
 from pytest_budget.roles import acquire
@@ -409,6 +409,7 @@ class RuntimeChatModel:
             runtime._count(release=reserved)
             raise
         runtime.limit.succeeded()
+        result = scrub_result(result)  # a lone surrogate must not lose a paid-for answer
         price = runtime.prices.lookup(self.provider, self.model)
         cost = price.cost(result.usage) if price is not None else 0.0
         if recorder is not None:

@@ -53,7 +53,7 @@ from pytest_budget.planning.env import TravelEnv, expected_answer
 from pytest_budget.planning.ids import parse_answer
 from pytest_budget.planning.records import EpisodeRecord, Query, ToolCallRecord
 from pytest_budget.planning.tools import Tool, atomic_chain, goal_type, task_label
-from pytest_budget.roles import AgentError, call_role
+from pytest_budget.roles import AgentError, InvalidOutput, call_role
 
 __all__ = [
     "ANSWER_CALL_NAME",
@@ -526,6 +526,11 @@ async def run_episode(
         loop.step += 1
         try:
             reply = await call_role(agent, "tool_agent", observation, limiter=limiter)
+        except InvalidOutput as exc:  # None, a number, a dict of no known shape, megabytes
+            # Like any unreadable reply: the turn has no tool call, so the episode ends.
+            loop.messages.append({"role": "assistant", "content": None})
+            loop.notes.append(f"turn {loop.step}: unreadable reply (the agent {exc.reason}); ended")
+            break
         except AgentError as exc:
             error = exc.reason
             break

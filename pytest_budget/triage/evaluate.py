@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from pytest_budget.roles import AgentError, agent_name, call_role
+from pytest_budget.roles import AgentError, InvalidOutput, agent_name, call_role
 from pytest_budget.triage.phase0 import is_truncated
 from pytest_budget.triage.plan_parser import parse_plan
 from pytest_budget.triage.planners import OraclePlanner, derive_seed
@@ -312,7 +312,9 @@ async def run_cell(
     try:
         raw = await call_role(planner, "planner", request, limiter=limiter)
         truncated = is_truncated(raw)
-        plan = parse_plan(raw, [item.id for item in gradeable])
+        plan = _read_plan(raw, [item.id for item in gradeable])
+    except InvalidOutput as exc:  # nothing a plan could be read from: invalid, not error
+        plan = Plan(status=PlanStatus.UNPARSEABLE, repairs=(f"planner {exc.reason}",))
     except AgentError as exc:
         plan = Plan(status=PlanStatus.UNPARSEABLE, repairs=(exc.reason,))
         outcome, reason = "error", str(exc)
@@ -411,3 +413,12 @@ def truncation_warning(cell_id: str, counts: Mapping[str, int]) -> str | None:
         f"token cap (planner {counts['planner']}/{counts['planner_calls']}, Phase 0 solver "
         f"{counts['phase0']}/{counts['phase0_calls']}); raise max_tokens for this model"
     )
+
+
+def _read_plan(raw: object, pool_ids: list[str]) -> Plan:
+    """:func:`parse_plan`, with anything it raises on a hostile object read as unparseable."""
+    try:
+        return parse_plan(raw, pool_ids)
+    except Exception as exc:
+        reason = f"reading the plan ({type(raw).__name__}) raised {type(exc).__name__}"
+        return Plan(status=PlanStatus.UNPARSEABLE, repairs=(reason,))

@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 
 from pytest_budget.files import new_file_mode
+from pytest_budget.replies import safe_repr
 from pytest_budget.roles import AgentError, agent_name, call_role, for_each_bounded
 from pytest_budget.tokens import count_tokens
 from pytest_budget.triage.graders import extract_answer, grade
@@ -84,6 +85,19 @@ def coerce_solution(raw: object) -> Solution:
     ``None`` or another type raises ``TypeError`` with a reason for the report.
     """
     if isinstance(raw, Solution):
+        # Built by the agent: its fields are whatever it put there.
+        if not isinstance(raw.text, str):
+            raise TypeError(f"solver returned a Solution whose text is {type(raw.text).__name__}")
+        count: object = raw.tokens
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise TypeError(
+                f"solver returned a Solution with tokens of type {type(count).__name__}; "
+                "expected a non-negative integer"
+            )
+        if raw.answer is not None and not isinstance(raw.answer, str):
+            raise TypeError(
+                f"solver returned a Solution whose answer is {type(raw.answer).__name__}"
+            )
         return raw
     if isinstance(raw, str):
         return Solution(text=raw, tokens=count_tokens(raw), answer=extract_answer(raw))
@@ -94,11 +108,21 @@ def coerce_solution(raw: object) -> Solution:
         tokens = raw.get("tokens")
         if tokens is None:
             tokens = count_tokens(text)
-        if isinstance(tokens, bool) or not isinstance(tokens, int | float) or tokens < 0:
-            raise TypeError(f"solver returned tokens={tokens!r}; expected a non-negative integer")
+        if (
+            isinstance(tokens, bool)
+            or not isinstance(tokens, int | float)
+            or not 0 <= tokens < 2**63  # NaN and infinities fail too
+        ):
+            raise TypeError(
+                f"solver returned tokens={safe_repr(tokens)}; expected a non-negative integer"
+            )
         answer = raw.get("answer")
         if answer is None:
             answer = extract_answer(text)
+        elif not isinstance(answer, str | int | float) or isinstance(answer, bool):
+            raise TypeError(
+                f"solver returned an answer of type {type(answer).__name__}; expected text"
+            )
         return Solution(
             text=text, tokens=int(tokens), answer=None if answer is None else str(answer)
         )
@@ -272,18 +296,22 @@ async def measure_baselines(
         try:
             raw = await call_role(solver, "solver", problem, max_tokens, limiter=limiter)
             solution = coerce_solution(raw)
+            baseline = _baseline(item, solution)
         except AgentError as exc:
             report.errors[item.id] = exc.reason
             return
         except TypeError as exc:
             report.errors[item.id] = str(exc)
             return
+        except Exception as exc:  # a hostile reply object: an error of this item, not a crash
+            report.errors[item.id] = f"reading the solver's reply raised {type(exc).__name__}"
+            return
         cache.put(identity, item, solution, max_tokens=max_tokens, seed=seed)
         report.sources[item.id] = "solver"
         if is_truncated(solution):
             report.truncated.add(item.id)
         report.solutions[item.id] = solution
-        report.baselines[item.id] = _baseline(item, solution)
+        report.baselines[item.id] = baseline
 
     async def at(index: int) -> None:
         await one(items[index])

@@ -1,0 +1,224 @@
+"""No agent output crashes the suite's own code (hypothesis, one property per role).
+
+Each role's agent returns an arbitrary value: text over every code point (lone surrogates
+included, with the tags the parsers look for mixed in), or an arbitrary Python object
+(huge integers, NaN, bytes, nested containers, estimate and plan objects with arbitrary
+fields, objects whose ``repr``/``str`` raise or recurse).  The value goes through the same
+path a suite cell takes: :func:`~pytest_budget.roles.call_role`, the role's coercion and
+parser, and scoring.  Properties: no exception escapes, and every item ends either read or
+``invalid``/unreadable with a reason (never silently dropped).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from typing import Any
+
+import anyio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_budget.awareness.answers import Impossible, Interval, IntervalMap, Invalid
+from pytest_budget.awareness.evaluate import run_awareness_cell
+from pytest_budget.awareness.rollouts import ActorReply, Rollout, Turn
+from pytest_budget.awareness.sokoban_env import SOKOBAN_PRESETS, generate_rollouts
+from pytest_budget.planning.episode import run_episode
+from pytest_budget.planning.queries import generate_queries
+from pytest_budget.triage import Baseline, Item, Plan, PlanEntry, run_cell
+from pytest_budget.triage.phase0 import Phase0Cache, measure_baselines
+from pytest_budget.triage.types import Pool, Solution
+
+
+class RaisingRepr:
+    def __repr__(self) -> str:
+        raise ValueError("no repr for you")
+
+    __str__ = __repr__
+
+
+class RecursiveRepr:
+    def __repr__(self) -> str:
+        return repr(self)
+
+    __str__ = __repr__
+
+
+class RaisingAttributes:
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"no {name}")
+
+
+class BrokenMapping(dict[str, Any]):
+    def get(self, key: str, default: Any = None) -> Any:
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
+SURROGATES = st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"])
+TAG_PIECES = st.sampled_from(
+    ["<answer>", "</answer>", "<think>", "</think>", "[", "]", ",", ":", "impossible",
+     '{"plan": [', '{"id": "p0", "tokens": ', "}", "]}", "1e400", "-5", "NaN", " ", "\n",
+     "tokens:", "Answer:", "```json", "```"]
+)  # fmt: skip
+TEXT = st.lists(st.one_of(st.text(max_size=20), SURROGATES, TAG_PIECES), max_size=30).map("".join)
+NUMBERS = st.one_of(
+    st.integers(),
+    st.integers(min_value=10**300, max_value=10**500),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.complex_numbers(allow_nan=True),
+)
+HOSTILE = st.one_of(
+    st.builds(RaisingRepr),
+    st.builds(RecursiveRepr),
+    st.builds(RaisingAttributes),
+    st.builds(object),
+)
+ATOMS = st.one_of(st.none(), NUMBERS, TEXT, st.binary(max_size=10), HOSTILE)
+
+
+def _containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    keys = st.one_of(
+        st.sampled_from(["plan", "id", "tokens", "text", "answer", "content", "tool_calls",
+                         "choices", "usage", "name", "arguments", "function"]),
+        st.text(max_size=5),
+    )  # fmt: skip
+    return st.one_of(
+        st.lists(children, max_size=4),
+        st.tuples(children, children),
+        st.dictionaries(keys, children, max_size=4),
+        st.builds(BrokenMapping, st.dictionaries(keys, children, max_size=2)),
+        st.builds(Interval, children, children),
+        st.builds(IntervalMap, st.lists(st.tuples(TEXT, children), max_size=3).map(tuple)),
+        st.builds(Invalid, children, children),
+        st.builds(Plan, st.lists(st.builds(PlanEntry, children, children), max_size=3).map(tuple)),
+        st.builds(Solution, children, children, children),
+        st.builds(ActorReply, children, children),
+    )
+
+
+OBJECTS = st.recursive(ATOMS, _containers, max_leaves=8)
+OUTPUTS = st.one_of(TEXT, OBJECTS, st.just(Impossible()))
+#: Examples per role; ``BUDGET_FUZZ_EXAMPLES=5000`` for a longer campaign.
+EXAMPLES = int(os.environ.get("BUDGET_FUZZ_EXAMPLES", "150"))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def _returns(value: Any, method: str) -> object:
+    """An agent whose role method returns ``value`` (sync: it runs in a worker thread)."""
+
+    def answer(*args: Any) -> Any:
+        return value
+
+    return type("Hostile", (), {method: staticmethod(answer), "name": "hostile"})()
+
+
+# ----------------------------------------------------------------------------- planner
+
+POOL = Pool(
+    name="tiny",
+    domain="arith",
+    items=tuple(Item(id=f"p{i}", text=f"{i} + {i} = ?") for i in range(4)),
+)
+TRUTH = {f"p{i}": Baseline(solved=i % 2 == 0, tokens=100 + 50 * i) for i in range(4)}
+
+
+@SETTINGS
+@given(OUTPUTS)
+def test_planner_outputs_never_crash_a_cell(value: Any) -> None:
+    cell = functools.partial(
+        run_cell, POOL, TRUTH, 0.5, _returns(value, "plan"), seed=1, samples=20
+    )
+    outcome = anyio.run(cell)
+    assert outcome.outcome in ("ok", "invalid")  # never "error": the planner did not raise
+    if outcome.outcome == "invalid":
+        # Unparseable after repair: excluded from the averages (TRIAGE App. B), not scored.
+        assert outcome.reason and outcome.scores.v_u is None
+    else:
+        assert outcome.scores.v_u is not None
+        assert outcome.scores.v_u <= outcome.scores.v_oracle
+
+
+# --------------------------------------------------------------------------- estimator
+
+ROLLOUTS = [
+    Rollout(
+        id=f"r{i}",
+        env="mine",
+        budget={"tokens": 1000.0},
+        success=i == 0,
+        turns=tuple(Turn({"tokens": 100.0 + 10 * t}) for t in range(3)),
+    )
+    for i in range(2)
+]
+
+
+@SETTINGS
+@given(OUTPUTS)
+def test_estimator_outputs_never_crash_a_cell(value: Any) -> None:
+    outcome = anyio.run(run_awareness_cell, ROLLOUTS, _returns(value, "estimate"))
+    assert outcome.n_probes == 4 and outcome.n_errors == 0  # every probe asked and read
+    assert outcome.outcome == "ok"
+    for result in outcome.results:
+        assert result.estimate is not None
+        if isinstance(result.estimate, Invalid):
+            assert result.estimate.reason
+        if isinstance(result.estimate, Interval):
+            assert math.isfinite(result.estimate.lo) and math.isfinite(result.estimate.hi)
+            assert 0 <= result.estimate.lo <= result.estimate.hi
+
+
+# -------------------------------------------------------------------------- tool agent
+
+QUERY = generate_queries("dining", 1, seed=3)[0]
+
+
+@SETTINGS
+@given(OUTPUTS)
+def test_tool_agent_outputs_never_crash_an_episode(value: Any) -> None:
+    episode = functools.partial(
+        run_episode, QUERY, 1, "static", 0, _returns(value, "act"), seed=3, max_steps=3
+    )
+    record = anyio.run(episode)
+    assert record.error is None  # the agent never raised: its replies were read or refused
+    assert len(record.calls) <= 3
+
+
+# ------------------------------------------------------------------------------ solver
+
+ITEMS = [Item(id="s1", text="2 + 2 = ?", domain="arith", answer="4")]
+
+
+@SETTINGS
+@given(OUTPUTS)
+def test_solver_outputs_never_crash_phase0(value: Any) -> None:
+    report = anyio.run(
+        functools.partial(
+            measure_baselines, ITEMS, _returns(value, "solve"), cache=Phase0Cache(None)
+        )
+    )
+    # Either measured or an error of that item with a reason; nothing in between.
+    assert (set(report.baselines) | set(report.errors)) == {"s1"}
+    assert all(reason for reason in report.errors.values())
+
+
+# ------------------------------------------------------------------------------- actor
+
+
+@settings(SETTINGS, max_examples=max(1, EXAMPLES // 3))
+@given(OUTPUTS)
+def test_actor_outputs_never_crash_a_rollout(value: Any) -> None:
+    preset = SOKOBAN_PRESETS["sokoban-6x6"]
+    rollouts = anyio.run(functools.partial(generate_rollouts, preset, 1, 5, _returns(value, "act")))
+    (rollout,) = rollouts
+    assert rollout.T >= 1
+    if rollout.meta.get("actor_error"):
+        assert isinstance(rollout.meta["actor_error"], str)
