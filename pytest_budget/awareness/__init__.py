@@ -16,7 +16,10 @@ from pytest_budget.awareness.answers import (
     IntervalMap,
     Invalid,
     ReversedPolicy,
+    parse_bagen,
     parse_estimate,
+    parse_rl,
+    parse_strict,
 )
 from pytest_budget.awareness.environments import (
     ENVIRONMENTS,
@@ -135,7 +138,10 @@ __all__ = [
     "midpoint_relative_error",
     "miss_bins",
     "parse_answer",
+    "parse_bagen",
     "parse_estimate",
+    "parse_rl",
+    "parse_strict",
     "per_dimension_scores",
     "project_dimension",
     "read_rollouts",

@@ -127,7 +127,8 @@ def _checked_object(reply: Estimate, dimensions: Sequence[str], policy: ParsePol
 def parse_answer(reply: Any, dimensions: Sequence[str], policy: ParsePolicy) -> Estimate:
     """An estimator's reply as an :class:`Estimate`; never raises on agent output.
 
-    Text goes through :func:`~pytest_budget.awareness.answers.parse_estimate`; estimate
+    Text goes through :func:`~pytest_budget.awareness.answers.parse_estimate` (``bagen``:
+    BAGEN's public parser; ``strict``: the stricter reading); estimate
     objects get the same checks (finite, non-negative, the reversed-interval policy, exactly
     the probe's dimensions).
     """
@@ -137,7 +138,7 @@ def parse_answer(reply: Any, dimensions: Sequence[str], policy: ParsePolicy) -> 
         return Invalid(repr(reply)[:200], f"answer is {type(reply).__name__}, expected text")
     return parse_estimate(
         reply,
-        reversed_policy=PARSE_POLICIES[policy],
+        policy=policy,
         dimensions=tuple(dimensions) if len(dimensions) > 1 else None,
     )
 

@@ -46,7 +46,8 @@ from pytest_budget.awareness.answers import (
     Interval,
     IntervalMap,
     Invalid,
-    parse_estimate,
+    RLInterval,
+    parse_rl,
 )
 
 __all__ = [
@@ -532,14 +533,21 @@ def reward(probes: Probes) -> float | None:
 
 
 def reward_from_text(text: str, remaining: float, feasible: bool) -> float:
-    """The RL reward of one raw reply, parsed strictly (a reversed interval is malformed)."""
-    est = parse_estimate(text, reversed_policy="invalid")
+    """BAGEN's RL reward of one raw reply (§2.9), read with the RL parser (§1c,
+    :func:`~pytest_budget.awareness.answers.parse_rl`).
+
+    Invalid -> 0.  Truly impossible: 0.2 for ``impossible``, else 0.  Truly possible:
+    ``impossible``, a scalar or a reversed interval -> 0; r = 0 -> 1.8 only for [0, 0];
+    lo <= r <= hi -> 1.8 * max(0, 1 - (hi - lo)/r); not covered -> 0.
+    """
+    est = parse_rl(text)
     if not feasible:
         return REWARD_IMPOSSIBLE if isinstance(est, Impossible) else 0.0
-    if not isinstance(est, Interval):
+    if not isinstance(est, RLInterval) or est.lo > est.hi:
         return 0.0
     r = np.array([remaining], dtype=np.float64)
-    _, score = _coverage_and_tightness(np.array([est.lo]), np.array([est.hi]), r, np.array([True]))
+    lo, hi = np.array([float(est.lo)]), np.array([float(est.hi)])
+    _, score = _coverage_and_tightness(lo, hi, r, np.array([True]))
     return float(REWARD_COVERED * score[0])
 
 

@@ -88,6 +88,8 @@ from pytest_budget.awareness.search_corpus import (
     normalize_answer,
     title_entity,
 )
+from pytest_budget.awareness.tags import blocks as tag_blocks
+from pytest_budget.awareness.tags import count_opens, strip_blocks
 from pytest_budget.roles import AgentError, call_role
 from pytest_budget.tokens import count_tokens
 
@@ -259,20 +261,13 @@ class ParsedAction:
     error: str | None = None
 
 
-_THINK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_BLOCKS = {
-    tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.IGNORECASE | re.DOTALL)
-    for tag in ("search", "answer")
-}
-_OPENS = {tag: re.compile(rf"<{tag}>", re.IGNORECASE) for tag in ("search", "answer")}
-
-
 def parse_action(reply: str) -> ParsedAction:
     """Read exactly one ``<search>`` or ``<answer>`` block (``<think>`` blocks are skipped)."""
-    text = _THINK.sub(" ", reply)
-    blocks = {tag: pattern.findall(text) for tag, pattern in _BLOCKS.items()}
-    for tag, opens in _OPENS.items():
-        if len(opens.findall(text)) > len(blocks[tag]):
+    # Linear time on any text (tags.py); the same results as the regular expressions.
+    text = strip_blocks(reply, "think", " ")
+    blocks = {tag: [b.content for b in tag_blocks(text, tag)] for tag in ("search", "answer")}
+    for tag in ("search", "answer"):
+        if count_opens(text, tag) > len(blocks[tag]):
             return ParsedAction(None, error=f"unclosed <{tag}> tag")
     searches, answers = blocks["search"], blocks["answer"]
     if searches and answers:

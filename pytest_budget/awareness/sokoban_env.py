@@ -30,6 +30,7 @@ Plain Python, numpy and anyio: no pytest here.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import math
 import re
@@ -47,6 +48,8 @@ from pytest_budget.awareness.rollouts import (
     Turn,
     actor_reply,
 )
+from pytest_budget.awareness.tags import blocks as tag_blocks
+from pytest_budget.awareness.tags import count_opens
 from pytest_budget.roles import AgentError, call_role
 from pytest_budget.sokoban import (
     ACTIONS,
@@ -280,8 +283,6 @@ class ParsedReply:
     error: str | None = None
 
 
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
-_OPEN_ANSWER = re.compile(r"<answer>", re.IGNORECASE)
 # "||" and "|" and "," and ";" and any whitespace all separate moves.
 _SEPARATORS = re.compile(r"[|,;\s]+")
 _ACTION_NAMES = {name.lower(): name for name in ACTIONS}
@@ -293,12 +294,14 @@ def parse_reply(text: str, max_actions: int = 3) -> ParsedReply:
     The last block wins so that a format example quoted inside ``<think>`` does not count.
     Any word that is not a move voids the whole answer (no half-applied guesses).
     """
-    blocks = _ANSWER.findall(text)
-    if not blocks:
-        if _OPEN_ANSWER.search(text):
+    # linear time, even on hostile text (collections.deque keeps only the last block)
+    found = collections.deque(tag_blocks(text, "answer"), maxlen=1)
+    last = found[0] if found else None
+    if last is None:
+        if count_opens(text, "answer"):
             return ParsedReply((), error="unclosed <answer> tag")
         return ParsedReply((), error="no <answer>...</answer> block")
-    words = [word for word in _SEPARATORS.split(blocks[-1]) if word]
+    words = [word for word in _SEPARATORS.split(last.content) if word]
     if not words:
         return ParsedReply((), error="empty answer")
     moves: list[str] = []

@@ -103,11 +103,11 @@ import csv
 import hashlib
 import heapq
 import io
+import itertools
 import json
 import math
 import os
 import random
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -120,6 +120,8 @@ import numpy as np
 
 from pytest_budget.awareness.answers import WAREHOUSE_DIMENSIONS
 from pytest_budget.awareness.rollouts import ActorObservation, Rollout, Turn, actor_reply
+from pytest_budget.awareness.tags import blocks as tag_blocks
+from pytest_budget.awareness.tags import strip_blocks
 from pytest_budget.roles import AgentError, call_role
 
 __all__ = [
@@ -536,9 +538,6 @@ class WarehouseAction:
 
 _ACTION_KEYS = ("orders", "shipments", "credit_draw", "credit_repay", "factor")
 _MAX_NUMBER = 1e12  # anything larger is a typo, not a decision
-_THINK_RE = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
-_FENCE_RE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.IGNORECASE | re.DOTALL)
 
 
 def _amount(value: Any, where: str, *, integer: bool = False) -> float:
@@ -606,21 +605,29 @@ def action_from_dict(data: Any, config: WarehouseConfig = DEFAULT_CONFIG) -> War
     return WarehouseAction(tuple(orders), tuple(shipments), draw, repay, factor)
 
 
+def _unfence(body: str) -> str:
+    """The inside of a ```` ```json ... ``` ```` fence (the whole body), else ``body``."""
+    if len(body) < 6 or not (body.startswith("```") and body.endswith("```")):
+        return body
+    inner = body[3:-3]
+    if inner[:4].lower() == "json":
+        inner = inner[4:]
+    return inner.strip()
+
+
 def parse_action(text: str, config: WarehouseConfig = DEFAULT_CONFIG) -> WarehouseAction:
     """Read the JSON action inside ``<answer>...</answer>``; ``<think>`` blocks are ignored.
 
     Raises :class:`ActionError` with a one-line reason; never anything else.
     """
-    stripped = _THINK_RE.sub("", text)
-    found = _ANSWER_RE.findall(stripped)
+    # Linear time on any text (tags.py), unlike the regular expressions it replaces.
+    stripped = strip_blocks(text, "think")
+    found = list(itertools.islice(tag_blocks(stripped, "answer"), 2))
     if not found:
         raise ActionError("no <answer>...</answer> tag with a JSON action")
     if len(found) > 1:
         raise ActionError("more than one <answer> tag")
-    body = found[0].strip()
-    fenced = _FENCE_RE.match(body)
-    if fenced:
-        body = fenced.group(1)
+    body = _unfence(found[0].content.strip())
     try:
         data = json.loads(body)
     except (json.JSONDecodeError, RecursionError) as exc:
