@@ -133,10 +133,15 @@ _NUMBER = re.compile(
     r"(?:^|(?<=[\s\[(,:;]))(?P<sign>[-+])(?=\d|\.\d)"
     r"|(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
 )
-_NON_FINITE = re.compile(r"\b(?:nan|inf|infinity)\b", re.IGNORECASE)
-# A name starts a word (so "aaaa..." is tried once, not from every letter), and the
-# bracket holds no bracket (so "a:[a:[a:[..." is not rescanned to the end from each "a:[").
-_DIMENSION = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)\s*:\s*\[([^\[\]]*)\]")
+# nan / inf / infinity as whole words, any case.  The pattern starts with a character class
+# (not \b) so the engine skips quickly to candidates: linear and fast on 10 MB of text.
+_NON_FINITE = re.compile(r"[nNiI](?<![\w][nNiI])(?i:an|nf(?:inity)?)\b")
+_DIGIT = re.compile(r"\d")
+# Warehouse entries are found by their ":[" (a literal, fast to find) and the name is read
+# backwards from the colon on the reversed text: each character is looked at a bounded
+# number of times, so "a:[a:[..." or a 10 MB name stay linear.
+_ENTRY = re.compile(r":\s*\[([^\[\]]*)\]")
+_NAME_BACKWARDS = re.compile(r"\s*([A-Za-z0-9_]+)")
 _DIGITS = re.compile(r"\d+")
 # BAGEN's Warehouse numbers and pairs (§1b).
 _BAGEN_NUM = r"(-?\d+(?:\.\d+)?)"
@@ -146,10 +151,10 @@ _BAGEN_LABELS: dict[str, tuple[str, ...]] = {
     "warehouse_item_weeks": ("warehouse_item_weeks", "warehouse"),
     "cumulative_cost_usd": ("cumulative_cost_usd", "cumulative_cost", "cost"),
 }
+# Matched on the lower-cased answer (labels are matched in any case), without IGNORECASE:
+# a pattern that starts with a literal is found by a fast scan.
 _BAGEN_LABELLED = {
-    label: re.compile(
-        rf"{label}\s*[:\uff1a]\s*\[\s*{_BAGEN_NUM}\s*,\s*{_BAGEN_NUM}\s*\]", re.IGNORECASE
-    )
+    label: re.compile(rf"{label}\s*[:\uff1a]\s*\[\s*{_BAGEN_NUM}\s*,\s*{_BAGEN_NUM}\s*\]")
     for labels in _BAGEN_LABELS.values()
     for label in labels
 }
@@ -159,23 +164,36 @@ _RL_SCALAR = re.compile(r"\d+")
 _MAX_DIGITS = 4000  # below Python's int-from-text limit (4300 digits)
 
 
-def _numbers(content: str) -> list[float]:
-    """Every number in ``content``, with its sign where the sign is unambiguous."""
+def _numbers(content: str, limit: int = 2) -> tuple[list[float], int]:
+    """The first ``limit`` numbers in ``content`` with their sign where the sign is
+    unambiguous, and where the last one ends (the end of ``content`` if fewer were found).
+
+    Each number is looked for from the next digit (found by a fast character scan), so the
+    slow number pattern only ever runs a few characters before a digit.
+    """
     out: list[float] = []
     sign = 1.0
-    for match in _NUMBER.finditer(content):
-        if match.group("sign") is not None:
-            sign = -1.0 if match.group("sign") == "-" else 1.0
-            continue
-        out.append(sign * float(match.group("num")))
-        sign = 1.0
-    return out
+    pos = 0
+    while len(out) < limit:
+        digit = _DIGIT.search(content, pos)
+        if digit is None:
+            return out, len(content)
+        # a number starts at most two characters before its first digit ("-.5")
+        for match in _NUMBER.finditer(content, max(pos, digit.start() - 2)):
+            if match.group("sign") is not None:
+                sign = -1.0 if match.group("sign") == "-" else 1.0
+                continue
+            out.append(sign * float(match.group("num")))
+            sign = 1.0
+            pos = match.end()
+            break
+    return out, pos
 
 
 def _interval(raw: str, content: str, policy: ReversedPolicy, where: str) -> Interval | Invalid:
-    if _NON_FINITE.search(content):
+    values, end = _numbers(content)
+    if _NON_FINITE.search(content, 0, end):
         return Invalid(raw, f"{where}non-finite value (nan/inf)")
-    values = _numbers(content)
     if not values:
         return Invalid(raw, f"{where}no number in the answer")
     if len(values) == 1:
@@ -197,21 +215,32 @@ def _interval_map(
 ) -> IntervalMap | Invalid:
     wanted = {d.lower(): d for d in dimensions}
     found: dict[str, Interval] = {}
-    for match in _DIMENSION.finditer(content):
-        key = match.group(1).lower()
-        if key not in wanted:
-            return Invalid(raw, f"unknown dimension {match.group(1)!r}")
-        name = wanted[key]
+    backwards = content[::-1]
+    kept: list[str] = []
+    pos = 0
+    for match in _ENTRY.finditer(content):
+        named = _NAME_BACKWARDS.match(backwards, len(content) - match.start())
+        if named is None:
+            continue
+        start = len(content) - named.end()
+        label = named.group(1)[::-1]
+        if start < pos or not (label[0].isalpha() or label[0] == "_"):
+            continue  # not a name:[...] entry; its brackets stay in the leftover text
+        if label.lower() not in wanted:
+            return Invalid(raw, f"unknown dimension {label!r}")
+        name = wanted[label.lower()]
         if name in found:
             return Invalid(raw, f"dimension {name!r} given twice")
-        parsed = _interval(raw, match.group(2), policy, f"{name}: ")
+        parsed = _interval(raw, match.group(1), policy, f"{name}: ")
         if isinstance(parsed, Invalid):
             return parsed
         found[name] = parsed
+        kept.append(content[pos:start])
+        pos = match.end()
     missing = [d for d in dimensions if d not in found]
     if missing:
         return Invalid(raw, f"missing dimension(s): {', '.join(missing)}")
-    leftover = _DIMENSION.sub("", content)
+    leftover = "".join(kept) + content[pos:]
     if re.search(r"[0-9\[\]]", leftover):
         return Invalid(raw, "text outside the name:[lo, hi] entries")
     return IntervalMap(tuple((d, found[d]) for d in dimensions))
@@ -267,13 +296,13 @@ def _finite_pair(raw: str, lo: str, hi: str, where: str) -> Interval | Invalid:
 def _bagen_map(raw: str, content: str, dimensions: Sequence[str]) -> IntervalMap | Invalid:
     """§1b: labelled intervals, else the first three ``[num, num]`` pairs."""
     labelled: dict[str, Interval] = {}
+    lowered = content.lower()
     for dim in dimensions:
-        for label in _BAGEN_LABELS.get(dim, (dim,)):
+        for label in _BAGEN_LABELS.get(dim, (dim.lower(),)):
             pattern = _BAGEN_LABELLED.get(label) or re.compile(
-                rf"{re.escape(label)}\s*[:\uff1a]\s*\[\s*{_BAGEN_NUM}\s*,\s*{_BAGEN_NUM}\s*\]",
-                re.IGNORECASE,
+                rf"{re.escape(label)}\s*[:\uff1a]\s*\[\s*{_BAGEN_NUM}\s*,\s*{_BAGEN_NUM}\s*\]"
             )
-            found = pattern.search(content)
+            found = pattern.search(lowered)
             if found is not None:
                 pair = _finite_pair(raw, found.group(1), found.group(2), f"{dim}: ")
                 if isinstance(pair, Invalid):

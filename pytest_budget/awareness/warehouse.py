@@ -630,8 +630,14 @@ def parse_action(text: str, config: WarehouseConfig = DEFAULT_CONFIG) -> Warehou
     body = _unfence(found[0].content.strip())
     try:
         data = json.loads(body)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+    except (ValueError, RecursionError) as exc:
+        # ValueError beyond JSONDecodeError: an integer of more than 4300 digits
+        if isinstance(exc, json.JSONDecodeError):
+            msg = exc.msg
+        elif isinstance(exc, RecursionError):
+            msg = "nested too deeply"
+        else:
+            msg = "a number is too long"
         raise ActionError(f"the answer is not valid JSON ({msg})") from None
     return action_from_dict(data, config)
 
