@@ -64,8 +64,8 @@ DEFAULT_RETRIES = 5
 ROLE_NAMES = ("planner", "solver", "estimator", "actor", "tool_agent")
 #: ``--budget-rollout-format``: how ``--budget-rollouts`` files are read.
 ROLLOUT_FORMATS = ("auto", "pytest-budget", "mini-swe-agent", "openai-chat")
-#: How a reversed interval is read: ``bagen`` swaps it (BAGEN's public parser), ``strict``
-#: scores it invalid (as BAGEN's RL reward does).
+#: Which parser reads awareness answers: ``bagen`` is BAGEN's public parser, ``strict`` the
+#: stricter reading (see ``awareness/answers.py``).
 PARSE_MODES = ("bagen", "strict")
 PLANNING_TASKS: tuple[str, ...] = (
     "location", "transportation", "accommodation", "attraction", "dining", "shopping",

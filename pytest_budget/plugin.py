@@ -172,7 +172,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--budget-parse",
-        help="awareness: bagen (swap a reversed interval, default) or strict (reversed = invalid)",
+        help="awareness: answer parser, bagen (BAGEN's public parser, default) or strict",
     )
     group.addoption(
         "--budget-scenario",
@@ -269,7 +269,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("budget_chunk_size", "triage: chunk size for user pools", default="")
     parser.addini(
-        "budget_parse", "awareness: reversed-interval policy, bagen or strict", default=""
+        "budget_parse", "awareness: answer parser, bagen or strict", default=""
     )
     parser.addini("budget_record_mode", "model-call record/replay mode", default="")
     parser.addini("budget_price_file", "price table file for model calls", default="")
