@@ -268,9 +268,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
     )
     parser.addini("budget_chunk_size", "triage: chunk size for user pools", default="")
-    parser.addini(
-        "budget_parse", "awareness: answer parser, bagen or strict", default=""
-    )
+    parser.addini("budget_parse", "awareness: answer parser, bagen or strict", default="")
     parser.addini("budget_record_mode", "model-call record/replay mode", default="")
     parser.addini("budget_price_file", "price table file for model calls", default="")
     parser.addini(

@@ -14,6 +14,7 @@ from pytest_budget.awareness.estimators import (
     AlwaysFeasibleEstimator,
     AlwaysImpossibleEstimator,
     LinearEstimator,
+    LinearVisibleEstimator,
     OracleEstimator,
     RandomEstimator,
     format_answer,
@@ -168,18 +169,36 @@ def test_oracle_is_perfect_on_hand_worked_rollouts() -> None:
 
 def test_linear_baseline_hand_worked() -> None:
     # A: k=1 R_lin = 100*3-100 = 200 -> [150, 250] (R=500, miss); k=2 R_lin = 150 ->
-    # [112.5, 187.5] (R=300, miss).  B: k=1 total 400*2 = 800 > 700 -> impossible (right).
+    # [112.5, 187.5], written [112, 188] so BAGEN's digit-run parser reads it (R=300, miss).  B: k=1 total 400*2 = 800 > 700 -> impossible (right).
     # C: k=1 300*3 = 900 > 700 -> impossible (right); k=2 likewise.
     estimator = LinearEstimator().with_ground_truth(
         {(p.rollout_id, p.k): t for r in (A, B, C) for p, t in make_probes(r)}
     )
     (a1, _), (a2, _) = make_probes(A)
     assert estimator.estimate(a1) == "<answer>[150, 250]</answer>"
-    assert estimator.estimate(a2) == "<answer>[112.5, 187.5]</answer>"
+    assert estimator.estimate(a2) == "<answer>[112, 188]</answer>"
+    assert estimator.name == "linear-knows-T"
     s = _run([A, B, C], LinearEstimator()).scores
     assert s["hit_rate"] == 0.0 and s["interval_score"] == 0.0
     # Feasible class: 2 true, 2 predicted, 2 right -> F1 1; impossible class likewise.
     assert s["macro_f1_all"] == 1.0 and s["fail_f1"] == 1.0
+
+
+def test_linear_visible_baseline_reads_only_the_probe() -> None:
+    """T is guessed as 2k: R_hat = C_k.  A k=1: C=100 -> [75, 125]; k=2: C=300, 600 <= 700
+    -> [225, 375].
+    B k=1: 400 + 400 = 800 > 700 -> impossible.  C k=1: 300 + 300 = 600 <= 700 -> [225, 375];
+    k=2: 600 + 600 > 700 -> impossible.  No side channel: it has no with_ground_truth."""
+    estimator = LinearVisibleEstimator()
+    assert not hasattr(estimator, "with_ground_truth")
+    answers = [estimator.estimate(p) for r in (A, B, C) for p, _ in make_probes(r)]
+    assert answers == [
+        "<answer>[75, 125]</answer>",
+        "<answer>[225, 375]</answer>",
+        "<answer>impossible</answer>",
+        "<answer>[225, 375]</answer>",
+        "<answer>impossible</answer>",
+    ]
 
 
 def test_constant_estimators() -> None:
