@@ -104,3 +104,9 @@ def test_the_paper_warehouse_preset_leaks_and_is_flagged() -> None:
     floor = trivial_floor(_probe_set("warehouse-paper"))
     assert floor.macro_f1 > FLOOR_WARN and floor.as_dict()["warn"] is True
     assert floor.feature == "cap:time_weeks"
+
+
+def test_sokoban_6x6_is_not_nearly_single_class() -> None:
+    floor = trivial_floor(_probe_set("sokoban-6x6"))
+    share = floor.impossible_probes / (floor.impossible_probes + floor.feasible_probes)
+    assert 0.3 <= share <= 0.7, floor
