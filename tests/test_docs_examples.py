@@ -159,7 +159,7 @@ def test_rollouts_example_with_the_reference_estimators(pytester: pytest.Pyteste
     jsonschema = pytest.importorskip("jsonschema")
     use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
     result = run(pytester, *AWARENESS, ROLLOUTS, "--budget-report=report.json")
-    result.assert_outcomes(passed=10)  # 2 env labels x 5 reference estimators
+    result.assert_outcomes(passed=12)  # 2 env labels x 6 reference estimators
     result.stdout.fnmatch_lines(
         [
             "support-bot: 4 rollouts by logged, 3 succeeded, 2 feasible within budget, "
@@ -167,9 +167,9 @@ def test_rollouts_example_with_the_reference_estimators(pytester: pytest.Pyteste
         ]
     )
     shown = documented_lines("how-to/replay-logged-rollouts.md", "support-bot  ", "ops-bot  ")
-    assert len(shown) == 10 and set(shown) <= set(result.outlines)
+    assert len(shown) == 12 and set(shown) <= set(result.outlines)
     found = awareness_cells(pytester)
-    assert len(found) == 10
+    assert len(found) == 12
     support = found["support-bot/always-feasible"]
     assert support["rollouts"] == {"rollouts": 4, "succeeded": 3, "feasible": 2, "mean_turns": 3.0}
     assert support["budget"] == {"tokens": 1000}
@@ -177,7 +177,10 @@ def test_rollouts_example_with_the_reference_estimators(pytester: pytest.Pyteste
     # 8 probes, 3 of them truly feasible: F1_feasible = 6/11, F1_impossible = 0
     assert support["scores"]["n_probes"] == 8
     assert support["scores"]["macro_f1_all"] == pytest.approx(3 / 11)
-    assert support["scores"]["hit_rate"] == 1.0 and support["scores"]["interval_score"] == 0.0
+    # over the 5 probes of successful rollouts, [0, cap - used] contains R_k on 3 (sb-002
+    # went over budget: its remaining 700 and 300 exceed the room left under the cap)
+    assert support["scores"]["hit_rate"] == pytest.approx(3 / 5)
+    assert support["scores"]["interval_score"] == 0.0
     assert found["support-bot/always-impossible"]["scores"]["fail_f1"] == pytest.approx(10 / 13)
     oracle = found["ops-bot/oracle"]["scores"]
     assert oracle["macro_f1_all"] == 1.0
@@ -199,25 +202,28 @@ def test_estimator_example_on_logged_rollouts(pytester: pytest.Pytester) -> None
     use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
     result = run(pytester, *AWARENESS, ROLLOUTS, "--budget-report=report.json")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["support-bot  doubling        8   0.750     0.333    0.750*"])
+    result.stdout.fnmatch_lines(
+        ["support-bot  doubling        8   0.750  0.855!     0.333    0.750*"]
+    )
     found = awareness_cells(pytester)
     assert set(found) == {"support-bot/doubling", "ops-bot/doubling"}
     scores = found["support-bot/doubling"]["scores"]
     assert scores["macro_f1_all"] == pytest.approx(0.75)
     assert scores["macro_f1_first"] == pytest.approx(1 / 3)
     assert scores["fail_f1"] == pytest.approx(0.75)
-    assert scores["interval_score"] == pytest.approx(1 / 9)
-    assert scores["hit_rate"] == pytest.approx(2 / 3)
+    assert scores["interval_score"] == pytest.approx(4 / 15)
+    assert scores["hit_rate"] == pytest.approx(2 / 5)
     assert scores["mre_p50"] == pytest.approx(350 / 550)
     assert scores["first_impossible_budget_share"] == pytest.approx(0.7)
     assert scores["false_abort_rate"] == 0.0
-    assert scores["saved_token_share"] == pytest.approx(900 / 2300)
+    assert scores["saved_token_share"] == pytest.approx(600 / 1200)
+    assert scores["failed_rollouts"] == 1 and scores["failed_stopped_share"] == 1.0
     assert scores["linear_error_reduction"] == pytest.approx(-150)
     assert scores["reward"] == pytest.approx(0.15)
     assert scores["invalid_rate"] == 0.0 and scores["n_errors"] == 0
     ops = found["ops-bot/doubling"]["scores"]
     assert ops["macro_f1_all"] == pytest.approx(0.4)
-    assert ops["false_abort_rate"] == 0.5
+    assert ops["false_abort_rate"] == pytest.approx(1 / 5)  # over all 5 probes
     assert ops["mre_p50_tokens"] == 0.5 and ops["mre_p50_tool_calls"] == 0.6
     assert ops["mre_p50"] == pytest.approx(0.55)  # the mean over the two dimensions
 
@@ -237,14 +243,16 @@ def test_awareness_tutorial_reference_table(pytester: pytest.Pytester) -> None:
     # gated: the reference estimators' baselines ship with the package
     result = run(pytester, "--budget-suite=awareness", "-p", "no:cacheprovider",
                  "--budget-report=report.json")  # fmt: skip
-    result.assert_outcomes(passed=25)
+    result.assert_outcomes(passed=30)
     shown = documented_lines("tutorial/first-awareness-run.md", *AWARENESS_ENVS)
     expected = {line for line in shown if "doubling" not in line}
-    assert len(expected) == 30  # 25 cells and 5 summary lines
+    assert len(expected) == 40  # 30 cells and 2 summary lines per environment
     assert expected <= set(result.outlines)
     validate_report(pytester)
     report = report_of(pytester)
-    cell = next(c for c in report["cells"] if c["cell"] == "sokoban-8x8" and c["agent"] == "linear")
+    cell = next(
+        c for c in report["cells"] if c["cell"] == "sokoban-8x8" and c["agent"] == "linear-knows-T"
+    )
     printed = [
         str(report["summary"]),
         f"{cell['actor']} {cell['budget']} {cell['rollouts']}",
@@ -267,9 +275,9 @@ def test_estimator_example_on_generated_sokoban_rollouts(pytester: pytest.Pytest
     assert cell["actor"] == "reference-actor" and cell["budget"] == {"tokens": 2500}
     assert cell["rollouts"] == {
         "rollouts": 128,
-        "succeeded": 108,
-        "feasible": 66,
-        "mean_turns": 6.422,
+        "succeeded": 61,
+        "feasible": 61,
+        "mean_turns": 5.562,
     }
     assert cell["scores"]["invalid_rate"] == 0.0
     assert cell["nodeid"].endswith("test_awareness[sokoban-8x8-user]")
@@ -279,7 +287,7 @@ def test_hook_estimator_example_next_to_linear(pytester: pytest.Pytester) -> Non
     use_example(pytester, "conftest_hook_estimator_example.py")
     use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
     result = run(
-        pytester, *AWARENESS, ROLLOUTS, "--budget-agent=user,linear",
+        pytester, *AWARENESS, ROLLOUTS, "--budget-agent=user,linear-knows-T",
         "--budget-report=report.json",
     )  # fmt: skip
     result.assert_outcomes(passed=4)
@@ -288,13 +296,15 @@ def test_hook_estimator_example_next_to_linear(pytester: pytest.Pytester) -> Non
     assert len(table) == 4 and set(table) <= set(result.outlines)
     found = awareness_cells(pytester)
     assert set(found) == {
-        "support-bot/pace", "support-bot/linear", "ops-bot/pace", "ops-bot/linear",
+        "support-bot/pace", "support-bot/linear-knows-T", "ops-bot/pace", "ops-bot/linear-knows-T",
     }  # fmt: skip
     pace = found["support-bot/pace"]["scores"]
     assert pace["macro_f1_all"] == pytest.approx(0.75)
     assert pace["macro_f1_first"] == pytest.approx(11 / 15)
-    assert pace["interval_score"] == pytest.approx(0.2)
-    assert found["support-bot/linear"]["scores"]["macro_f1_all"] == 1.0
+    # over the 5 probes of successful rollouts: sb-001 [320, 480] misses 550, [200, 300]
+    # holds 250 (1 - 100/250); sb-002 (over budget) impossible twice (1 each); sb-004 misses
+    assert pace["interval_score"] == pytest.approx((0.6 + 1 + 1) / 5)
+    assert found["support-bot/linear-knows-T"]["scores"]["macro_f1_all"] == 1.0
 
 
 def test_awareness_snapshots_gate_the_estimator(pytester: pytest.Pytester) -> None:
@@ -318,7 +328,8 @@ def test_awareness_snapshots_gate_the_estimator(pytester: pytest.Pytester) -> No
     changed.assert_outcomes(failed=2)
     changed.stdout.fnmatch_lines(["*was recorded with parse='bagen' (now 'strict')*"])
     assert '</answer>"' in text
-    pytester.makeconftest(text.replace('</answer>"', '</answer> Hope this helps!"'))
+    # BAGEN's parser ignores text after the answer tag; an unclosed tag is invalid
+    pytester.makeconftest(text.replace('</answer>"', '"'))
     worse = run(pytester, *gated)
     worse.assert_outcomes(failed=2)
     worse.stdout.fnmatch_lines(
