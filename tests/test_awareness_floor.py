@@ -63,7 +63,7 @@ def test_threshold_matches_brute_force(seed: int) -> None:
 def test_features_are_what_the_estimator_sees() -> None:
     turns = tuple(Turn({"tokens": u}, "obs", "act") for u in (100.0, 200.0, 50.0))
     rollout = Rollout("r", "x", {"tokens": 1000.0}, True, turns, {"task": {"target": 7, "n": "a"}})
-    (probe, _), (second, _) = make_probes(rollout)
+    (_, (second, _)) = make_probes(rollout)
     assert probe_features(second) == {
         "turn": 2.0,
         "cap:tokens": 1000.0,

@@ -173,7 +173,8 @@ def test_oracle_is_perfect_on_hand_worked_rollouts() -> None:
 
 def test_linear_baseline_hand_worked() -> None:
     # A: k=1 R_lin = 100*3-100 = 200 -> [150, 250] (R=500, miss); k=2 R_lin = 150 ->
-    # [112.5, 187.5], written [112, 188] so BAGEN's digit-run parser reads it (R=300, miss).  B: k=1 total 400*2 = 800 > 700 -> impossible (right).
+    # [112.5, 187.5], written [112, 188] so BAGEN's digit-run parser reads it (R=300, miss).
+    # B: k=1 total 400*2 = 800 > 700 -> impossible (right).
     # C: k=1 300*3 = 900 > 700 -> impossible (right); k=2 likewise.
     estimator = LinearEstimator().with_ground_truth(
         {(p.rollout_id, p.k): t for r in (A, B, C) for p, t in make_probes(r)}

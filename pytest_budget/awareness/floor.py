@@ -105,7 +105,7 @@ def best_threshold_f1(
     imp_low = np.concatenate(([0.0], np.cumsum(y)))[cuts + 1]
     n_low = (cuts + 1).astype(np.float64)
     feas_low = n_low - imp_low
-    best = (-1.0, None, "above")
+    best: tuple[float, float | None, str] = (-1.0, None, "above")
     for direction in ("above", "at_or_below"):
         if direction == "above":  # impossible iff x > t: the high side is impossible
             tp_imp, pred_imp = n_imp - imp_low, n - n_low
