@@ -125,7 +125,7 @@ _SUITE_DEFAULTS: dict[str, tuple[str, ...]] = {
         "always-impossible",
         "random",
         "oracle",
-    ),  # fmt: skip
+    ),
     "planning": ("greedy", "random-valid", "atomic-only", "oracle"),
 }
 
