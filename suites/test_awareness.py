@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 
 from pytest_budget.awareness.environments import WAREHOUSE_PRESETS, file_digest
 from pytest_budget.awareness.evaluate import run_awareness_cell, summarize_rollouts
-from pytest_budget.awareness.floor import FLOOR_WARN, trivial_floor
+from pytest_budget.awareness.floor import trivial_floor
 from pytest_budget.awareness.intervals import cell_summary
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
@@ -120,14 +119,6 @@ def test_awareness(
     preset = None if logged else WAREHOUSE_PRESETS.get(awareness_cell.env)
     if preset in LEAKING_PRESETS:
         floor["leaking_preset"] = preset
-    if floor["warn"]:
-        warnings.warn(
-            f"awareness {awareness_cell.id}: trivial floor macro-F1 {floor['macro_f1']:.3f} > "
-            f"{FLOOR_WARN} (a threshold on {floor['feature']} alone separates feasible from "
-            "impossible probes); the estimator's macro-F1 on this probe set says little",
-            UserWarning,
-            stacklevel=1,
-        )
     outcome = run_in_connection_scope(
         lambda: run_awareness_cell(
             rollouts,
