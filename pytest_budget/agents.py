@@ -103,7 +103,8 @@ REFERENCE_AGENTS: dict[str, dict[str, Callable[[int], object]]] = {
     "random": {"planner": _random, "estimator": _estimator("RandomEstimator")},
     "cheapest-first": {"planner": _cheapest_first},
     "attempt-all": {"planner": _attempt_all},
-    "linear": {"estimator": _estimator("LinearEstimator")},
+    "linear-knows-T": {"estimator": _estimator("LinearEstimator")},
+    "linear-visible": {"estimator": _estimator("LinearVisibleEstimator")},
     "always-feasible": {"estimator": _estimator("AlwaysFeasibleEstimator")},
     "always-impossible": {"estimator": _estimator("AlwaysImpossibleEstimator")},
     "greedy": {"tool_agent": _tool_agent("GreedyToolAgent")},
@@ -120,7 +121,14 @@ _DEFAULT_ROLE_AGENTS: dict[str, Callable[[int], object]] = {
 # Which reference agents run by default, per suite.
 _SUITE_DEFAULTS: dict[str, tuple[str, ...]] = {
     "triage": ("cheapest-first", "random", "attempt-all", "oracle"),
-    "awareness": ("linear", "always-feasible", "always-impossible", "random", "oracle"),
+    "awareness": (
+        "linear-knows-T",
+        "linear-visible",
+        "always-feasible",
+        "always-impossible",
+        "random",
+        "oracle",
+    ),
     "planning": ("greedy", "random-valid", "atomic-only", "oracle"),
 }
 

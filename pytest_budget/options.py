@@ -57,6 +57,9 @@ GATE_MODES = ("tolerance", "ci", "off")
 AWARENESS_ENVS: tuple[str, ...] = (
     "sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic",
 )  # fmt: skip
+#: Built-in awareness environments run only when named in ``--budget-env`` (the paper's
+#: Warehouse scheme, whose time cap leaks the label).
+EXTRA_AWARENESS_ENVS: tuple[str, ...] = ("warehouse-paper",)
 #: ``--budget-record-mode``: how model calls are recorded and replayed (VCR-style).
 RECORD_MODES = ("none", "once", "new", "all")
 #: Retries of a transient model-call failure after the first attempt.
@@ -65,8 +68,8 @@ DEFAULT_RETRIES = 5
 ROLE_NAMES = ("planner", "solver", "estimator", "actor", "tool_agent")
 #: ``--budget-rollout-format``: how ``--budget-rollouts`` files are read.
 ROLLOUT_FORMATS = ("auto", "pytest-budget", "mini-swe-agent", "openai-chat")
-#: How a reversed interval is read: ``bagen`` swaps it (BAGEN's public parser), ``strict``
-#: scores it invalid (as BAGEN's RL reward does).
+#: Which parser reads awareness answers: ``bagen`` is BAGEN's public parser, ``strict`` the
+#: stricter reading (see ``awareness/answers.py``).
 PARSE_MODES = ("bagen", "strict")
 PLANNING_TASKS: tuple[str, ...] = (
     "location", "transportation", "accommodation", "attraction", "dining", "shopping",
@@ -434,10 +437,11 @@ def parse_options(
     env_value = str(get_option("budget_env") or ",".join(AWARENESS_ENVS))
     envs = tuple(dict.fromkeys(e.strip() for e in env_value.split(",") if e.strip()))
     for env in envs:
-        if env not in AWARENESS_ENVS:
+        if env not in AWARENESS_ENVS + EXTRA_AWARENESS_ENVS:
             raise OptionError(
                 f"--budget-env: unknown environment {env!r}; choose from "
-                f"{', '.join(AWARENESS_ENVS)} (or give logged rollouts with --budget-rollouts)"
+                f"{', '.join(AWARENESS_ENVS + EXTRA_AWARENESS_ENVS)} (or give logged rollouts "
+                "with --budget-rollouts)"
             )
     max_usd_value = get_option("budget_max_usd")
     max_usd: float | None = None

@@ -48,7 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--budget-agent",
         help="agent(s) to evaluate, comma list: a reference agent (triage: oracle, random, "
-        "cheapest-first, attempt-all; awareness: oracle, linear, always-feasible, "
+        "cheapest-first, attempt-all; awareness: oracle, linear-knows-T, linear-visible, "
+        "always-feasible, "
         "always-impossible, random; planning: oracle, greedy, random-valid, atomic-only) or "
         "'user' for the agent from your hook (default: the suite's reference agents, or "
         "'user' when your conftest supplies one)",
@@ -172,7 +173,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--budget-parse",
-        help="awareness: bagen (swap a reversed interval, default) or strict (reversed = invalid)",
+        help="awareness: answer parser, bagen (BAGEN's public parser, default) or strict",
     )
     group.addoption(
         "--budget-scenario",
@@ -293,9 +294,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
     )
     parser.addini("budget_chunk_size", "triage: chunk size for user pools", default="")
-    parser.addini(
-        "budget_parse", "awareness: reversed-interval policy, bagen or strict", default=""
-    )
+    parser.addini("budget_parse", "awareness: answer parser, bagen or strict", default="")
     parser.addini("budget_record_mode", "model-call record/replay mode", default="")
     parser.addini("budget_price_file", "price table file for model calls", default="")
     parser.addini(

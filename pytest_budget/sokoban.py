@@ -27,7 +27,7 @@ and the solver use integer cell indices ``row * width + col`` for speed.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -506,6 +506,47 @@ def _reverse_play(
     return best_score, best_player, best_boxes
 
 
+def _random_player_moves(
+    rng: np.random.Generator,
+    floor: frozenset[Cell] | set[Cell],
+    boxes: frozenset[Cell],
+    targets: frozenset[Cell],
+    player: Cell,
+    target_cells: Sequence[Cell],
+    box_indices: Sequence[int],
+    board: _Board,
+) -> Cell:
+    """BAGEN's random player moves after reverse play (gym-sokoban's generator).
+
+    With probability 0.8 when the boxes' total Manhattan displacement from their targets is
+    1, else 0.5, the player starts moving: up to 3 random steps onto free floor or targets
+    (never a box or a wall) without revisiting a cell, continuing after each step with
+    probability 0.5.  Box ``i`` started on ``target_cells[i]``.
+    """
+    displacement = sum(
+        abs(board.cell(b)[0] - t[0]) + abs(board.cell(b)[1] - t[1])
+        for b, t in zip(box_indices, target_cells, strict=True)
+    )
+    if rng.random() >= (0.8 if displacement == 1 else 0.5):
+        return player
+    visited = {player}
+    for _ in range(3):
+        options = [
+            (player[0] + dr, player[1] + dc)
+            for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))
+            if (player[0] + dr, player[1] + dc) in floor
+            and (player[0] + dr, player[1] + dc) not in boxes
+            and (player[0] + dr, player[1] + dc) not in visited
+        ]
+        if not options:
+            break
+        player = options[int(rng.integers(len(options)))]
+        visited.add(player)
+        if rng.random() >= 0.5:
+            break
+    return player
+
+
 def generate_level(
     *,
     seed: int,
@@ -515,8 +556,13 @@ def generate_level(
     search_depth: int = 30,
     max_states: int = 300_000,
     max_retries: int = 10,
+    random_moves: bool = False,
 ) -> Level:
     """Generate a solvable level by reverse play (see the module docstring).
+
+    ``random_moves``: after reverse play, the player takes 1-3 random steps as BAGEN's
+    generator does (fact sheet §4 step 4; :func:`_random_player_moves`).  Off by default so
+    levels generated before it existed stay the same.
 
     ``max_retries`` is the total number of topologies tried; a topology fails when it has
     too few floor cells or when no reachable pull position scores above 0.  Raises
@@ -552,13 +598,19 @@ def generate_level(
             max_states,
         )
         if score > 0:
+            box_cells = frozenset(board.cell(b) for b in boxes)
+            player_cell = board.cell(player)
+            if random_moves:
+                player_cell = _random_player_moves(
+                    rng, floor, box_cells, targets, player_cell, target_cells, boxes, board
+                )
             return Level(
                 width=width,
                 height=height,
                 walls=walls,
                 targets=targets,
-                boxes=frozenset(board.cell(b) for b in boxes),
-                player=board.cell(player),
+                boxes=box_cells,
+                player=player_cell,
             )
     raise GenerationError(
         f"no level with a positive reverse-play score after {max_retries} topologies "

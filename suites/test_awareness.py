@@ -16,13 +16,15 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_budget.awareness.environments import file_digest
+from pytest_budget.awareness.environments import WAREHOUSE_PRESETS, file_digest
 from pytest_budget.awareness.evaluate import run_awareness_cell, summarize_rollouts
+from pytest_budget.awareness.floor import trivial_floor
 from pytest_budget.awareness.intervals import cell_summary
-from pytest_budget.awareness.probes import Probe, ProbeTruth
+from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
 from pytest_budget.awareness.subsample import subsample_probes
 from pytest_budget.awareness.trajectories import SYNTHETIC_ENV
+from pytest_budget.awareness.warehouse import LEAKING_PRESETS
 from pytest_budget.fixtures.awareness import (
     AwarenessCell,
     AwarenessRollouts,
@@ -86,7 +88,7 @@ def _context(
         "rollout_set": _rollout_digest(rollouts),
         "parse": options.parse,
     }
-    if cell.env == "warehouse" and options.warehouse_demand and actor is not None:
+    if cell.env.startswith("warehouse") and options.warehouse_demand and actor is not None:
         context["warehouse_demand"] = file_digest(options.warehouse_demand)
     return context
 
@@ -112,6 +114,11 @@ def test_awareness(
     except RolloutGenerationError as exc:
         pytest.fail(str(exc), pytrace=False)
     probes = _probes(rollouts)
+    asked = probes if probes is not None else [p for r in rollouts for p in make_probes(r)]
+    floor = trivial_floor(asked).as_dict()
+    preset = None if logged else WAREHOUSE_PRESETS.get(awareness_cell.env)
+    if preset in LEAKING_PRESETS:
+        floor["leaking_preset"] = preset
     outcome = run_in_connection_scope(
         lambda: run_awareness_cell(
             rollouts,
@@ -161,6 +168,7 @@ def test_awareness(
             "reason": outcome.reason,
             **summary.report_fields(),
             "rollouts": dict(summarize_rollouts(rollouts)),
+            "trivial_floor": floor,
             "invalid_reasons": outcome.invalid_reasons,
             "notes": outcome.notes,
             "curves": outcome.curves,

@@ -1,4 +1,4 @@
-"""The BAGEN answer parser: accepted shapes, the reversed-interval policy, garbage in."""
+"""The answer parsers: BAGEN's public parser (default), the strict reading, the RL parser."""
 
 from __future__ import annotations
 
@@ -12,8 +12,13 @@ from pytest_budget.awareness import (
     Interval,
     IntervalMap,
     Invalid,
+    parse_bagen,
     parse_estimate,
+    parse_rl,
+    parse_strict,
 )
+from pytest_budget.awareness.answers import RLInterval, Scalar
+from pytest_budget.awareness.metrics import reward_from_text
 
 
 @pytest.mark.parametrize(
@@ -39,19 +44,21 @@ from pytest_budget.awareness import (
 def test_accepted_answers(text: str, expected: Interval | Impossible | None) -> None:
     if expected is None:
         expected = Interval(80, 160)
-    assert parse_estimate(text) == expected
+    assert parse_strict(text, reversed_policy="swap") == expected
 
 
 def test_answer_tag_inside_think_is_ignored() -> None:
     text = "<think>draft <answer>[9, 9]</answer></think><answer>[5, 8]</answer>"
-    assert parse_estimate(text) == Interval(5, 8)
+    assert parse_strict(text) == Interval(5, 8)
+    # BAGEN's parser does not strip think blocks: the first answer tag wins (§1a)
+    assert parse_bagen(text) == Interval(9, 9)
 
 
 def test_reversed_interval_policy_is_explicit() -> None:
     text = "<answer>[300, 120]</answer>"
-    assert parse_estimate(text) == Interval(120, 300)  # default: swap, like the public parser
-    assert parse_estimate(text, reversed_policy="swap") == Interval(120, 300)
-    strict = parse_estimate(text, reversed_policy="invalid")
+    assert parse_estimate(text) == Interval(120, 300)  # default: BAGEN's parser swaps
+    assert parse_strict(text, reversed_policy="swap") == Interval(120, 300)
+    strict = parse_estimate(text, policy="strict")
     assert isinstance(strict, Invalid)
     assert "reversed" in strict.reason
     assert strict.raw == text
@@ -59,7 +66,9 @@ def test_reversed_interval_policy_is_explicit() -> None:
 
 def test_unknown_policy_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="reversed_policy"):
-        parse_estimate("<answer>[1, 2]</answer>", reversed_policy="flip")  # type: ignore[arg-type]
+        parse_strict("<answer>[1, 2]</answer>", reversed_policy="flip")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="policy"):
+        parse_estimate("<answer>[1, 2]</answer>", policy="lenient")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -88,16 +97,17 @@ def test_unknown_policy_is_a_programming_error() -> None:
     ],
 )
 def test_garbage_is_invalid_with_a_reason(text: str, reason_part: str) -> None:
-    result = parse_estimate(text)
+    result = parse_strict(text)
     assert isinstance(result, Invalid)
     assert reason_part in result.reason
     assert result.raw == text
 
 
 def test_non_text_is_invalid_not_an_exception() -> None:
-    result = parse_estimate(None)  # type: ignore[arg-type]
-    assert isinstance(result, Invalid)
-    assert result.reason == "answer is not text"
+    for parse in (parse_estimate, parse_strict, parse_bagen, parse_rl):
+        result = parse(None)  # type: ignore[operator]
+        assert isinstance(result, Invalid)
+        assert result.reason == "answer is not text"
 
 
 WAREHOUSE_OK = (
@@ -107,7 +117,7 @@ WAREHOUSE_OK = (
 
 
 def test_warehouse_three_intervals() -> None:
-    result = parse_estimate(WAREHOUSE_OK, dimensions=WAREHOUSE_DIMENSIONS)
+    result = parse_strict(WAREHOUSE_OK, dimensions=WAREHOUSE_DIMENSIONS)
     assert isinstance(result, IntervalMap)
     assert result.as_dict() == {
         "time_weeks": Interval(2, 4),
@@ -126,7 +136,7 @@ def test_warehouse_order_and_case_do_not_matter_and_impossible_is_accepted() -> 
         "<answer>Cumulative_Cost_USD:[1, 2]\nTIME_WEEKS:[3, 4]\n"
         "warehouse_item_weeks : [5,6]</answer>"
     )
-    result = parse_estimate(text, dimensions=WAREHOUSE_DIMENSIONS)
+    result = parse_strict(text, dimensions=WAREHOUSE_DIMENSIONS)
     assert isinstance(result, IntervalMap)
     assert result["cumulative_cost_usd"] == Interval(1, 2)
     assert result["time_weeks"] == Interval(3, 4)
@@ -162,7 +172,7 @@ def test_warehouse_order_and_case_do_not_matter_and_impossible_is_accepted() -> 
     ],
 )
 def test_warehouse_malformed(text: str, reason_part: str) -> None:
-    result = parse_estimate(text, dimensions=WAREHOUSE_DIMENSIONS)
+    result = parse_strict(text, dimensions=WAREHOUSE_DIMENSIONS)
     assert isinstance(result, Invalid)
     assert reason_part in result.reason
 
@@ -171,20 +181,28 @@ def test_warehouse_reversed_follows_the_policy() -> None:
     text = (
         "<answer>time_weeks:[4, 2], warehouse_item_weeks:[1,2], cumulative_cost_usd:[1,2]</answer>"
     )
-    swapped = parse_estimate(text, dimensions=WAREHOUSE_DIMENSIONS)
+    swapped = parse_strict(text, dimensions=WAREHOUSE_DIMENSIONS, reversed_policy="swap")
     assert isinstance(swapped, IntervalMap)
     assert swapped["time_weeks"] == Interval(2, 4)
-    strict = parse_estimate(text, dimensions=WAREHOUSE_DIMENSIONS, reversed_policy="invalid")
+    strict = parse_strict(text, dimensions=WAREHOUSE_DIMENSIONS)
     assert isinstance(strict, Invalid)
     assert strict.reason.startswith("time_weeks: reversed")
 
 
 @given(st.text())
 def test_never_raises_on_any_text(text: str) -> None:
-    result = parse_estimate(text)
+    result = parse_strict(text)
     assert isinstance(result, Interval | Impossible | Invalid)
     if isinstance(result, Interval):
         assert 0 <= result.lo <= result.hi
+    bagen = parse_bagen(text)
+    assert isinstance(bagen, Interval | Impossible | Invalid)
+    if isinstance(bagen, Interval):
+        assert 0 <= bagen.lo <= bagen.hi
+    assert isinstance(
+        parse_bagen(text, dimensions=WAREHOUSE_DIMENSIONS), IntervalMap | Impossible | Invalid
+    )
+    assert isinstance(parse_rl(text), RLInterval | Scalar | Impossible | Invalid)
 
 
 @given(
@@ -193,8 +211,150 @@ def test_never_raises_on_any_text(text: str) -> None:
     st.sampled_from(["swap", "invalid"]),
 )
 def test_round_trip_of_integer_intervals(a: int, b: int, policy: str) -> None:
-    result = parse_estimate(f"<answer>[{a}, {b}]</answer>", reversed_policy=policy)  # type: ignore[arg-type]
+    result = parse_strict(f"<answer>[{a}, {b}]</answer>", reversed_policy=policy)  # type: ignore[arg-type]
     if a <= b or policy == "swap":
         assert result == Interval(min(a, b), max(a, b))
     else:
         assert isinstance(result, Invalid)
+
+
+# --------------------------------------------------------------------------- BAGEN (§1a)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # examples worked in the fact sheet, §1a step 3
+        ("<answer>[100 tokens, 200 tokens]</answer>", Interval(100, 200)),
+        ("<answer>[200, 100]</answer>", Interval(100, 200)),
+        ("<answer>[-5, 30]</answer>", Interval(5, 30)),  # minus signs dropped
+        ("<answer>[1,200, 1,500]</answer>", Interval(1, 200)),
+        ("<answer>[1200.5, 1500]</answer>", Interval(5, 1200)),
+        ("<answer>1.2k-2k</answer>", Interval(1, 2)),
+        ("<answer>~1500 (1000-2000)</answer>", Interval(1000, 1500)),
+        # first complete pair wins; text around it is ignored; tags in any case
+        ("Sure <ANSWER>\n[10, 20]\n</Answer> and <answer>[1, 2]</answer>", Interval(10, 20)),
+        ("<answer>[10, 20]</answer> hope that helps", Interval(10, 20)),
+        ("<think>never closed <answer>[10, 20]</answer>", Interval(10, 20)),
+        ("<answer><answer>[10, 20]</answer>", Interval(10, 20)),
+        # impossible only when it is the whole (trimmed) answer, any case
+        ("<answer> IMPOSSIBLE \n</answer>", Impossible()),
+        ("<answer>Impossible</answer>", Impossible()),
+        ("<answer>impossible, maybe [10, 20]</answer>", Interval(10, 20)),
+    ],
+)
+def test_bagen_parser_accepts_what_bagen_accepts(text: str, expected: object) -> None:
+    assert parse_bagen(text) == expected
+    assert parse_estimate(text) == expected  # the default
+
+
+@pytest.mark.parametrize(
+    ("text", "reason_part"),
+    [
+        ("<answer>1500</answer>", "scalar"),
+        ("<answer>impossible.</answer>", "no number"),
+        ('<answer>"impossible"</answer>', "no number"),
+        ("<answer>impossible because it is late</answer>", "no number"),
+        ("<answer>[10, 20]", "missing"),
+        ("[10, 20]", "missing"),
+        ("<answer>  </answer>", "empty"),
+        ("<answer>[" + "9" * 400 + ", 3]</answer>", "non-finite"),
+    ],
+)
+def test_bagen_parser_rejects_what_bagen_rejects(text: str, reason_part: str) -> None:
+    result = parse_bagen(text)
+    assert isinstance(result, Invalid)
+    assert reason_part in result.reason
+
+
+# --------------------------------------------------------------------------- BAGEN (§1b)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (WAREHOUSE_OK, ((2, 4), (900, 1500), (20000, 40000))),
+        # fallback labels, any order, full-width colon, negatives and decimals, swapped
+        (
+            "<answer>cost:[-1, 3.5] Warehouse\uff1a[9, 1.5] TIME : [2,4]</answer>",
+            ((2, 4), (1.5, 9), (-1, 3.5)),
+        ),
+        # "cumulative_cost" before "cost"
+        (
+            "<answer>time_weeks:[1,2] warehouse:[3,4] cumulative_cost:[5,6] cost:[7,8]</answer>",
+            ((1, 2), (3, 4), (5, 6)),
+        ),
+        # a label missing: the first three pairs, in the order time, warehouse, cost
+        ("<answer>[1, 2] then [4, 3] and [5, 6] [7, 8]</answer>", ((1, 2), (3, 4), (5, 6))),
+        ("<answer>time_weeks:[9, 9] [1, 2] [3, 4]</answer>", ((9, 9), (1, 2), (3, 4))),
+    ],
+)
+def test_bagen_warehouse_parser(text: str, expected: tuple[tuple[float, float], ...]) -> None:
+    result = parse_bagen(text, dimensions=WAREHOUSE_DIMENSIONS)
+    assert isinstance(result, IntervalMap)
+    assert [(i.lo, i.hi) for _, i in result.items] == [tuple(map(float, e)) for e in expected]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<answer>time_weeks:[2, 4] impossible</answer>",  # partial answer plus impossible
+        "<answer>time_weeks:[2, 4], warehouse_item_weeks:[9, 15]</answer>",
+        "<answer>time_weeks:[$2, 4] [1, 2] [3, 4]</answer>",  # "$" breaks a number
+        "<answer>[1,000, 2,000] [1, 2]</answer>",
+    ],
+)
+def test_bagen_warehouse_parser_invalid(text: str) -> None:
+    assert isinstance(parse_bagen(text, dimensions=WAREHOUSE_DIMENSIONS), Invalid)
+
+
+# --------------------------------------------------------------------------- RL (§1c, §2.9)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<answer>[5, 3]</answer>", RLInterval(5, 3)),  # never swapped
+        ("<answer> [ 1 , 2 ] </answer>", RLInterval(1, 2)),
+        ("<answer>about [10,20] tokens</answer>", RLInterval(10, 20)),
+        ("<answer> 15 </answer>", Scalar(15)),
+        ("<answer>IMPOSSIBLE</answer>", Impossible()),
+    ],
+)
+def test_rl_parser(text: str, expected: object) -> None:
+    assert parse_rl(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<ANSWER>[1, 2]</ANSWER>",  # case-sensitive tag
+        "<answer>[1,200, 3]</answer>",  # commas inside numbers
+        "<answer>[1.5, 3]</answer>",  # decimals
+        "<answer>[10 tokens, 20 tokens]</answer>",  # units inside the brackets
+        "<answer>1500 tokens</answer>",
+    ],
+)
+def test_rl_parser_invalid(text: str) -> None:
+    assert isinstance(parse_rl(text), Invalid)
+
+
+@pytest.mark.parametrize(
+    ("text", "remaining", "feasible", "expected"),
+    [
+        ("<answer>[100, 300]</answer>", 200.0, True, 1.8 * (1 - 200 / 200)),
+        ("<answer>[150, 250]</answer>", 200.0, True, 1.8 * 0.5),
+        ("<answer>[250, 150]</answer>", 200.0, True, 0.0),  # reversed -> 0
+        ("<answer>200</answer>", 200.0, True, 0.0),  # scalar -> 0
+        ("<answer>[0, 0]</answer>", 0.0, True, 1.8),
+        ("<answer>[0, 5]</answer>", 0.0, True, 0.0),
+        ("<answer>impossible</answer>", 200.0, True, 0.0),
+        ("<answer>Impossible</answer>", 200.0, False, 0.2),
+        ("<answer>[1, 2]</answer>", 200.0, False, 0.0),
+        ("<ANSWER>impossible</ANSWER>", 200.0, False, 0.0),  # invalid -> 0
+    ],
+)
+def test_rl_reward_uses_the_rl_parser(
+    text: str, remaining: float, feasible: bool, expected: float
+) -> None:
+    assert reward_from_text(text, remaining, feasible) == pytest.approx(expected)

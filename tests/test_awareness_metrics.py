@@ -7,13 +7,16 @@ The shared probe set (R_k = C_T - C_k; "feas" = ground-truth feasible)::
                                           | 2  50   50   [50, 50]      1
                                           | 3  80   20   impossible    0 (false abort)
     b        3   60  100     yes     yes  | 1  30   30   [0, 10]       0 (optimistic miss)
-                                          | 2  60    0   [0, 0]        1 (R_k = 0 rule)
-    c        4  120  100     no      no   | 1  30   90   [10, 20]      -
+                                          | 2  60    0   [0, 0]        0 (R_k = 0 gives 0)
+    c        4  120  100     no      no   | 1  30   90   [10, 20]      -  (not averaged)
                                           | 2  70   50   impossible    -
                                           | 3 100   20   invalid       -
-    d        3  150  100     yes     no   | 1  50  100   invalid       -  (over budget)
-                                          | 2 100   50   [10, 60]      -
+    d        3  150  100     yes     no   | 1  50  100   invalid       0  (over budget:
+                                          | 2 100   50   [10, 60]      0   1 only for impossible)
     e        2   40  100     yes     yes  | 1  10   30   [35, 50]      0 (conservative miss)
+
+S_k, hit rate and the miss bins average over the 8 probes of successful rollouts (a, b, d,
+e: d succeeded over budget); the first-turn metric reads k = 1 probes with valid answers.
 """
 
 from __future__ import annotations
@@ -100,8 +103,9 @@ def test_table_columns(table: ProbeTable) -> None:
     assert table.remaining.tolist() == [80, 50, 20, 30, 0, 90, 50, 20, 100, 50, 30]
     # feasible = success and C_T <= budget: d succeeded over budget
     assert table.feasible.tolist() == [True] * 5 + [False] * 5 + [True]
+    # k = 1 and a valid answer: d1 (invalid) is dropped
     assert table.first_turn_mask().tolist() == [
-        True, False, False, True, False, True, False, False, True, False, True,
+        True, False, False, True, False, True, False, False, False, False, True,
     ]  # fmt: skip
 
 
@@ -128,7 +132,8 @@ def test_macro_f1_all_and_first_turn(table: ProbeTable) -> None:
     # all turns: (10/13 + 2/7) / 2 = (70/91 + 26/91) / 2 = 48/91
     assert macro_f1(table) == pytest.approx(48 / 91)
     assert macro_f1(PROBES) == pytest.approx(48 / 91)  # records accepted directly
-    # first turn: a1 b1 c1 d1 e1. feasible: truth a1 b1 e1, predicted a1 b1 c1 e1, TP 3
+    # first turn: a1 b1 c1 e1 (d1 invalid, dropped). feasible: truth a1 b1 e1, predicted
+    # a1 b1 c1 e1, TP 3
     # -> P 3/4, R 1, F1 6/7. impossible: nobody predicts it -> F1 0. macro = 3/7
     assert macro_f1(table, first_turn=True) == pytest.approx(3 / 7)
     first = table.subset(table.first_turn_mask())
@@ -180,9 +185,10 @@ def test_ties_on_interval_bounds_progress_edges_and_the_linear_baseline() -> Non
         _p("u", 1, 3, 30, 150, 100, True, Impossible()),
         _p("u", 2, 3, 90, 150, 100, True, Impossible()),
     ]
-    assert interval_scores(probes).tolist() == pytest.approx([0.6, 0.5, 1.0, 0.0, 0.0])
-    assert interval_score(probes) == pytest.approx(0.7)
-    assert hit_rate(probes) == 1.0
+    # u succeeded over budget: impossible scores 1 there; all five probes are averaged
+    assert interval_scores(probes).tolist() == pytest.approx([0.6, 0.5, 1.0, 1.0, 1.0])
+    assert interval_score(probes) == pytest.approx(4.1 / 5)
+    assert hit_rate(probes) == pytest.approx(3 / 5)  # impossible is a miss for the hit rate
     # a bound equal to R_k is a hit, so neither bin counts a miss
     bins = miss_bins(probes)
     assert bins.n == (0, 1, 1, 0, 1)
@@ -195,33 +201,36 @@ def test_ties_on_interval_bounds_progress_edges_and_the_linear_baseline() -> Non
     lb = linear_baseline(probes)
     assert lb.mean_reduction == pytest.approx(2.5 / 3)
     assert lb.win_rate == pytest.approx(1 / 3)
-    # the first of two impossible answers decides: C_1 = 30 of cap 100, saves 120 of 150
+    # the first of two impossible answers decides: C_1 = 30 of cap 100
     assert late_recognition(probes).shares == (0.3,)
-    assert early_stop(probes).saved_token_share == pytest.approx(0.8)
+    # u succeeded (over budget): no failed rollout, nothing to save
+    assert early_stop(probes).saved_token_share is None
     assert macro_f1(probes) == 1.0 and fail_f1(probes).f1 == 1.0
     assert score_notes(probes) == {}
 
 
 def test_interval_scores(table: ProbeTable) -> None:
-    # a1: 80 in [60,100], 1 - 40/80 = 0.5; a2: exact -> 1; b2: R = 0 and [0,0] -> 1
+    # a1: 80 in [60,100], 1 - 40/80 = 0.5; a2: exact -> 1; b2: R = 0 -> 0 even for [0,0]
     s = interval_scores(table)
-    assert s.tolist() == [0.5, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-    # mean over the 6 feasible probes: (0.5 + 1 + 0 + 0 + 1 + 0) / 6
-    assert interval_score(table) == pytest.approx(2.5 / 6)
+    assert s.tolist() == [0.5, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    # mean over the 8 probes of successful rollouts (a, b, d, e): 1.5 / 8
+    assert interval_score(table) == pytest.approx(1.5 / 8)
 
 
-def test_zero_remaining_only_zero_interval_covers() -> None:
+def test_zero_remaining_scores_zero_except_in_the_rl_reward() -> None:
     probes = [
         _p("z", 1, 2, 10, 10, 20, True, Interval(0, 0)),
         _p("y", 1, 2, 10, 10, 20, True, Interval(0, 5)),
     ]
-    assert interval_scores(probes).tolist() == [1.0, 0.0]
-    assert hit_rate(probes) == 0.5
+    # BAGEN's evaluation code: R_k = 0 -> S_k = 0, even for [0, 0]
+    assert interval_scores(probes).tolist() == [0.0, 0.0]
+    # hit = plain containment of R_k = 0
+    assert hit_rate(probes) == 1.0
+    # the RL reward gives full credit only for exactly [0, 0]
     assert rewards(probes).tolist() == [1.8, 0.0]
-    # [0, 5] on R = 0 counts as a conservative miss (it expects spend that never comes)
     bins = miss_bins(probes)
     assert bins.n[2] == 2
-    assert bins.conservative[2] == 0.5
+    assert bins.conservative[2] == 0.0 and bins.optimistic[2] == 0.0
 
 
 def test_wide_interval_covers_but_scores_zero() -> None:
@@ -232,7 +241,7 @@ def test_wide_interval_covers_but_scores_zero() -> None:
 
 
 def test_hit_rate(table: ProbeTable) -> None:
-    # covered among the 6 feasible probes: a1 a2 b2 -> 3/6
+    # contained among the 8 probes of successful rollouts: a1 a2 b2 d2 -> 4/8
     assert hit_rate(table) == pytest.approx(0.5)
 
 
@@ -251,12 +260,12 @@ def test_invalid_rate(table: ProbeTable) -> None:
 
 
 def test_miss_bins(table: ProbeTable) -> None:
-    # feasible interval probes by k/T: a1 0.25 -> bin 1 (hit), b1 1/3 -> bin 1 (hi 10 < 30,
-    # optimistic), a2 0.5 -> bin 2 (hit), e1 0.5 -> bin 2 (lo 35 > 30, conservative),
-    # b2 2/3 -> bin 3 (hit)
+    # interval probes of successful rollouts by k/T: a1 0.25 -> bin 1 (hit), b1 1/3 -> bin 1
+    # (hi 10 < 30, optimistic), a2 0.5 -> bin 2 (hit), e1 0.5 -> bin 2 (lo 35 > 30,
+    # conservative), b2 2/3 -> bin 3 (hit), d2 2/3 -> bin 3 (50 in [10, 60], hit)
     bins = miss_bins(table)
     assert bins.edges == pytest.approx((0.0, 0.2, 0.4, 0.6, 0.8, 1.0))
-    assert bins.n == (0, 2, 2, 1, 0)
+    assert bins.n == (0, 2, 2, 2, 0)
     assert bins.optimistic == (None, 0.5, 0.0, 0.0, None)
     assert bins.conservative == (None, 0.0, 0.5, 0.0, None)
 
@@ -272,14 +281,14 @@ def test_late_recognition(table: ProbeTable) -> None:
 
 
 def test_early_stop(table: ProbeTable) -> None:
-    # false aborts: impossible on feasible probes = a3 -> 1 / 6
-    # saved on failed rollouts: c stops at C_k 70 of C_T 120 -> 50; d never stops -> 0
-    # share = 50 / (120 + 150) = 5/27
+    # false aborts: impossible on feasible probes = a3, over all 11 probes (BAGEN's numbers)
+    # failed = unsuccessful rollouts: c only (d succeeded over budget).
+    # saved: c stops at C_k 70 of C_T 120 -> 50 / 120
     stop = early_stop(table)
-    assert stop.false_abort_rate == pytest.approx(1 / 6)
+    assert stop.false_abort_rate == pytest.approx(1 / 11)
     assert (stop.false_abort_count, stop.feasible_probes) == (1, 6)
-    assert stop.saved_token_share == pytest.approx(5 / 27)
-    assert (stop.failed_stopped, stop.failed_rollouts) == (1, 2)
+    assert stop.saved_token_share == pytest.approx(5 / 12)
+    assert (stop.failed_stopped, stop.failed_rollouts) == (1, 1)
     assert stop.succeeded_stopped == 1  # a
 
 
@@ -344,12 +353,16 @@ def test_score_probes_names_and_values(table: ProbeTable) -> None:
     assert scores["macro_f1_all"] == pytest.approx(48 / 91)
     assert scores["macro_f1_first"] == pytest.approx(3 / 7)
     assert scores["fail_f1"] == pytest.approx(2 / 7)
-    assert scores["interval_score"] == pytest.approx(2.5 / 6)
+    assert scores["interval_score"] == pytest.approx(1.5 / 8)
     assert scores["hit_rate"] == pytest.approx(0.5)
     assert scores["invalid_rate"] == pytest.approx(2 / 11)
-    assert scores["false_abort_rate"] == pytest.approx(1 / 6)
-    assert scores["saved_token_share"] == pytest.approx(5 / 27)
+    assert scores["false_abort_rate"] == pytest.approx(1 / 11)
+    assert scores["saved_token_share"] == pytest.approx(5 / 12)
     assert scores["failed_rollouts_stopped"] == 1
+    assert scores["failed_rollouts"] == 1 and scores["failed_stopped_share"] == 1.0
+    # BAGEN divides by every failed rollout, those without a probe included
+    wider = score_probes(table, all_failed_rollouts=4)
+    assert wider["failed_rollouts"] == 4 and wider["failed_stopped_share"] == 0.25
     assert scores["reward"] == pytest.approx(4.7 / 11)
     assert scores["optimistic_bin1"] == 0.5
     assert scores["conservative_bin4"] is None
@@ -500,9 +513,14 @@ def test_perfect_estimator(probes: list[ProbeRecord]) -> None:
     table = ProbeTable.from_records(oracle)
     both_classes = table.feasible.any() and (~table.feasible).any()
     assert macro_f1(table) == (1.0 if both_classes else 0.5)
-    if table.feasible.any():
-        assert interval_score(table) == 1.0
-        assert hit_rate(table) == 1.0
+    succeeded = table.success
+    if succeeded.any():
+        # S_k: 1 on feasible probes with R_k > 0 (R_k = 0 scores 0 by BAGEN's code), 1 for
+        # the impossible answer on probes of rollouts that succeeded over budget
+        expected = np.where(table.feasible, table.remaining > 0, 1.0)[succeeded].mean()
+        assert interval_score(table) == pytest.approx(expected)
+        # the hit rate counts an over-budget probe's (right) impossible as a miss
+        assert hit_rate(table) == pytest.approx(table.feasible[succeeded].mean())
     assert early_stop(table).false_abort_rate in (None, 0.0)
 
 

@@ -14,6 +14,7 @@ from pytest_budget.awareness.estimators import (
     AlwaysFeasibleEstimator,
     AlwaysImpossibleEstimator,
     LinearEstimator,
+    LinearVisibleEstimator,
     OracleEstimator,
     RandomEstimator,
     format_answer,
@@ -159,27 +160,52 @@ def test_oracle_is_perfect_on_hand_worked_rollouts() -> None:
     s = outcome.scores
     assert outcome.n_probes == 2 + 1 + 2 and outcome.n_errors == 0
     assert s["macro_f1_all"] == 1.0 and s["fail_f1"] == 1.0 and s["macro_f1_first"] == 1.0
-    assert s["interval_score"] == 1.0 and s["hit_rate"] == 1.0 and s["invalid_rate"] == 0.0
+    # S_k over the probes of successful rollouts A and C: exact intervals on A, impossible
+    # on C (succeeded over budget) -> 1 everywhere.  The hit rate counts C's impossible as a
+    # miss: 2 of 4.
+    assert s["interval_score"] == 1.0 and s["hit_rate"] == 0.5 and s["invalid_rate"] == 0.0
     assert s["mre_p50"] == 0.0 and s["false_abort_rate"] == 0.0
-    # B stops at k=1 after 400 of 800 tokens; C at k=1 after 300 of 900.
-    assert s["saved_token_share"] == pytest.approx((400 + 600) / (800 + 900))
+    # Failed (unsuccessful) rollouts: B only, stopped at k=1 after 400 of 800 tokens.
+    assert s["saved_token_share"] == pytest.approx(400 / 800)
+    assert s["failed_rollouts"] == 1 and s["failed_stopped_share"] == 1.0
     assert s["reward"] == pytest.approx((1.8 * 2 + 0.2 * 3) / 5)
 
 
 def test_linear_baseline_hand_worked() -> None:
     # A: k=1 R_lin = 100*3-100 = 200 -> [150, 250] (R=500, miss); k=2 R_lin = 150 ->
-    # [112.5, 187.5] (R=300, miss).  B: k=1 total 400*2 = 800 > 700 -> impossible (right).
+    # [112.5, 187.5], written [112, 188] so BAGEN's digit-run parser reads it (R=300, miss).
+    # B: k=1 total 400*2 = 800 > 700 -> impossible (right).
     # C: k=1 300*3 = 900 > 700 -> impossible (right); k=2 likewise.
     estimator = LinearEstimator().with_ground_truth(
         {(p.rollout_id, p.k): t for r in (A, B, C) for p, t in make_probes(r)}
     )
     (a1, _), (a2, _) = make_probes(A)
     assert estimator.estimate(a1) == "<answer>[150, 250]</answer>"
-    assert estimator.estimate(a2) == "<answer>[112.5, 187.5]</answer>"
+    assert estimator.estimate(a2) == "<answer>[112, 188]</answer>"
+    assert estimator.name == "linear-knows-T"
     s = _run([A, B, C], LinearEstimator()).scores
-    assert s["hit_rate"] == 0.0 and s["interval_score"] == 0.0
+    # A's intervals miss (S_k 0); C succeeded over budget and is answered impossible (S_k 1,
+    # but a miss for the hit rate): interval score 2/4, hit rate 0/4.
+    assert s["hit_rate"] == 0.0 and s["interval_score"] == 0.5
     # Feasible class: 2 true, 2 predicted, 2 right -> F1 1; impossible class likewise.
     assert s["macro_f1_all"] == 1.0 and s["fail_f1"] == 1.0
+
+
+def test_linear_visible_baseline_reads_only_the_probe() -> None:
+    """T is guessed as 2k: R_hat = C_k.  A k=1: C=100 -> [75, 125]; k=2: C=300, 600 <= 700
+    -> [225, 375].
+    B k=1: 400 + 400 = 800 > 700 -> impossible.  C k=1: 300 + 300 = 600 <= 700 -> [225, 375];
+    k=2: 600 + 600 > 700 -> impossible.  No side channel: it has no with_ground_truth."""
+    estimator = LinearVisibleEstimator()
+    assert not hasattr(estimator, "with_ground_truth")
+    answers = [estimator.estimate(p) for r in (A, B, C) for p, _ in make_probes(r)]
+    assert answers == [
+        "<answer>[75, 125]</answer>",
+        "<answer>[225, 375]</answer>",
+        "<answer>impossible</answer>",
+        "<answer>[225, 375]</answer>",
+        "<answer>impossible</answer>",
+    ]
 
 
 def test_constant_estimators() -> None:
@@ -188,9 +214,12 @@ def test_constant_estimators() -> None:
     assert feasible["macro_f1_all"] == pytest.approx((4 / 7 + 0) / 2)
     assert feasible["fail_f1"] == 0.0
     # A k=1: [0, 600] covers 500 -> 1 - 600/500 < 0 -> 0; k=2: [0, 400] covers 300 -> 0.
-    assert feasible["hit_rate"] == 1.0 and feasible["interval_score"] == 0.0
+    # C (succeeded over budget): [0, 400] misses R 600, [0, 100] misses 300; S_k 0 (not
+    # impossible).  Hit rate over the 4 probes of A and C: 2/4.
+    assert feasible["hit_rate"] == 0.5 and feasible["interval_score"] == 0.0
     impossible = _run([A, B, C], AlwaysImpossibleEstimator()).scores
-    assert impossible["false_abort_rate"] == 1.0 and impossible["fail_f1"] == pytest.approx(
+    # false aborts: A's 2 feasible probes, over all 5 probes
+    assert impossible["false_abort_rate"] == 0.4 and impossible["fail_f1"] == pytest.approx(
         2 * 3 / (2 * 3 + 2)
     )
 
@@ -245,8 +274,9 @@ def test_garbage_is_invalid_and_raising_is_an_error_not_a_crash() -> None:
     assert outcome.invalid_reasons == {"missing <answer>...</answer> tag": 2}
     s = outcome.scores
     assert s["n_probes"] == 4 and s["n_errors"] == 1 and s["invalid_rate"] == 0.5
-    # A: [250, 550] covers 500 (1 - 300/500 = 0.4) and 300 (1 - 1 = 0).
-    assert s["interval_score"] == pytest.approx(0.2) and s["hit_rate"] == 1.0
+    # A: [250, 550] covers 500 (1 - 300/500 = 0.4) and 300 (1 - 1 = 0); C (succeeded over
+    # budget) answered invalid: 0 and a miss.  Over the 4 probes of A and C.
+    assert s["interval_score"] == pytest.approx(0.1) and s["hit_rate"] == 0.5
 
 
 def test_all_errors_make_an_error_cell() -> None:
@@ -273,8 +303,11 @@ def test_multi_dimension_cell_scores_each_dimension() -> None:
 
     outcome = _run([good, bad], estimator)
     s = outcome.scores
-    assert s["interval_score_time_weeks"] == 1.0 and s["interval_score_cost"] == 0.0
-    assert s["interval_score"] == 0.5 and s["hit_rate"] == 1.0
+    # S_k over the probes of successful rollouts g (k=1, 2) and b (over budget, impossible
+    # -> 1): time 1, 1, 1; cost 0, 0, 1.  The joint hit needs every dimension: g 2 of 2.
+    assert s["interval_score_time_weeks"] == 1.0
+    assert s["interval_score_cost"] == pytest.approx(1 / 3)
+    assert s["interval_score"] == pytest.approx(2 / 3) and s["hit_rate"] == 1.0
     assert s["macro_f1_all"] == 1.0
     # Linear baseline per dimension. k=1: R_lin = (4, 20), R = (4, 50), midpoints (4, 50);
     # k=2: R_lin = (2, 20), R = (2, 20), midpoints (2, 50). Cost: reductions 30 and -30.

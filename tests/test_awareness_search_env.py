@@ -515,8 +515,11 @@ def test_a_model_reading_the_whole_prompt_is_not_charged_for_history_again(
     reported = batch(corpus, 12, 7, WholePromptReporter(SearchReferenceActor(0), split), searcher)
     long_ones = 0
     for counted, model in zip(plain, reported, strict=True):
-        assert [t.action for t in counted.turns] == [t.action for t in model.turns]
-        for k, (mine, theirs) in enumerate(zip(counted.turns, model.turns, strict=True)):
+        # the two counts differ a little, so the 3,500-token cap may cut one turn apart
+        n = min(counted.T, model.T)
+        assert abs(counted.T - model.T) <= 1
+        assert [t.action for t in counted.turns[:n]] == [t.action for t in model.turns[:n]]
+        for k, (mine, theirs) in enumerate(zip(counted.turns[:n], model.turns[:n], strict=True)):
             # Only the footer ("Turn k of at most 10. Your reply:"), separators and (in a
             # difference of prompts) the re-stated question differ; the history re-sent is
             # at least the 129 tokens of instructions.
@@ -656,13 +659,23 @@ def test_reference_actor_outcome_mix(corpus: SearchCorpus, searcher: IndexSearch
     rollouts = batch(corpus, 64, 42, SearchReferenceActor(0), searcher)
     feasible = sum(r.feasible for r in rollouts) / len(rollouts)
     assert 0.35 <= feasible <= 0.65
+    # BAGEN's per-request cap ends an episode at the first request over it (§6): no rollout
+    # succeeds over budget; failures are wrong answers or the cap.
     over_budget = [r for r in rollouts if r.success and not r.feasible]
     wrong = [r for r in rollouts if not r.success and r.meta["end_reason"] == "answered"]
-    assert over_budget and wrong
-    # Every failure kind shows up in a larger batch, including running out of turns.
+    assert not over_budget and wrong
     more = batch(corpus, 256, 7, SearchReferenceActor(0), searcher)
     ends = Counter(str(r.meta["end_reason"]) for r in more)
-    assert ends["max_turns"] >= 1 and ends["answered"] >= 200
+    assert ends["token_cap"] >= 50 and ends["answered"] >= 150
+    for r in more:
+        if r.meta["end_reason"] == "token_cap":
+            assert (
+                r.total()["tokens"]
+                <= 3500
+                < r.total()["tokens"] + r.meta["truncated_turn"]["tokens"]
+            )
+    # BAGEN's answer check: EM, or token F1 >= 0.3 (a partly right answer counts)
+    assert all(r.success == (r.meta["em"] == 1.0 or r.meta["f1"] >= 0.3) for r in more)
     assert any(r.meta["predicted_answer"] == UNKNOWN_ANSWER and r.success for r in more)
     assert any(r.meta["predicted_answer"] == UNKNOWN_ANSWER and not r.success for r in more)
     assert any(t.info.get("action") == "invalid" for r in more for t in r.turns)

@@ -658,8 +658,10 @@ def rollouts() -> list[Rollout]:
     return anyio.run(lambda: generate_rollouts(21, 3, NoisyReorderPointPolicy(noise=0.5)))
 
 
-def test_challenges_split_half_reachable_half_unreachable(rollouts: list[Rollout]) -> None:
-    conditioned = condition_challenges(rollouts, seed=42)
+def test_paper_challenges_split_half_reachable_half_unreachable(rollouts: list[Rollout]) -> None:
+    conditioned = condition_challenges(rollouts, preset="paper", seed=42)
+    alias = condition_challenges(rollouts, preset="half_reachable", seed=42)
+    assert digest(alias) == digest(conditioned)
     assert [r.id for r in conditioned] == [r.id for r in rollouts]  # input order kept
     labels = [r.meta["challenge"] for r in conditioned]
     assert labels.count("reachable") == 11 and labels.count("unreachable") == 10
@@ -685,6 +687,42 @@ def test_challenges_split_half_reachable_half_unreachable(rollouts: list[Rollout
             )
 
 
+def test_outcome_challenges_draw_alike_and_label_by_the_outcome(rollouts: list[Rollout]) -> None:
+    """The default scheme: one target distribution and one cap draw for every rollout."""
+    conditioned = condition_challenges(rollouts, seed=42)
+    finals = [r.meta["final_cash_usd"] for r in rollouts]
+    median = float(np.median(finals))
+    horizon = max(r.total()["time_weeks"] for r in rollouts)
+    for before, after, final in zip(rollouts, conditioned, finals, strict=True):
+        target = after.meta["target_cash_usd"]
+        assert after.meta["challenge_preset"] == "outcome"
+        assert 0.98 * median - 0.01 <= target <= 1.02 * median + 0.01
+        assert after.budget["time_weeks"] == horizon
+        total = before.total()
+        for dim in ("warehouse_item_weeks", "cumulative_cost_usd"):
+            assert total[dim] <= after.budget[dim] <= 1.2 * total[dim] + 0.01
+        # the label is the realized outcome; the caps never bind
+        assert after.feasible == (final >= target)
+        assert after.meta["challenge"] == ("reachable" if final >= target else "unreachable")
+
+
+def test_release_challenges_differ_only_in_the_target(rollouts: list[Rollout]) -> None:
+    """BAGEN's release code: caps drawn alike; the target alone makes a probe unreachable."""
+    conditioned = condition_challenges(rollouts, preset="release", seed=42)
+    labels = [r.meta["challenge"] for r in conditioned]
+    assert labels.count("reachable") == 11 and labels.count("unreachable") == 10
+    for before, after in zip(rollouts, conditioned, strict=True):
+        final, total = before.meta["final_cash_usd"], before.total()
+        target = after.meta["target_cash_usd"]
+        assert after.budget["time_weeks"] == total["time_weeks"]
+        for dim in ("warehouse_item_weeks", "cumulative_cost_usd"):
+            assert total[dim] <= after.budget[dim] <= 1.2 * total[dim] + 0.01
+        if after.meta["challenge"] == "reachable":
+            assert 0.5 * final - 0.01 <= target <= final and after.feasible
+        else:
+            assert final < target <= 2.0 * final + 0.01 and not after.feasible
+
+
 def test_challenges_are_seeded_and_survive_a_file(rollouts: list[Rollout], tmp_path: Path) -> None:
     a = condition_challenges(rollouts, seed=42)
     assert digest(a) == digest(condition_challenges(rollouts, seed=42))
@@ -704,12 +742,15 @@ def test_challenges_handle_a_broke_rollout_and_reject_foreign_ones(
     )
     # A bankrupt run reaches no target, not even one capped at its (negative) final cash.
     for seed in range(6):
-        [conditioned] = condition_challenges([broke], seed=seed)
+        [conditioned] = condition_challenges([broke], preset="paper", seed=seed)
         assert conditioned.meta["challenge"] == "reachable (not viable: bankrupt or actor error)"
         assert conditioned.meta["target_cash_usd"] == -150_000.0  # capped at final cash
         assert not conditioned.success and not conditioned.feasible
     pair = condition_challenges([broke, broke], seed=0)
     assert [r.feasible for r in pair] == [False, False]
+    for preset in ("outcome", "release"):
+        mixed = condition_challenges([*rollouts[:4], broke], preset=preset, seed=1)
+        assert not mixed[-1].feasible and "not viable" in mixed[-1].meta["challenge"]
     foreign = Rollout("s", "sokoban", {"tokens": 10.0}, True, (), {})
     with pytest.raises(ValueError, match="no final cash"):
         condition_challenges([foreign])

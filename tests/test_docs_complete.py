@@ -859,5 +859,5 @@ def test_converting_your_own_logs(
                                        "action": "did 2"}  # fmt: skip
     command = bash_block(page, "--budget-rollouts=logs.jsonl")
     result = run(pytester, *pytest_args(command), "--budget-report=report.json")
-    result.assert_outcomes(passed=5)  # the five reference estimators on env coder-v3
+    result.assert_outcomes(passed=6)  # the six reference estimators on env coder-v3
     result.stdout.fnmatch_lines(["coder-v3: 2 rollouts by logged, 1 succeeded, 1 feasible*"])

@@ -166,7 +166,7 @@ def test_rollouts_example_with_the_reference_estimators(pytester: pytest.Pyteste
     jsonschema = pytest.importorskip("jsonschema")
     use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
     result = run(pytester, *AWARENESS, ROLLOUTS, "--budget-report=report.json")
-    result.assert_outcomes(passed=10)  # 2 env labels x 5 reference estimators
+    result.assert_outcomes(passed=12)  # 2 env labels x 6 reference estimators
     result.stdout.fnmatch_lines(
         [
             "support-bot: 4 rollouts by logged, 3 succeeded, 2 feasible within budget, "
@@ -174,9 +174,9 @@ def test_rollouts_example_with_the_reference_estimators(pytester: pytest.Pyteste
         ]
     )
     shown = documented_lines("how-to/replay-logged-rollouts.md", "support-bot  ", "ops-bot  ")
-    assert len(shown) == 10 and set(shown) <= set(result.outlines)
+    assert len(shown) == 12 and set(shown) <= set(result.outlines)
     found = awareness_cells(pytester)
-    assert len(found) == 10
+    assert len(found) == 12
     support = found["support-bot/always-feasible"]
     assert support["rollouts"] == {"rollouts": 4, "succeeded": 3, "feasible": 2, "mean_turns": 3.0}
     assert support["budget"] == {"tokens": 1000}
@@ -184,7 +184,10 @@ def test_rollouts_example_with_the_reference_estimators(pytester: pytest.Pyteste
     # 8 probes, 3 of them truly feasible: F1_feasible = 6/11, F1_impossible = 0
     assert support["scores"]["n_probes"] == 8
     assert support["scores"]["macro_f1_all"] == pytest.approx(3 / 11)
-    assert support["scores"]["hit_rate"] == 1.0 and support["scores"]["interval_score"] == 0.0
+    # over the 5 probes of successful rollouts, [0, cap - used] contains R_k on 3 (sb-002
+    # went over budget: its remaining 700 and 300 exceed the room left under the cap)
+    assert support["scores"]["hit_rate"] == pytest.approx(3 / 5)
+    assert support["scores"]["interval_score"] == 0.0
     assert found["support-bot/always-impossible"]["scores"]["fail_f1"] == pytest.approx(10 / 13)
     oracle = found["ops-bot/oracle"]["scores"]
     assert oracle["macro_f1_all"] == 1.0
@@ -206,25 +209,28 @@ def test_estimator_example_on_logged_rollouts(pytester: pytest.Pytester) -> None
     use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
     result = run(pytester, *AWARENESS, ROLLOUTS, "--budget-report=report.json")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["support-bot  doubling        8   0.750     0.333    0.750*"])
+    result.stdout.fnmatch_lines(
+        ["support-bot  doubling        8   0.750  0.855!     0.333    0.750*"]
+    )
     found = awareness_cells(pytester)
     assert set(found) == {"support-bot/doubling", "ops-bot/doubling"}
     scores = found["support-bot/doubling"]["scores"]
     assert scores["macro_f1_all"] == pytest.approx(0.75)
     assert scores["macro_f1_first"] == pytest.approx(1 / 3)
     assert scores["fail_f1"] == pytest.approx(0.75)
-    assert scores["interval_score"] == pytest.approx(1 / 9)
-    assert scores["hit_rate"] == pytest.approx(2 / 3)
+    assert scores["interval_score"] == pytest.approx(4 / 15)
+    assert scores["hit_rate"] == pytest.approx(2 / 5)
     assert scores["mre_p50"] == pytest.approx(350 / 550)
     assert scores["first_impossible_budget_share"] == pytest.approx(0.7)
     assert scores["false_abort_rate"] == 0.0
-    assert scores["saved_token_share"] == pytest.approx(900 / 2300)
+    assert scores["saved_token_share"] == pytest.approx(600 / 1200)
+    assert scores["failed_rollouts"] == 1 and scores["failed_stopped_share"] == 1.0
     assert scores["linear_error_reduction"] == pytest.approx(-150)
     assert scores["reward"] == pytest.approx(0.15)
     assert scores["invalid_rate"] == 0.0 and scores["n_errors"] == 0
     ops = found["ops-bot/doubling"]["scores"]
     assert ops["macro_f1_all"] == pytest.approx(0.4)
-    assert ops["false_abort_rate"] == 0.5
+    assert ops["false_abort_rate"] == pytest.approx(1 / 5)  # over all 5 probes
     assert ops["mre_p50_tokens"] == 0.5 and ops["mre_p50_tool_calls"] == 0.6
     assert ops["mre_p50"] == pytest.approx(0.55)  # the mean over the two dimensions
 
@@ -244,14 +250,16 @@ def test_awareness_tutorial_reference_table(pytester: pytest.Pytester) -> None:
     # gated: the reference estimators' baselines ship with the package
     result = run(pytester, "--budget-suite=awareness", "-p", "no:cacheprovider",
                  "--budget-report=report.json")  # fmt: skip
-    result.assert_outcomes(passed=25)
+    result.assert_outcomes(passed=30)
     shown = documented_lines("tutorial/first-awareness-run.md", *AWARENESS_ENVS)
     expected = {line for line in shown if "doubling" not in line}
-    assert len(expected) == 30  # 25 cells and 5 summary lines
+    assert len(expected) == 40  # 30 cells and 2 summary lines per environment
     assert expected <= set(result.outlines)
     validate_report(pytester)
     report = report_of(pytester)
-    cell = next(c for c in report["cells"] if c["cell"] == "sokoban-8x8" and c["agent"] == "linear")
+    cell = next(
+        c for c in report["cells"] if c["cell"] == "sokoban-8x8" and c["agent"] == "linear-knows-T"
+    )
     printed = [
         str(report["summary"]),
         f"{cell['actor']} {cell['budget']} {cell['rollouts']}",
@@ -274,9 +282,9 @@ def test_estimator_example_on_generated_sokoban_rollouts(pytester: pytest.Pytest
     assert cell["actor"] == "reference-actor" and cell["budget"] == {"tokens": 2500}
     assert cell["rollouts"] == {
         "rollouts": 128,
-        "succeeded": 108,
-        "feasible": 66,
-        "mean_turns": 6.422,
+        "succeeded": 61,
+        "feasible": 61,
+        "mean_turns": 5.562,
     }
     assert cell["scores"]["invalid_rate"] == 0.0
     assert cell["nodeid"].endswith("test_awareness[sokoban-8x8-user]")
@@ -286,7 +294,7 @@ def test_hook_estimator_example_next_to_linear(pytester: pytest.Pytester) -> Non
     use_example(pytester, "conftest_hook_estimator_example.py")
     use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
     result = run(
-        pytester, *AWARENESS, ROLLOUTS, "--budget-agent=user,linear",
+        pytester, *AWARENESS, ROLLOUTS, "--budget-agent=user,linear-knows-T",
         "--budget-report=report.json",
     )  # fmt: skip
     result.assert_outcomes(passed=4)
@@ -295,13 +303,15 @@ def test_hook_estimator_example_next_to_linear(pytester: pytest.Pytester) -> Non
     assert len(table) == 4 and set(table) <= set(result.outlines)
     found = awareness_cells(pytester)
     assert set(found) == {
-        "support-bot/pace", "support-bot/linear", "ops-bot/pace", "ops-bot/linear",
+        "support-bot/pace", "support-bot/linear-knows-T", "ops-bot/pace", "ops-bot/linear-knows-T",
     }  # fmt: skip
     pace = found["support-bot/pace"]["scores"]
     assert pace["macro_f1_all"] == pytest.approx(0.75)
     assert pace["macro_f1_first"] == pytest.approx(11 / 15)
-    assert pace["interval_score"] == pytest.approx(0.2)
-    assert found["support-bot/linear"]["scores"]["macro_f1_all"] == 1.0
+    # over the 5 probes of successful rollouts: sb-001 [320, 480] misses 550, [200, 300]
+    # holds 250 (1 - 100/250); sb-002 (over budget) impossible twice (1 each); sb-004 misses
+    assert pace["interval_score"] == pytest.approx((0.6 + 1 + 1) / 5)
+    assert found["support-bot/linear-knows-T"]["scores"]["macro_f1_all"] == 1.0
 
 
 def test_awareness_snapshots_gate_the_estimator(pytester: pytest.Pytester) -> None:
@@ -325,7 +335,8 @@ def test_awareness_snapshots_gate_the_estimator(pytester: pytest.Pytester) -> No
     changed.assert_outcomes(failed=2)
     changed.stdout.fnmatch_lines(["*was recorded with parse='bagen' (now 'strict')*"])
     assert '</answer>"' in text
-    pytester.makeconftest(text.replace('</answer>"', '</answer> Hope this helps!"'))
+    # BAGEN's parser ignores text after the answer tag; an unclosed tag is invalid
+    pytester.makeconftest(text.replace('</answer>"', '"'))
     worse = run(pytester, *gated)
     worse.assert_outcomes(failed=2)
     worse.stdout.fnmatch_lines(
@@ -370,7 +381,7 @@ def test_environment_facts_stated_in_the_reference() -> None:
             f"{sum(r.feasible for r in group)} | {median:,.1f} |"
         )
         assert row in text
-    assert Counter(r.meta["end_reason"] for r in rollouts) == {"answered": 125, "max_turns": 3}
+    assert Counter(r.meta["end_reason"] for r in rollouts) == {"answered": 71, "token_cap": 57}
     seventh = next(r for r in rollouts if r.id == "search-s42-0007")
     assert seventh.turns[1].observation in text
     info = seventh.turns[0].info
@@ -403,14 +414,14 @@ def test_chat_transcripts_example_imported_with_history_excluded(
     use_example(pytester, "chat_transcripts_example.jsonl", as_name="chats.jsonl")
     median = run(pytester, *AWARENESS, "--budget-rollouts=chats.jsonl",
                  "--budget-report=median.json")  # fmt: skip
-    median.assert_outcomes(passed=5)
+    median.assert_outcomes(passed=6)
     capped = run(pytester, *AWARENESS, "--budget-rollouts=chats.jsonl",
                  "--budget-rollout-cap=1000", "--budget-report=report.json")  # fmt: skip
-    capped.assert_outcomes(passed=5)
+    capped.assert_outcomes(passed=6)
     shown = documented_lines("how-to/replay-logged-rollouts.md", "swe-support-7b")
-    assert len(shown) == 9  # 5 rows and a summary at the median; 2 rows and a summary at 1000
-    assert set(shown[:6]) <= set(median.outlines)
-    assert set(shown[6:]) <= set(capped.outlines)
+    assert len(shown) == 11  # 6 rows and 2 summary lines at the median; 2 rows, 1 line at 1000
+    assert set(shown[:8]) <= set(median.outlines)
+    assert set(shown[8:]) <= set(capped.outlines)
     validate_report(pytester)
 
     found = awareness_cells(pytester, "median.json")
@@ -419,7 +430,9 @@ def test_chat_transcripts_example_imported_with_history_excluded(
     assert oracle["rollouts"] == {"rollouts": 4, "succeeded": 3, "feasible": 2, "mean_turns": 3.0}
     assert oracle["scores"]["n_probes"] == 8
     assert oracle["scores"]["reward"] == pytest.approx((3 * 1.8 + 5 * 0.2) / 8)
-    assert oracle["scores"]["saved_token_share"] == pytest.approx((430 + 350) / (910 + 830))
+    # failed = unsuccessful (BAGEN's early-stop table): chat-002 only; chat-004 succeeded
+    # over budget, so it is infeasible but not a failed run
+    assert oracle["scores"]["saved_token_share"] == pytest.approx(430 / 910)
     impossible = found["swe-support-7b/always-impossible"]["scores"]
     assert impossible["fail_f1"] == pytest.approx(10 / 13)
     found = awareness_cells(pytester)
@@ -445,7 +458,7 @@ def test_mini_swe_agent_example_and_the_verdicts_snippet(
     name = "mini_swe_agent_example.traj.json"
     use_example(pytester, name, as_name=name)
     result = run(pytester, *AWARENESS, f"--budget-rollouts={name}", "--budget-rollout-cap=2500")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)
     shown = documented_lines("how-to/replay-logged-rollouts.md", "swe-coder-large")
     assert len(shown) == 1 and shown[0] in result.outlines
 
@@ -565,12 +578,12 @@ def test_own_retrieval_server_with_the_suite(pytester: pytest.Pytester) -> None:
     ) as url:
         result = run(pytester, *AWARENESS, "--budget-env=search", f"--budget-search-url={url}",
                      "--budget-report=report.json")  # fmt: skip
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)
     shown = documented_lines(howto, "search ", "search:")
-    assert len(shown) == 7  # 5 rows, this server's summary, the built-in server's summary
-    assert set(shown[:6]) <= set(result.outlines)
+    assert len(shown) == 10  # 6 rows, 2 summary lines each for this server and the built-in one
+    assert set(shown[:8]) <= set(result.outlines)
     tutorial = documented_lines("tutorial/first-awareness-run.md", "search:")
-    assert shown[6] == tutorial[0]  # checked against a real run with the tutorial
+    assert shown[8:] == tutorial[:2]  # checked against a real run with the tutorial
     validate_report(pytester)
 
     # The built-in ranking behind --budget-search-url: the same rollouts, so the shipped
@@ -608,16 +621,16 @@ def test_awareness_reference_snippets_run(
     result = run(pytester, *AWARENESS, "--budget-rollouts=my_search_rollouts.jsonl",
                  "--budget-rollouts=support_bot.jsonl",
                  "--budget-rollouts=warehouse_rollouts.jsonl")  # fmt: skip
-    result.assert_outcomes(passed=15)  # search, support-bot, warehouse x 5 estimators
+    result.assert_outcomes(passed=18)  # search, support-bot, warehouse x 6 estimators
     result.stdout.fnmatch_lines(["search: 8 rollouts by logged, 8 succeeded, 8 feasible*"])
 
 
 def test_suite_all_collects_every_cell(pytester: pytest.Pytester) -> None:
-    """index.md: --budget-suite=all is 209 cells at the default settings."""
+    """index.md: --budget-suite=all is 214 cells at the default settings."""
     result = run(pytester, "--budget-suite=all", "-p", "no:cacheprovider", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["209 tests collected*"])
+    result.stdout.fnmatch_lines(["214 tests collected*"])
     index = (DOCS / "index.md").read_text(encoding="utf-8")
-    assert "all three: 209 cells (64 + 25 + 120)" in index
+    assert "all three: 214 cells (64 + 30 + 120)" in index
 
 
 # --------------------------------------------------------------------------- planning

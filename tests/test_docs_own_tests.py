@@ -55,14 +55,18 @@ def test_estimator_alone(budget_agent, budget_estimator):
 @pytest.mark.parametrize(
     ("args", "roles", "estimator"),
     [
-        ((), "cheapest-first CheapestFirstPlanner LinearEstimator GreedyToolAgent", "linear"),
+        (
+            (),
+            "cheapest-first CheapestFirstPlanner LinearEstimator GreedyToolAgent",
+            "linear-knows-T",
+        ),
         (
             ("--budget-agent=oracle",),
             "oracle OraclePlanner OracleEstimator OracleToolAgent",
             "oracle",
         ),
         (
-            ("--budget-agent=random,linear,greedy",),
+            ("--budget-agent=random,linear-knows-T,greedy",),
             "random RandomPlanner RandomEstimator GreedyToolAgent",
             "random",
         ),

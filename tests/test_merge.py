@@ -31,7 +31,7 @@ from pytest_budget.shard import Shard
 SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "reference" / "report.schema.json"
 
 # Every suite, small: triage 2 pools x 2 ratios x 2 alphas x 4 agents = 32 cells,
-# awareness 1 env x 5 estimators = 5, planning 2 tasks x 2 scenarios x 4 agents = 16.
+# awareness 1 env x 6 estimators = 6, planning 2 tasks x 2 scenarios x 4 agents = 16.
 SMALL_RUN = [
     "--budget-suite=all",
     "--budget-pool-size=6",
@@ -45,7 +45,7 @@ SMALL_RUN = [
     "-p",
     "no:cacheprovider",
 ]
-CELLS = 53
+CELLS = 54
 
 
 def _pytest(folder: Path, *args: str) -> subprocess.Popen[str]:

@@ -52,19 +52,25 @@ def test_logged_rollouts_score_every_reference_estimator(pytester: pytest.Pytest
         "--budget-gate=off",
         "--budget-report=report.json",
     )
-    result.assert_outcomes(passed=10)
+    result.assert_outcomes(passed=12)
     result.stdout.fnmatch_lines(["*awareness: feasibility*", "env *estimator*f1_all*"])
     cells = report_of(pytester)["cells"]
     assert {(c["env"], c["agent"]) for c in cells} == {
         (env, agent)
         for env in ("my-agent", "other")
-        for agent in ("linear", "always-feasible", "always-impossible", "random", "oracle")
-    }
+        for agent in (
+            "linear-knows-T", "linear-visible", "always-feasible", "always-impossible", "random",
+            "oracle",
+        )
+    }  # fmt: skip
     oracle = next(c for c in cells if c["agent"] == "oracle" and c["env"] == "my-agent")
     assert oracle["scores"]["macro_f1_all"] == 1.0 and oracle["scores"]["interval_score"] == 1.0
     assert oracle["actor"] == "logged" and oracle["rollouts"]["rollouts"] == 24
     impossible = next(c for c in cells if c["agent"] == "always-impossible")
-    assert impossible["scores"]["false_abort_rate"] == 1.0
+    # BAGEN's false-abort rate divides by every probe: here the share of feasible probes
+    floor = impossible["trivial_floor"]
+    feasible_share = floor["feasible_probes"] / impossible["scores"]["n_probes"]
+    assert impossible["scores"]["false_abort_rate"] == pytest.approx(feasible_share)
     # a 0 that comes from an empty class says so in the cell, next to the score
     assert oracle["notes"] == {}
     assert impossible["notes"]["macro_f1_all"].startswith(
@@ -189,9 +195,9 @@ def test_bad_options_and_files_are_one_line_usage_errors(
 def test_default_run_gates_against_shipped_baselines(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:
-    """The out-of-the-box run: 5 environments x 5 reference estimators, all gated."""
+    """The out-of-the-box run: 5 environments x 6 reference estimators, all gated."""
     result = run(pytester, "--budget-report=report.json", *xdist)
-    result.assert_outcomes(passed=25)
+    result.assert_outcomes(passed=30)
     cells = report_of(pytester)["cells"]
     assert {c["env"] for c in cells} == {
         "sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic"
@@ -211,8 +217,10 @@ def test_default_run_gates_against_shipped_baselines(
     }  # fmt: skip
     sokoban = next(c for c in cells if c["env"] == "sokoban-8x8")
     assert sokoban["budget"] == {"tokens": 2500.0}
-    # half_reachable: exactly half of the Warehouse rollouts are feasible.
-    assert warehouse["rollouts"]["feasible"] == 64
+    # the leak-free "outcome" challenge: feasibility is the realized outcome (near half)
+    assert warehouse["rollouts"]["feasible"] == 65
+    # every built-in probe set keeps its trivial floor at or below 0.75
+    assert all(not c["trivial_floor"]["warn"] for c in cells)
     assert not (pytester.path / "__budget_snapshots__").exists()
 
 
@@ -243,7 +251,7 @@ def test_other_rollout_count_is_not_compared_with_the_shipped_baseline(
     pytester: pytest.Pytester,
 ) -> None:
     result = run(pytester, "--budget-env=sokoban-6x6", "--budget-rollout-count=8",
-                 "--budget-agent=linear")  # fmt: skip
+                 "--budget-agent=linear-knows-T")  # fmt: skip
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*rollouts*"])
 

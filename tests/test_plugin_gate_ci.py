@@ -24,7 +24,7 @@ SMALL = (
     # awareness: one environment, few rollouts; planning: one task and scenario
     "--budget-env=sokoban-8x8", "--budget-rollout-count=12",
     "--budget-task=dining", "--budget-scenario=static@2,ban_tool:1@5", "--budget-query-count=6",
-    "--budget-agent=cheapest-first,random,linear,greedy,random-valid",
+    "--budget-agent=cheapest-first,random,linear-knows-T,greedy,random-valid",
 )  # fmt: skip
 SCHEMA = Path(__file__).resolve().parent.parent / "docs" / "reference" / "report.schema.json"
 
@@ -265,7 +265,7 @@ def pytest_budget_estimator(config):
 
 
 def test_repeats_of_deterministic_agents_have_no_spread(pytester: pytest.Pytester) -> None:
-    args = (*SMALL[:-1], "--budget-agent=cheapest-first,linear,greedy")
+    args = (*SMALL[:-1], "--budget-agent=cheapest-first,linear-knows-T,greedy")
     once = by_node(report(pytester, *args, name="once.json"))
     thrice = by_node(report(pytester, *args, "--budget-repeat=3", name="thrice.json"))
     assert once.keys() == thrice.keys()

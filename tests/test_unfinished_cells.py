@@ -83,13 +83,15 @@ def test_a_crash_while_scoring_is_an_error_cell(pytester: pytest.Pytester) -> No
         """
     )
     result = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", _chat_file(pytester.path), "--budget-agent=linear",
+        "--budget-suite=awareness", _chat_file(pytester.path), "--budget-agent=linear-knows-T",
         "--budget-gate=off", "--budget-report=r.json", "-p", "no:cacheprovider",
     )  # fmt: skip
     result.assert_outcomes(failed=1)
     (cell,) = report(pytester)["cells"]
     assert cell["suite"] == "awareness" and cell["env"] == cell["cell"]
-    assert cell["agent"] == "linear" and cell["outcome"] == "error" and cell["phase"] == "call"
+    assert (
+        cell["agent"] == "linear-knows-T" and cell["outcome"] == "error" and cell["phase"] == "call"
+    )
     assert cell["reason"] == "ZeroDivisionError: scoring broke"
     assert "evaluate" in cell["traceback"] and cell["test_outcome"] == "failed"
 

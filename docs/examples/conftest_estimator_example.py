@@ -10,6 +10,8 @@ Replace the body of ``estimate`` with a call to your model on ``probe.text``, th
 prompt, and return the model's reply as it is.
 """
 
+import math
+
 import pytest
 
 
@@ -20,7 +22,11 @@ class DoublingEstimator:
         used, caps = probe.used, probe.budget
         if any(2 * used[dim] > cap for dim, cap in caps.items()):
             return "<think>At this pace a cap will not hold.</think><answer>impossible</answer>"
-        spans = {dim: f"[{0.5 * used[dim]:.2f}, {1.5 * used[dim]:.2f}]" for dim in caps}
+        # Whole numbers, as BAGEN's prompt asks: its parser reads runs of digits, so
+        # "[50.00, 150.00]" would read as [0, 50].
+        spans = {
+            dim: f"[{math.floor(0.5 * used[dim])}, {math.ceil(1.5 * used[dim])}]" for dim in caps
+        }
         if len(spans) == 1:  # one budget: a bare interval
             (answer,) = spans.values()
         else:  # several budgets: name every one of them

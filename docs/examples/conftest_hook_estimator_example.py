@@ -4,7 +4,7 @@ Copy this file to ``conftest.py`` (a hook works from any conftest), put
 ``rollouts_example.jsonl`` next to it and run your estimator next to the linear baseline::
 
     pytest --budget-suite=awareness --budget-rollouts=rollouts_example.jsonl \
-        --budget-agent=user,linear --budget-gate=off
+        --budget-agent=user,linear-knows-T --budget-gate=off
 
 A programmatic estimator can skip the text format and return ``Interval``,
 ``IntervalMap`` (one interval per budget dimension) or ``Impossible`` objects.

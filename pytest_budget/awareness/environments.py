@@ -2,7 +2,8 @@
 
 ``generate_env_rollouts("sokoban-8x8", 128, seed=42, actor=...)`` rolls the actor out with
 no budget constraint and returns the logged rollouts (Warehouse rollouts come back with
-challenge-conditioned budgets, preset ``half_reachable``).  :class:`RolloutCache` stores
+challenge-conditioned budgets: ``warehouse`` the leak-free ``outcome`` preset,
+``warehouse-paper`` the paper's ``half_reachable`` scheme).  :class:`RolloutCache` stores
 them as JSONL so later runs and other xdist workers reuse them.  Plain Python: no pytest.
 """
 
@@ -26,6 +27,7 @@ __all__ = [
     "ENVIRONMENTS",
     "ROLLOUT_FORMAT_VERSION",
     "SEARCH_CORPUS_SEED",
+    "WAREHOUSE_PRESETS",
     "ReferenceActor",
     "RolloutCache",
     "file_digest",
@@ -38,13 +40,17 @@ ENVIRONMENTS: dict[str, tuple[str, ...]] = {
     "sokoban-6x6": ("tokens",),
     "warehouse": ("time_weeks", "warehouse_item_weeks", "cumulative_cost_usd"),
     "search": ("tokens",),
+    "warehouse-paper": ("time_weeks", "warehouse_item_weeks", "cumulative_cost_usd"),
 }
+
+#: Warehouse probe sets by env name -> challenge preset (``warehouse.condition_challenges``).
+WAREHOUSE_PRESETS: dict[str, str] = {"warehouse": "outcome", "warehouse-paper": "paper"}
 
 #: The bundled search world (fixed, so questions and documents never move between runs).
 SEARCH_CORPUS_SEED = 0
 
 # Bump when generated rollouts change for the same inputs (invalidates cached files).
-ROLLOUT_FORMAT_VERSION = 1
+ROLLOUT_FORMAT_VERSION = 2
 
 
 class ReferenceActor:
@@ -106,14 +112,14 @@ async def generate_env_rollouts(
 
         preset = sokoban_env.SOKOBAN_PRESETS[env]
         return await sokoban_env.generate_rollouts(preset, n, seed, actor, concurrency=concurrency)
-    if env == "warehouse":
+    if env in WAREHOUSE_PRESETS:
         from pytest_budget.awareness import warehouse
 
         panel = warehouse.load_demand_panel(warehouse_demand) if warehouse_demand else None
         raw = await warehouse.generate_rollouts(
             n, seed, actor, panel=panel, concurrency=concurrency
         )
-        return warehouse.condition_challenges(raw, preset="half_reachable", seed=seed)
+        return warehouse.condition_challenges(raw, preset=WAREHOUSE_PRESETS[env], seed=seed)
     if env == "search":
         from pytest_budget.awareness import search_env
         from pytest_budget.awareness.retrieval import RetrievalClient

@@ -4,11 +4,17 @@ Each answers a :class:`~pytest_budget.awareness.probes.Probe` with the text an L
 write (``<answer>[lo, hi]</answer>``, the Warehouse three-interval form, or
 ``<answer>impossible</answer>``), so their answers go through the same parser as a model's.
 
-``oracle`` and ``linear`` are *baselines with hindsight*: the paper's upper bound knows
-R_k, and the paper's linear-extrapolation baseline R_lin = (C_k / k) * T - C_k uses the
-rollout's realised length T.  The harness hands them that knowledge through an explicit side
-channel, :meth:`with_ground_truth`, called only for estimators that define it; probes
-themselves never carry it.  The other three see only the probe.
+``oracle`` and ``linear-knows-T`` are *baselines with hindsight*, and their names say so:
+the paper's upper bound knows R_k and the label, and the paper's linear-extrapolation
+baseline R_lin = (C_k / k) * T - C_k uses the rollout's realised length T.  The harness
+hands them that knowledge through an explicit side channel, :meth:`with_ground_truth`,
+called only for estimators that define it; probes themselves never carry it.  The others
+(``linear-visible``, ``always-feasible``, ``always-impossible``, ``random``) see only the
+probe.
+
+Answers are written so BAGEN's public parser reads them back: one dimension as integers
+(``lo`` rounded down, ``hi`` up, so a covering interval still covers), Warehouse as plain
+decimals (never an exponent).
 
 Plain Python: no pytest.
 """
@@ -16,8 +22,10 @@ Plain Python: no pytest.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import ClassVar
 
 from pytest_budget.awareness.probes import Probe, ProbeTruth
@@ -26,6 +34,7 @@ __all__ = [
     "AlwaysFeasibleEstimator",
     "AlwaysImpossibleEstimator",
     "LinearEstimator",
+    "LinearVisibleEstimator",
     "OracleEstimator",
     "RandomEstimator",
     "TruthLookup",
@@ -39,15 +48,23 @@ IMPOSSIBLE = "<answer>impossible</answer>"
 
 
 def _fmt(value: float) -> str:
-    # Shortest text that reads back as the same float, so the oracle's [R, R] stays exact.
-    return str(int(value)) if value == int(value) else repr(float(value))
+    # Shortest text that reads back as the same float, in plain decimals (BAGEN's Warehouse
+    # parser reads "-?digits(.digits)?", not "1e-05"), so the oracle's [R, R] stays exact.
+    if value == int(value):
+        return str(int(value))
+    text = format(Decimal(repr(float(value))), "f")
+    return text
 
 
 def format_answer(intervals: Mapping[str, tuple[float, float]]) -> str:
-    """An answer tag for one dimension (``[lo, hi]``) or several (``dim:[lo, hi], ...``)."""
+    """An answer tag for one dimension (``[lo, hi]``) or several (``dim:[lo, hi], ...``).
+
+    One dimension is written in whole numbers, ``lo`` rounded down and ``hi`` up: BAGEN's
+    parser reads digit runs, so ``[12.5, 30]`` would read as [5, 12].
+    """
     if len(intervals) == 1:
         (lo, hi) = next(iter(intervals.values()))
-        return f"<answer>[{_fmt(lo)}, {_fmt(hi)}]</answer>"
+        return f"<answer>[{math.floor(lo)}, {math.ceil(hi)}]</answer>"
     parts = [f"{dim}:[{_fmt(lo)}, {_fmt(hi)}]" for dim, (lo, hi) in intervals.items()]
     return f"<answer>{', '.join(parts)}</answer>"
 
@@ -93,13 +110,15 @@ class OracleEstimator(_Hindsight):
 
 
 class LinearEstimator(_Hindsight):
-    """Linear extrapolation: R_lin = (C_k / k) * T - C_k per dimension, +/- ``spread``.
+    """Linear extrapolation with hindsight (BAGEN's R_lin): R_lin = (C_k / k) * T - C_k per
+    dimension, +/- ``spread``, where T is the rollout's *true* number of turns, which no
+    estimator can see; hence the name ``linear-knows-T``.
 
     ``impossible`` when the extrapolated total C_k + R_lin exceeds a cap (the baseline cannot
     see that a rollout will fail for other reasons).
     """
 
-    name = "linear"
+    name = "linear-knows-T"
 
     def __init__(self, truths: TruthLookup | None = None, spread: float = 0.25) -> None:
         super().__init__(truths)
@@ -117,6 +136,28 @@ class LinearEstimator(_Hindsight):
             if used + r_lin > cap:
                 return IMPOSSIBLE
             intervals[dim] = (r_lin * (1 - self.spread), r_lin * (1 + self.spread))
+        return format_answer(intervals)
+
+
+@dataclass
+class LinearVisibleEstimator:
+    """Linear extrapolation from what the estimator sees only: T is guessed as 2k (the
+    probe is taken to be halfway), so R_hat = (C_k / k) * 2k - C_k = C_k per dimension,
+    +/- ``spread``; ``impossible`` when C_k + R_hat exceeds a cap.  Reads no label, no R_k,
+    no future turn: the honest counterpart of ``linear-knows-T``."""
+
+    spread: float = 0.25
+    name: str = "linear-visible"
+    run_inline: ClassVar[bool] = True
+
+    def estimate(self, probe: Probe) -> str:
+        intervals = {}
+        for dim, cap in probe.budget.items():
+            used = probe.used[dim]
+            guess = max(0.0, used / probe.k * (2 * probe.k) - used)
+            if used + guess > cap:
+                return IMPOSSIBLE
+            intervals[dim] = (guess * (1 - self.spread), guess * (1 + self.spread))
         return format_answer(intervals)
 
 
@@ -170,4 +211,7 @@ class RandomEstimator:
 
 
 def reference_estimator_names() -> Sequence[str]:
-    return ("oracle", "linear", "always-feasible", "always-impossible", "random")
+    return (
+        "oracle", "linear-knows-T", "linear-visible", "always-feasible", "always-impossible",
+        "random",
+    )  # fmt: skip

@@ -162,7 +162,8 @@ def _checked_object(reply: Estimate, dimensions: Sequence[str], policy: ParsePol
 def parse_answer(reply: Any, dimensions: Sequence[str], policy: ParsePolicy) -> Estimate:
     """An estimator's reply as an :class:`Estimate`; never raises on agent output.
 
-    Text goes through :func:`~pytest_budget.awareness.answers.parse_estimate`; estimate
+    Text goes through :func:`~pytest_budget.awareness.answers.parse_estimate` (``bagen``:
+    BAGEN's public parser; ``strict``: the stricter reading); estimate
     objects get the same checks (finite, non-negative, the reversed-interval policy, exactly
     the probe's dimensions).
     """
@@ -172,7 +173,7 @@ def parse_answer(reply: Any, dimensions: Sequence[str], policy: ParsePolicy) -> 
         return Invalid(safe_repr(reply), f"answer is {type(reply).__name__}, expected text")
     return parse_estimate(
         reply,
-        reversed_policy=PARSE_POLICIES[policy],
+        policy=policy,
         dimensions=tuple(dimensions) if len(dimensions) > 1 else None,
     )
 
@@ -223,7 +224,11 @@ def _tables(results: Sequence[ProbeResult], dimensions: Sequence[str]) -> _Table
 
 
 def score_results(
-    results: Sequence[ProbeResult], dimensions: Sequence[str], *, tables: _Tables | None = None
+    results: Sequence[ProbeResult],
+    dimensions: Sequence[str],
+    *,
+    tables: _Tables | None = None,
+    all_failed_rollouts: int | None = None,
 ) -> dict[str, float | int | None]:
     """Scores over the answered probes (errors excluded).
 
@@ -234,9 +239,12 @@ def score_results(
     per dimension (``<metric>_<dim>``) and their mean replaces the single-dimension value,
     except ``linear_error_reduction``, which is in each dimension's own units: it is only
     reported per dimension and the plain key is ``None``.
+
+    ``all_failed_rollouts``: unsuccessful rollouts of the whole set (those without a probe
+    included), the denominator of ``failed_stopped_share`` (BAGEN §2.8).
     """
     multi, by_dim = tables or _tables(results, dimensions)
-    scores = score_probes(by_dim[dimensions[0]])
+    scores = score_probes(by_dim[dimensions[0]], all_failed_rollouts=all_failed_rollouts)
     if len(dimensions) > 1:
         scores.update(per_dimension_scores(multi, dimensions))
         scores["linear_error_reduction"] = None
@@ -362,7 +370,10 @@ async def run_awareness_cell(
         outcome.reason = f"estimator {name!r} failed on all {len(done)} probes: {errors[0]}"
         return outcome
     tables = _tables(done, dimensions)
-    outcome.scores = score_results(done, dimensions, tables=tables)
+    # BAGEN divides stopped failed rollouts by all of them, those without a probe included
+    # (one-turn rollouts, rollouts left out by subsampling).
+    failed = sum(not r.success for r in rollouts) if rollouts else None
+    outcome.scores = score_results(done, dimensions, tables=tables, all_failed_rollouts=failed)
     outcome.scores["n_errors"] = len(errors)
     outcome.notes = result_notes(done, dimensions, tables=tables)
     outcome.curves = result_curves(done, dimensions, tables=tables)

@@ -33,6 +33,8 @@ from pytest_budget.awareness.metrics import (
     KIND_INVALID,
     ProbeRecord,
     ProbeTable,
+    contains,
+    interval_scores,
     linear_extrapolation,
     project_dimension,
     rewards,
@@ -112,23 +114,6 @@ def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
     return out
 
 
-def _covered(t: ProbeTable) -> BoolArray:
-    r = t.remaining
-    with np.errstate(invalid="ignore"):
-        inside = np.where(r == 0, (t.lo == 0) & (t.hi == 0), (t.lo <= r) & (r <= t.hi))
-    covered: BoolArray = (t.kind == KIND_INTERVAL) & inside
-    return covered
-
-
-def _tightness(t: ProbeTable) -> FloatArray:
-    r = t.remaining
-    zero = r == 0
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        tight = np.where(zero, 1.0, np.maximum(0.0, 1.0 - (t.hi - t.lo) / np.where(zero, 1.0, r)))
-    out: FloatArray = np.where(_covered(t), tight, 0.0)
-    return out
-
-
 def _f1(w: _Weighted, truth: BoolArray, pred: BoolArray) -> FloatArray:
     tp = w.total(truth & pred)
     n_pred = w.total(pred)
@@ -147,12 +132,15 @@ def _interval_family(w: _Weighted) -> ResampleMatrix:
     t = w.t
     r = t.remaining
     feasible = t.feasible
+    succeeded = t.success
     answered = t.kind == KIND_INTERVAL
-    covered = _covered(t)
-    n_feasible = w.total(feasible)
+    covered = contains(t)
+    n_succeeded = w.total(succeeded)
     out: ResampleMatrix = {
-        "interval_score": _ratio(w.total(np.where(feasible, _tightness(t), 0.0)), n_feasible),
-        "hit_rate": _ratio(w.total(covered & feasible), n_feasible),
+        "interval_score": _ratio(
+            w.total(np.where(succeeded, interval_scores(t), 0.0)), n_succeeded
+        ),
+        "hit_rate": _ratio(w.total(covered & succeeded), n_succeeded),
     }
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         mre = np.abs((t.lo + t.hi) / 2.0 - r) / np.where(r > 0, r, 1.0)
@@ -171,10 +159,11 @@ def _interval_family(w: _Weighted) -> ResampleMatrix:
     progress = t.k / np.maximum(t.T, 1)
     idx = np.clip((progress * _BINS).astype(np.int64), 0, _BINS - 1)
     with np.errstate(invalid="ignore"):
-        low = ~covered & (t.hi < r)
-        high = ~covered & ((t.lo > r) | (r == 0))
+        low = t.hi < r
+        high = t.lo > r
+    miss_population = succeeded & answered
     for i in range(_BINS):
-        in_bin = paired & (idx == i)
+        in_bin = miss_population & (idx == i)
         n_bin = w.total(in_bin)
         out[f"optimistic_bin{i}"] = _ratio(w.total(in_bin & low), n_bin)
         out[f"conservative_bin{i}"] = _ratio(w.total(in_bin & high), n_bin)
@@ -187,6 +176,8 @@ def _per_unit(w: _Weighted) -> dict[str, FloatArray]:
     n = w.n_units
     present = np.zeros(n, dtype=np.bool_)
     present[w.unit] = True
+    succeeded = np.zeros(n, dtype=np.bool_)
+    succeeded[w.unit] = t.success
     feasible = np.zeros(n, dtype=np.bool_)
     feasible[w.unit] = t.feasible
     total = np.zeros(n)
@@ -201,14 +192,18 @@ def _per_unit(w: _Weighted) -> dict[str, FloatArray]:
     at_first = impossible & (t.k == first_k[w.unit])
     used_at[w.unit[at_first]] = t.used[at_first]
     stopped = first_k != big
-    failed = present & ~feasible
+    # early stop: failed = unsuccessful (BAGEN's table); late recognition: infeasible
+    failed = present & ~succeeded
+    infeasible = present & ~feasible
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         share = used_at / budget
     flagged = failed & stopped
+    late = infeasible & stopped
     return {
+        "late": late.astype(np.float64),
         "failed": failed.astype(np.float64),
         "failed_stopped": flagged.astype(np.float64),
-        "share": np.where(flagged, share, 0.0),
+        "share": np.where(late, share, 0.0),
         "saved": np.where(flagged, np.maximum(total - np.nan_to_num(used_at), 0.0), 0.0),
         "failed_total": np.where(failed, total, 0.0),
     }
@@ -226,6 +221,7 @@ def _all_scores(w: _Weighted) -> ResampleMatrix:
     units = _per_unit(w)
     failed = w.per_unit_total(units["failed"])
     stopped = w.per_unit_total(units["failed_stopped"])
+    late = w.per_unit_total(units["late"])
     failed_tokens = w.per_unit_total(units["failed_total"])
     out: ResampleMatrix = {
         "n_probes": n_probes,
@@ -237,11 +233,12 @@ def _all_scores(w: _Weighted) -> ResampleMatrix:
         / 2.0,
         "fail_f1": f1_impossible,
         "invalid_rate": _ratio(w.total(t.kind == KIND_INVALID), n_probes),
-        "first_impossible_budget_share": _ratio(w.per_unit_total(units["share"]), stopped),
-        "false_abort_rate": _ratio(w.total(impossible & feasible), w.total(feasible)),
+        "first_impossible_budget_share": _ratio(w.per_unit_total(units["share"]), late),
+        "false_abort_rate": _ratio(w.total(impossible & feasible), n_probes),
         "saved_token_share": _ratio(w.per_unit_total(units["saved"]), failed_tokens),
         "failed_rollouts_stopped": stopped,
         "failed_rollouts": failed,
+        "failed_stopped_share": _ratio(stopped, failed),
     }
     out.update(_interval_family(w))
     return out
@@ -297,6 +294,13 @@ def resampled_scores(
                     np.nan,
                 )
         out["linear_error_reduction"] = np.full(len(weights), np.nan)
+        # Warehouse hit: every dimension's interval contains its R_k, over feasible probes
+        tables = [weighted(project_dimension(multi, dim)) for dim in dimensions]
+        joint = np.logical_and.reduce([contains(w.t) for w in tables])
+        first = tables[0]
+        out["hit_rate"] = _ratio(
+            first.total(joint & first.t.feasible), first.total(first.t.feasible)
+        )
     out["n_errors"] = weights @ errors
     return out
 

@@ -8,24 +8,27 @@ metric functions also accept the record list directly.
 
 Conventions (where the paper leaves room, the choice made here):
 
+BAGEN's conventions (fact sheet ``bagen.md`` §2; where the paper's caption and its
+numbers disagree, the numbers win and the metric's docstring says so):
+
 * True remaining budget R_k = C_T - C_k.
-* "Succeeded" / "failed" rollouts mean ground truth ``feasible`` True / False (success and
-  C_T within budget). A rollout that succeeded over budget is a failed rollout for every
-  metric here, since ``impossible`` is the right answer for it.
+* ``feasible`` (the label) = the rollout succeeded and C_T is within budget; ``success`` =
+  the rollout succeeded, within budget or not.  "Failed rollouts" (early stop) are the
+  unsuccessful ones, as in BAGEN's early-stop table.
 * An :class:`~pytest_budget.awareness.answers.Interval` predicts "feasible",
   :class:`~pytest_budget.awareness.answers.Impossible` predicts "impossible", and an
   :class:`~pytest_budget.awareness.answers.Invalid` answer predicts no class: it is a false
   negative for its true class and adds to no class's precision (false positives).
 * F1 of an empty class (no true or no predicted members) is 0, with a ``note`` saying why.
-* Coverage: ``lo <= R_k <= hi``. When R_k = 0 only ``[0, 0]`` covers and its tightness is
-  1 (the limit of 1 - width/R_k for width 0); any wider interval scores 0.
-* S_k = coverage * max(0, 1 - (hi - lo)/R_k) for an interval, 0 for ``impossible`` or an
-  invalid answer; its mean (``interval_score``) is over probes whose ground truth is
-  feasible. ``hit_rate`` is the covered share of those same probes (so an ``impossible`` or
-  invalid answer is a miss).
+* S_k (§2.3) is averaged over **every probe of a successful rollout**: on a feasible probe
+  it is 1[lo <= R_k <= hi] * max(0, 1 - (hi - lo)/R_k), 0 for ``impossible``, an invalid
+  answer or R_k = 0 (even for ``[0, 0]``); on a probe of a rollout that succeeded over
+  budget it is 1 for ``impossible`` and 0 otherwise.
+* ``hit_rate`` (§2.4): over every probe of a successful rollout, the share whose interval
+  contains R_k (``impossible`` and invalid answers miss).
 * Midpoint relative error |(lo+hi)/2 - R_k| / R_k over feasible probes answered with an
   interval and R_k > 0; percentiles use linear interpolation; ``None`` when there is none.
-* "First turn" is the smallest ``k`` of each rollout.
+* "First turn" (§2.1) is the k = 1 probe of each rollout, with invalid answers dropped.
 * Several budgets (Warehouse): :class:`MultiProbeRecord` holds usage per dimension;
   :func:`per_dimension_scores` scores coverage, tightness, misses and the linear baseline
   per dimension, and their mean where the metric is unit-free.
@@ -46,7 +49,8 @@ from pytest_budget.awareness.answers import (
     Interval,
     IntervalMap,
     Invalid,
-    parse_estimate,
+    RLInterval,
+    parse_rl,
 )
 
 __all__ = [
@@ -68,6 +72,7 @@ __all__ = [
     "interval_score",
     "interval_scores",
     "invalid_rate",
+    "joint_hit_rate",
     "late_recognition",
     "late_recognition_curve",
     "linear_baseline",
@@ -198,12 +203,9 @@ class ProbeTable:
         )
 
     def first_turn_mask(self) -> BoolArray:
-        """True on the probe(s) with the smallest ``k`` of each rollout."""
-        if len(self) == 0:
-            return np.zeros(0, dtype=np.bool_)
-        first = np.full(self.n_rollouts, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first, self.rollout, self.k)
-        mask: BoolArray = self.k == first[self.rollout]
+        """True on the k = 1 probes whose answer is valid (BAGEN's first-turn metric keeps
+        the probe after the first completed turn and drops invalid answers; §2.1)."""
+        mask: BoolArray = (self.k == 1) & (self.kind != KIND_INVALID)
         return mask
 
 
@@ -289,24 +291,48 @@ def _coverage_and_tightness(
     return covered, np.where(covered, tight, 0.0)
 
 
+def contains(t: ProbeTable) -> BoolArray:
+    """The answer is an interval with lo <= R_k <= hi (plain containment, any R_k)."""
+    r = t.remaining
+    with np.errstate(invalid="ignore"):
+        inside: BoolArray = (t.kind == KIND_INTERVAL) & (t.lo <= r) & (r <= t.hi)
+    return inside
+
+
 def interval_scores(probes: Probes) -> FloatArray:
-    """S_k for every probe (0 for ``impossible`` and invalid answers)."""
+    """BAGEN's S_k for every probe (§2.3, as the code behind Table 1 computes it).
+
+    Feasible probe: 1[lo <= R_k <= hi] * max(0, 1 - (hi - lo)/R_k); 0 for ``impossible``,
+    an invalid answer, or R_k <= 0 (the paper's formula is undefined there; BAGEN's
+    evaluation code gives 0, even for ``[0, 0]``).  Probe of a rollout that succeeded over
+    budget: 1 for ``impossible``, else 0 (the paper does not mention this case; its numbers
+    include it).  Probe of an unsuccessful rollout: 0 (not in :func:`interval_score`).
+    """
     t = _table(probes)
-    _, score = _coverage_and_tightness(t.lo, t.hi, t.remaining, t.kind == KIND_INTERVAL)
-    return score
+    r = t.remaining
+    positive = r > 0
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        tight = np.maximum(0.0, 1.0 - (t.hi - t.lo) / np.where(positive, r, 1.0))
+    feasible_part = np.where(contains(t) & positive, tight, 0.0)
+    over_budget = np.where(t.kind == KIND_IMPOSSIBLE, 1.0, 0.0)
+    out: FloatArray = np.where(t.feasible, feasible_part, np.where(t.success, over_budget, 0.0))
+    return out
 
 
 def interval_score(probes: Probes) -> float | None:
-    """Mean S_k over probes whose ground truth is feasible (``None`` when there are none)."""
+    """Mean S_k over every probe of a successful rollout, over budget or not (§2.3: the
+    caption says "trajectories that ultimately succeed"; the reported numbers also score
+    the over-budget ones).  ``None`` when no rollout succeeded."""
     t = _table(probes)
-    return _mean(interval_scores(t)[t.feasible])
+    return _mean(interval_scores(t)[t.success])
 
 
 def hit_rate(probes: Probes) -> float | None:
-    """Share of feasible probes whose interval covers R_k."""
+    """Share of the probes of successful rollouts whose interval contains R_k (§2.4;
+    ``impossible`` and invalid answers miss; containment is tested against R_k even on
+    over-budget probes).  Warehouse: see :func:`joint_hit_rate`."""
     t = _table(probes)
-    covered, _ = _coverage_and_tightness(t.lo, t.hi, t.remaining, t.kind == KIND_INTERVAL)
-    return _mean(covered[t.feasible].astype(np.float64))
+    return _mean(contains(t)[t.success].astype(np.float64))
 
 
 def midpoint_relative_error(
@@ -343,17 +369,17 @@ class MissBins:
 
 
 def miss_bins(probes: Probes, bins: int = 5) -> MissBins:
-    """Optimistic vs conservative misses by rollout progress, on feasible interval probes."""
+    """Optimistic vs conservative misses by rollout progress (§2.6): the population is the
+    probes of successful rollouts answered with an interval; optimistic = hi < R_k,
+    conservative = lo > R_k."""
     t = _table(probes)
     r = t.remaining
-    mask = t.feasible & (t.kind == KIND_INTERVAL)
+    mask = t.success & (t.kind == KIND_INTERVAL)
     progress = t.k[mask] / np.maximum(t.T[mask], 1)
     idx = np.clip((progress * bins).astype(np.int64), 0, bins - 1)
-    covered, _ = _coverage_and_tightness(t.lo, t.hi, r, t.kind == KIND_INTERVAL)
-    zero = r == 0
-    low = (~covered & (t.hi < r))[mask]
-    # R_k = 0: an interval other than [0, 0] misses high (it expects spend that never comes).
-    high = (~covered & ((t.lo > r) | zero))[mask]
+    with np.errstate(invalid="ignore"):
+        low = (t.hi < r)[mask]
+        high = (t.lo > r)[mask]
     n = np.bincount(idx, minlength=bins)
     n_low = np.bincount(idx, weights=low.astype(np.float64), minlength=bins)
     n_high = np.bincount(idx, weights=high.astype(np.float64), minlength=bins)
@@ -423,11 +449,16 @@ def late_recognition(probes: Probes) -> LateRecognition:
 
 @dataclass(frozen=True, slots=True)
 class EarlyStop:
-    """The stop-at-first-impossible policy.
+    """The stop-at-first-impossible policy (§2.8; worked back from BAGEN's table).
 
-    ``false_abort_rate``: share of probes from succeeded (feasible) rollouts answered
-    impossible. ``saved_token_share``: over failed rollouts, sum of (C_T - C_k at the first
-    impossible) over sum of C_T. ``failed_stopped``: failed rollouts stopped at least once.
+    ``false_abort_rate``: ``impossible`` answers on truly feasible probes divided by **all**
+    probes (the caption says "of successful rollouts"; the reported numbers, e.g. Sokoban
+    GPT 7/661, divide by every probe; the numerator is inferred).  Failed rollouts are the
+    unsuccessful ones.  ``failed_stopped``: failed rollouts with at least one ``impossible``
+    answer; ``failed_rollouts``: failed rollouts among the probed ones (pass the whole set's
+    count to :func:`score_probes` for the rate over all failed rollouts, those without a
+    probe included).  ``saved_token_share``: over failed rollouts, sum of (C_T - C_k at the
+    first ``impossible``) over sum of C_T.
     """
 
     false_abort_rate: float | None
@@ -448,14 +479,15 @@ def early_stop(probes: Probes) -> EarlyStop:
     present = np.zeros(t.n_rollouts, dtype=np.bool_)
     present[t.rollout] = True
     feasible = _per_rollout(t, t.feasible.astype(np.float64)) == 1.0
+    succeeded = _per_rollout(t, t.success.astype(np.float64)) == 1.0
     total = _per_rollout(t, t.total)
-    failed = present & ~feasible
+    failed = present & ~succeeded
     stopped = first_k >= 0
     # clamped at 0 in case a rollout's probes disagree on C_T (they should not)
     saved = np.where(failed & stopped, np.maximum(total - np.nan_to_num(used_at), 0.0), 0.0)
     denom = float(total[failed].sum())
     return EarlyStop(
-        false_abort_rate=n_false / n_feas if n_feas else None,
+        false_abort_rate=n_false / len(t) if len(t) else None,
         false_abort_count=n_false,
         feasible_probes=n_feas,
         saved_token_share=float(saved[failed].sum()) / denom if denom > 0 else None,
@@ -518,7 +550,8 @@ def rewards(probes: Probes) -> FloatArray:
     parse with ``reversed_policy="invalid"`` (or use :func:`reward_from_text`).
     """
     t = _table(probes)
-    feasible_part = REWARD_COVERED * interval_scores(t)
+    _, tight = _coverage_and_tightness(t.lo, t.hi, t.remaining, t.kind == KIND_INTERVAL)
+    feasible_part = REWARD_COVERED * tight
     return np.where(
         t.feasible,
         feasible_part,
@@ -532,22 +565,36 @@ def reward(probes: Probes) -> float | None:
 
 
 def reward_from_text(text: str, remaining: float, feasible: bool) -> float:
-    """The RL reward of one raw reply, parsed strictly (a reversed interval is malformed)."""
-    est = parse_estimate(text, reversed_policy="invalid")
+    """BAGEN's RL reward of one raw reply (§2.9), read with the RL parser (§1c,
+    :func:`~pytest_budget.awareness.answers.parse_rl`).
+
+    Invalid -> 0.  Truly impossible: 0.2 for ``impossible``, else 0.  Truly possible:
+    ``impossible``, a scalar or a reversed interval -> 0; r = 0 -> 1.8 only for [0, 0];
+    lo <= r <= hi -> 1.8 * max(0, 1 - (hi - lo)/r); not covered -> 0.
+    """
+    est = parse_rl(text)
     if not feasible:
         return REWARD_IMPOSSIBLE if isinstance(est, Impossible) else 0.0
-    if not isinstance(est, Interval):
+    if not isinstance(est, RLInterval) or est.lo > est.hi:
         return 0.0
     r = np.array([remaining], dtype=np.float64)
-    _, score = _coverage_and_tightness(np.array([est.lo]), np.array([est.hi]), r, np.array([True]))
+    lo, hi = np.array([float(est.lo)]), np.array([float(est.hi)])
+    _, score = _coverage_and_tightness(lo, hi, r, np.array([True]))
     return float(REWARD_COVERED * score[0])
 
 
 # --------------------------------------------------------------------------- all at once
 
 
-def score_probes(probes: Probes, *, bins: int = 5) -> dict[str, float | int | None]:
-    """Every scalar metric under the names used in the JSON report."""
+def score_probes(
+    probes: Probes, *, bins: int = 5, all_failed_rollouts: int | None = None
+) -> dict[str, float | int | None]:
+    """Every scalar metric under the names used in the JSON report.
+
+    ``all_failed_rollouts``: the unsuccessful rollouts of the whole set, those that gave no
+    probe included (BAGEN's "stopped failed rollouts" divides by all of them, §2.8);
+    default: the unsuccessful rollouts among the probed ones.
+    """
     t = _table(probes)
     mre_p50, mre_p90 = midpoint_relative_error(t)
     fail = fail_f1(t)
@@ -569,10 +616,14 @@ def score_probes(probes: Probes, *, bins: int = 5) -> dict[str, float | int | No
         "saved_token_share": stop.saved_token_share,
         "failed_rollouts_stopped": stop.failed_stopped,
         "failed_rollouts": stop.failed_rollouts,
+        "failed_stopped_share": None,
         "linear_error_reduction": lin.mean_reduction,
         "linear_win_rate": lin.win_rate,
         "reward": reward(t),
     }
+    failed = stop.failed_rollouts if all_failed_rollouts is None else all_failed_rollouts
+    out["failed_rollouts"] = failed
+    out["failed_stopped_share"] = stop.failed_stopped / failed if failed else None
     bins_ = miss_bins(t, bins)
     for i, (lo_share, hi_share) in enumerate(
         zip(bins_.optimistic, bins_.conservative, strict=True)
@@ -660,6 +711,26 @@ def project_dimension(records: Sequence[MultiProbeRecord], dim: str) -> list[Pro
     return out
 
 
+def joint_hit_rate(records: Sequence[MultiProbeRecord], dimensions: Sequence[str]) -> float | None:
+    """Warehouse hit rate (§2.4): a hit needs all three intervals to contain their R_k.
+
+    The denominator is the truly feasible (reachable) probes: BAGEN's reported Warehouse
+    hit (Gemini 50.2% on a 50/50 set) rules out all probes, so this is inferred.
+    """
+    feasible = [r for r in records if r.feasible]
+    if not feasible:
+        return None
+    hits = 0
+    for rec in feasible:
+        est = rec.estimate
+        if isinstance(est, IntervalMap) and all(
+            d in est.as_dict() and est[d].lo <= rec.total[d] - rec.used[d] <= est[d].hi
+            for d in dimensions
+        ):
+            hits += 1
+    return hits / len(feasible)
+
+
 def _per_dimension_names(bins: int) -> tuple[str, ...]:
     """Scores that are unit-free, so their mean over dimensions means something."""
     names = ["interval_score", "hit_rate", "mre_p50", "mre_p90", "reward", "linear_win_rate"]
@@ -673,6 +744,7 @@ def per_dimension_scores(
 ) -> dict[str, float | None]:
     """Coverage, tightness, misses and the linear baseline scored per dimension.
 
+    ``hit_rate`` is the joint hit (:func:`joint_hit_rate`), not a mean.
     Keys ``<metric>_<dim>`` for each of interval_score, hit_rate, mre_p50, mre_p90, reward,
     linear_error_reduction, linear_win_rate and the miss bins ``optimistic_bin<i>`` /
     ``conservative_bin<i>``, plus ``<metric>`` = mean over the dimensions that have a value
@@ -699,6 +771,7 @@ def per_dimension_scores(
     for name in _per_dimension_names(bins):
         values = [v for d in dimensions if (v := out[f"{name}_{d}"]) is not None]
         out[name] = sum(values) / len(values) if values else None
+    out["hit_rate"] = joint_hit_rate(records, dimensions)
     return out
 
 

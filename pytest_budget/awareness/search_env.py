@@ -15,7 +15,9 @@ Turn protocol
     searches, an unclosed or empty tag) is a no-op turn whose ``info["error"]`` says why; the
     next observation reports it.  A search returns the top ``top_k`` passages from the
     :class:`Searcher`; they appear in the next observation.  The rollout ends at the first
-    answer, or after ``max_turns`` turns.
+    answer, at the first turn whose request would take the rollout over the 3,500-token cap
+    (BAGEN's per-request context limit: that turn's action is not executed and the turn is
+    dropped from the log), or after ``max_turns`` turns.
 
 Usage (one dimension, ``"tokens"``)
     What the model read for the first time this turn plus what it wrote, each counted with
@@ -45,8 +47,9 @@ Usage (one dimension, ``"tokens"``)
     ``["reported_tokens"]`` keep what was reported.
 
 Outcome
-    ``success`` is SQuAD-style normalized exact match of the answer with the gold answer or
-    one of its aliases (:func:`exact_match`); token F1 is in ``meta["f1"]``.  Unanswerable
+    ``success`` is BAGEN's answer check: SQuAD-style normalized exact match with the gold
+    answer or one of its aliases (:func:`exact_match`), or token F1 >= 0.3; ``meta`` keeps
+    ``em``, ``f1`` and BAGEN's ``reward`` (1 for EM, else F1 when >= 0.3, else 0).  Unanswerable
     questions have the gold answer ``"unknown"`` (see :mod:`search_corpus`).  Feasible =
     success and total tokens <= the cap (:attr:`Rollout.feasible`).
 
@@ -88,6 +91,8 @@ from pytest_budget.awareness.search_corpus import (
     normalize_answer,
     title_entity,
 )
+from pytest_budget.awareness.tags import blocks as tag_blocks
+from pytest_budget.awareness.tags import count_opens, strip_blocks
 from pytest_budget.roles import AgentError, call_role
 from pytest_budget.tokens import count_tokens
 
@@ -146,6 +151,9 @@ class SearchPreset:
     def budget(self) -> dict[str, float]:
         return {"tokens": self.token_cap}
 
+
+#: BAGEN's answer check: exact match, or token F1 at least this (fact sheet §6).
+ANSWER_F1_THRESHOLD = 0.3
 
 #: BAGEN's Search-R1 setting: 3,500 tokens; one search or one answer per turn.
 SEARCH_PRESET = SearchPreset()
@@ -259,20 +267,13 @@ class ParsedAction:
     error: str | None = None
 
 
-_THINK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_BLOCKS = {
-    tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.IGNORECASE | re.DOTALL)
-    for tag in ("search", "answer")
-}
-_OPENS = {tag: re.compile(rf"<{tag}>", re.IGNORECASE) for tag in ("search", "answer")}
-
-
 def parse_action(reply: str) -> ParsedAction:
     """Read exactly one ``<search>`` or ``<answer>`` block (``<think>`` blocks are skipped)."""
-    text = _THINK.sub(" ", reply)
-    blocks = {tag: pattern.findall(text) for tag, pattern in _BLOCKS.items()}
-    for tag, opens in _OPENS.items():
-        if len(opens.findall(text)) > len(blocks[tag]):
+    # Linear time on any text (tags.py); the same results as the regular expressions.
+    text = strip_blocks(reply, "think", " ")
+    blocks = {tag: [b.content for b in tag_blocks(text, tag)] for tag in ("search", "answer")}
+    for tag in ("search", "answer"):
+        if count_opens(text, tag) > len(blocks[tag]):
             return ParsedAction(None, error=f"unclosed <{tag}> tag")
     searches, answers = blocks["search"], blocks["answer"]
     if searches and answers:
@@ -524,6 +525,8 @@ async def run_rollout(
     prediction: str | None = None
     agent_error: str | None = None
     previous_prompt: float | None = None  # the reported input of the previous turn
+    used = 0.0
+    truncated: dict[str, Any] | None = None
     for number in range(1, preset.max_turns + 1):
         text = search_prompt(question.question, history, preset=preset, turn=number)
         read = _new_input_tokens(question.question, history, preset=preset, turn=number)
@@ -553,6 +556,13 @@ async def run_rollout(
         reply = actor_reply(raw)
         usage = _turn_usage(read, resent, reply, _reported_split(raw), previous_prompt, number)
         tokens, previous_prompt = usage.tokens, usage.prompt_tokens
+        if used + tokens > preset.token_cap:
+            # BAGEN (§6): the cap is a per-request context limit; the first request over it
+            # ends the episode as failed, its action is not executed and the turn dropped.
+            end_reason = "token_cap"
+            truncated = {"turn": number, "tokens": tokens, "used_before": used}
+            break
+        used += tokens
         parsed = parse_action(reply.text)
         info: dict[str, Any] = {
             "action": parsed.kind or "invalid",
@@ -578,6 +588,10 @@ async def run_rollout(
     golds = question.answers
     em = prediction is not None and exact_match(prediction, golds)
     f1 = 0.0 if prediction is None else token_f1(prediction, golds)
+    # BAGEN's Search env (§6): correct = exact match or token F1 >= 0.3; reward 1 for EM,
+    # else F1 when F1 >= 0.3, else 0.
+    correct = em or f1 >= ANSWER_F1_THRESHOLD
+    reward = 1.0 if em else (f1 if f1 >= ANSWER_F1_THRESHOLD else 0.0)
     out_meta: dict[str, Any] = {
         "question_id": question.id,
         "question": question.question,
@@ -588,19 +602,22 @@ async def run_rollout(
         "predicted_answer": prediction,
         "em": 1.0 if em else 0.0,
         "f1": round(f1, 6),
+        "reward": round(reward, 6),
         "end_reason": end_reason,
         "searches": sum(1 for t in turns if t.info.get("action") == "search"),
         "invalid_turns": sum(1 for t in turns if t.info.get("action") == "invalid"),
     }
     if agent_error is not None:
         out_meta["actor_error"] = agent_error
+    if truncated is not None:
+        out_meta["truncated_turn"] = truncated
     if meta:
         out_meta.update(meta)
     return Rollout(
         id=rollout_id,
         env=ENV_NAME,
         budget=preset.budget,
-        success=em,
+        success=correct,
         turns=tuple(turns),
         meta=out_meta,
     )

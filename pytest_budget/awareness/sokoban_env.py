@@ -21,15 +21,22 @@ Usage
     both with :func:`~pytest_budget.tokens.count_tokens`, unless the actor reported its own
     count, which then replaces the sum.
 
-A rollout ends when the level is solved, when a push leaves it provably unsolvable (dead
-corner or an exhaustive BFS; ``stop_when_unsolvable``, on by default, so hopeless rollouts do
-not burn turns that cannot change the outcome), or after ``max_turns`` turns.
+A rollout ends as BAGEN's actor episodes do (fact sheet §4): when the level is solved; after
+``max_actions_per_traj`` (30) executed moves; or at the first turn whose request would take
+the rollout over ``token_cap`` (BAGEN re-sends the full history, so its request size is the
+cumulative usage): that turn's moves are not played and the turn is dropped from the log,
+as BAGEN's estimator drops a truncated turn.  A deadlock does **not** end a rollout (BAGEN
+has no deadlock detection): a stuck actor goes on until the move or token cap.
+``stop_when_unsolvable=True`` restores the earlier early stop at a provable dead end.
+``max_turns`` is only a safety stop.  Puzzles apply BAGEN's random player moves after
+reverse play (``generate_level(random_moves=True)``).
 
 Plain Python, numpy and anyio: no pytest here.
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import math
 import re
@@ -47,6 +54,8 @@ from pytest_budget.awareness.rollouts import (
     Turn,
     actor_reply,
 )
+from pytest_budget.awareness.tags import blocks as tag_blocks
+from pytest_budget.awareness.tags import count_opens
 from pytest_budget.roles import AgentError, call_role
 from pytest_budget.sokoban import (
     ACTIONS,
@@ -109,6 +118,8 @@ class SokobanPreset:
     token_cap: int
     max_turns: int
     max_actions_per_turn: int = 3
+    #: BAGEN's ``max_actions_per_traj``: executed moves after which a rollout ends.
+    max_actions_per_traj: int = 30
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -186,6 +197,7 @@ def _generate_puzzle(preset: SokobanPreset, seed: int, index: int) -> tuple[int,
                 height=preset.height,
                 num_boxes=preset.num_boxes,
                 search_depth=preset.search_depth,
+                random_moves=True,
             )
         except GenerationError:
             continue
@@ -280,8 +292,6 @@ class ParsedReply:
     error: str | None = None
 
 
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
-_OPEN_ANSWER = re.compile(r"<answer>", re.IGNORECASE)
 # "||" and "|" and "," and ";" and any whitespace all separate moves.
 _SEPARATORS = re.compile(r"[|,;\s]+")
 _ACTION_NAMES = {name.lower(): name for name in ACTIONS}
@@ -293,12 +303,14 @@ def parse_reply(text: str, max_actions: int = 3) -> ParsedReply:
     The last block wins so that a format example quoted inside ``<think>`` does not count.
     Any word that is not a move voids the whole answer (no half-applied guesses).
     """
-    blocks = _ANSWER.findall(text)
-    if not blocks:
-        if _OPEN_ANSWER.search(text):
+    # linear time, even on hostile text (collections.deque keeps only the last block)
+    found = collections.deque(tag_blocks(text, "answer"), maxlen=1)
+    last = found[0] if found else None
+    if last is None:
+        if count_opens(text, "answer"):
             return ParsedReply((), error="unclosed <answer> tag")
         return ParsedReply((), error="no <answer>...</answer> block")
-    words = [word for word in _SEPARATORS.split(blocks[-1]) if word]
+    words = [word for word in _SEPARATORS.split(last.content) if word]
     if not words:
         return ParsedReply((), error="empty answer")
     moves: list[str] = []
@@ -355,7 +367,7 @@ async def run_rollout(
     rollout_id: str,
     limiter: anyio.CapacityLimiter | None = None,
     meta: Mapping[str, Any] | None = None,
-    stop_when_unsolvable: bool = True,
+    stop_when_unsolvable: bool = False,
 ) -> Rollout:
     """Play ``level`` with ``actor`` (any object filling the ``actor`` role) to the end.
 
@@ -371,6 +383,9 @@ async def run_rollout(
     agent_error: str | None = None
     total_reward = 0.0
     k = preset.max_actions_per_turn
+    used = 0.0
+    executed = 0
+    truncated: dict[str, Any] | None = None
     for number in range(1, preset.max_turns + 1):
         text = sokoban_prompt(state, preset=preset, turn=number, feedback=feedback)
         observation = ActorObservation(ENV_NAME, rollout_id, number, text, state)
@@ -389,14 +404,24 @@ async def run_rollout(
             break
         reply = actor_reply(raw)
         tokens, usage_note = _turn_tokens(text, reply)
+        if used + tokens > preset.token_cap:
+            # BAGEN: the first request over the token cap ends the episode as failed; its
+            # moves are not executed and the turn is dropped.
+            end_reason = "token_cap"
+            truncated = {"turn": number, "tokens": tokens, "used_before": used}
+            break
+        used += tokens
         parsed = parse_reply(reply.text, k)
         played: list[str] = []
         reward = 0.0
         solved = False
         before = state.boxes
         for action in parsed.actions:
+            if executed >= preset.max_actions_per_traj:
+                break
             state, step_reward, solved = step(state, action)
             played.append(action)
+            executed += 1
             reward += step_reward
             if solved:
                 break  # moves after the winning one are not played
@@ -416,6 +441,8 @@ async def run_rollout(
         ended = False
         if solved:
             end_reason, ended = "solved", True
+        elif executed >= preset.max_actions_per_traj:
+            end_reason, ended = "action_cap", True
         elif stop_when_unsolvable and state.boxes != before and _provably_unsolvable(state):
             info["unsolvable"] = True
             end_reason, ended = "unsolvable", True
@@ -433,6 +460,8 @@ async def run_rollout(
     }
     if agent_error is not None:
         out_meta["actor_error"] = agent_error
+    if truncated is not None:
+        out_meta["truncated_turn"] = truncated
     if meta:
         out_meta.update(meta)
     return Rollout(
@@ -453,7 +482,7 @@ async def generate_rollouts(
     *,
     concurrency: int = 8,
     limiter: anyio.CapacityLimiter | None = None,
-    stop_when_unsolvable: bool = True,
+    stop_when_unsolvable: bool = False,
 ) -> list[Rollout]:
     """Roll ``actor`` out on ``n`` puzzles of ``preset``; results in id order.
 
@@ -487,6 +516,13 @@ async def generate_rollouts(
 
 
 # --------------------------------------------------------------------------- reference actor
+
+#: The reference actor's slip rate (a move replaced by a random other one).
+DEFAULT_SLIP_RATE = 0.15
+#: Per preset: 6x6 one-box puzzles are easy, so the actor slips more there (BAGEN's 6x6
+#: actor is a small model, and its 6x6 probe set is balanced); 0.35 gives the built-in
+#: set 220 feasible / 224 impossible probes instead of a nearly single-class set.
+REFERENCE_SLIP_RATES: dict[str, float] = {"sokoban-6x6": 0.35}
 
 _RECHECKS = (
     "Wait, let me recount the columns to be sure of the positions.",
@@ -542,7 +578,8 @@ class SokobanReferenceActor:
     """An offline actor that plays like a careful but fallible model.
 
     It BFS-solves the current position and answers with the next 1-3 moves of the plan; each
-    move slips to a random other move with probability ``slip_rate``.  Its reply starts with
+    move slips to a random other move with probability ``slip_rate`` (default: the preset's
+    :data:`REFERENCE_SLIP_RATES` entry, else 0.15).  Its reply starts with
     a ``<think>`` deliberation about the board whose length is drawn per turn (lognormal,
     longer when more of the puzzle remains), so tokens per turn vary like a model's.  With
     probability ``malformed_rate`` the answer tag is left out (a no-op turn).
@@ -556,13 +593,13 @@ class SokobanReferenceActor:
     def __init__(
         self,
         seed: int = 0,
-        slip_rate: float = 0.15,
+        slip_rate: float | None = None,
         *,
         verbosity: float = 1.0,
         malformed_rate: float = 0.02,
     ) -> None:
         for label, value in (("slip_rate", slip_rate), ("malformed_rate", malformed_rate)):
-            if not 0.0 <= value <= 1.0:
+            if value is not None and not 0.0 <= value <= 1.0:
                 raise ValueError(f"{label} must be in [0, 1], got {value}")
         if verbosity < 0:
             raise ValueError(f"verbosity must be >= 0, got {verbosity}")
@@ -582,6 +619,10 @@ class SokobanReferenceActor:
         if not isinstance(level, Level):
             level = grid_from_prompt(observation.text)
         rng = self._rng(observation)
+        slip_rate = self.slip_rate
+        if slip_rate is None:  # the preset's default, read from the rollout id
+            preset = observation.rollout_id.rsplit("-s", 1)[0]
+            slip_rate = REFERENCE_SLIP_RATES.get(preset, DEFAULT_SLIP_RATE)
         result = solve(level, max_states=_SOLVE_LIMIT)
         plan = list(result.moves) if result.moves else []
         # Models usually send the full three moves, sometimes fewer.
@@ -592,7 +633,7 @@ class SokobanReferenceActor:
             chosen = [ACTIONS[int(i)] for i in rng.integers(len(ACTIONS), size=count)]
         moves = []
         for move in chosen:
-            if rng.random() < self.slip_rate:
+            if rng.random() < slip_rate:
                 others = [a for a in ACTIONS if a != move]
                 move = others[int(rng.integers(len(others)))]
             moves.append(move)

@@ -103,11 +103,11 @@ import csv
 import hashlib
 import heapq
 import io
+import itertools
 import json
 import math
 import os
 import random
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -120,6 +120,8 @@ import numpy as np
 
 from pytest_budget.awareness.answers import WAREHOUSE_DIMENSIONS
 from pytest_budget.awareness.rollouts import ActorObservation, Rollout, Turn, actor_reply
+from pytest_budget.awareness.tags import blocks as tag_blocks
+from pytest_budget.awareness.tags import strip_blocks
 from pytest_budget.roles import AgentError, call_role
 
 __all__ = [
@@ -536,9 +538,6 @@ class WarehouseAction:
 
 _ACTION_KEYS = ("orders", "shipments", "credit_draw", "credit_repay", "factor")
 _MAX_NUMBER = 1e12  # anything larger is a typo, not a decision
-_THINK_RE = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
-_FENCE_RE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.IGNORECASE | re.DOTALL)
 
 
 def _amount(value: Any, where: str, *, integer: bool = False) -> float:
@@ -606,25 +605,39 @@ def action_from_dict(data: Any, config: WarehouseConfig = DEFAULT_CONFIG) -> War
     return WarehouseAction(tuple(orders), tuple(shipments), draw, repay, factor)
 
 
+def _unfence(body: str) -> str:
+    """The inside of a ```` ```json ... ``` ```` fence (the whole body), else ``body``."""
+    if len(body) < 6 or not (body.startswith("```") and body.endswith("```")):
+        return body
+    inner = body[3:-3]
+    if inner[:4].lower() == "json":
+        inner = inner[4:]
+    return inner.strip()
+
+
 def parse_action(text: str, config: WarehouseConfig = DEFAULT_CONFIG) -> WarehouseAction:
     """Read the JSON action inside ``<answer>...</answer>``; ``<think>`` blocks are ignored.
 
     Raises :class:`ActionError` with a one-line reason; never anything else.
     """
-    stripped = _THINK_RE.sub("", text)
-    found = _ANSWER_RE.findall(stripped)
+    # Linear time on any text (tags.py), unlike the regular expressions it replaces.
+    stripped = strip_blocks(text, "think")
+    found = list(itertools.islice(tag_blocks(stripped, "answer"), 2))
     if not found:
         raise ActionError("no <answer>...</answer> tag with a JSON action")
     if len(found) > 1:
         raise ActionError("more than one <answer> tag")
-    body = found[0].strip()
-    fenced = _FENCE_RE.match(body)
-    if fenced:
-        body = fenced.group(1)
+    body = _unfence(found[0].content.strip())
     try:
         data = json.loads(body)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+    except (ValueError, RecursionError) as exc:
+        # ValueError beyond JSONDecodeError: an integer of more than 4300 digits
+        if isinstance(exc, json.JSONDecodeError):
+            msg = exc.msg
+        elif isinstance(exc, RecursionError):
+            msg = "nested too deeply"
+        else:
+            msg = "a number is too long"
         raise ActionError(f"the answer is not valid JSON ({msg})") from None
     return action_from_dict(data, config)
 
@@ -1438,7 +1451,16 @@ async def generate_rollouts(
 
 # ------------------------------------------------------------------------ challenges
 
-CHALLENGE_PRESETS = ("half_reachable",)
+#: Challenge schemes (fact sheet §5).  ``outcome`` (the default) draws every visible number
+#: alike for all rollouts and labels by the realized outcome; ``release`` is BAGEN's public
+#: release code; ``paper`` (alias ``half_reachable``) is the paper's scheme, which leaks the
+#: label through the time cap.
+CHALLENGE_PRESETS = ("outcome", "release", "paper")
+_PRESET_ALIASES = {"half_reachable": "paper"}
+#: Presets whose caps give the label away to a one-number rule (marked in the report).
+LEAKING_PRESETS = ("paper", "release")
+#: ``outcome``: the target is the rollout set's median final cash times U(1 - s, 1 + s).
+OUTCOME_TARGET_SPREAD = 0.02
 _MIN_CAP = 0.01  # caps must be positive (rollout files reject 0); an unused dimension gets 1 cent
 _MAX_DRAWS = 10_000
 
@@ -1474,62 +1496,115 @@ def _meets(
     return final >= target and all(totals[d] <= caps[d] for d in WAREHOUSE_DIMENSIONS)
 
 
-def condition_challenges(
-    rollouts: Sequence[Rollout], *, preset: str = "half_reachable", seed: int = 42
-) -> list[Rollout]:
-    """Challenge-conditioned feasibility probes (BAGEN App. B.4), in the input order.
+def _resource_caps(rng: np.random.Generator, totals: Mapping[str, float]) -> dict[str, float]:
+    """Warehouse and cost caps = realized x U(1.0, 1.2) (BAGEN's reachable draw)."""
+    return {
+        "warehouse_item_weeks": _cap_up(totals["warehouse_item_weeks"] * rng.uniform(1.0, 1.2)),
+        "cumulative_cost_usd": _cap_up(totals["cumulative_cost_usd"] * rng.uniform(1.0, 1.2)),
+    }
 
-    The rollouts are shuffled (seed ``seed``); the first half (rounded up) is *reachable*:
-    target cash = final cash x U(0.5, 1) (rounded down to the cent, never above final cash),
-    ``time_weeks`` cap = the realized total, the other two caps = realized x U(1.0, 1.2).
-    The rest is *unreachable*: target and the three caps are realized x four independent
-    U(0.5, 2.0) ratios, redrawn until the rollout fails the check.  Caps are rounded up to
-    the cent (at least 0.01).
+
+def _paper_draw(
+    rng: np.random.Generator, reachable: bool, final: float, totals: Mapping[str, float]
+) -> tuple[float, dict[str, float], dict[str, float]]:
+    """The paper / submission-code scheme: reachable caps hug the realized totals (the time
+    cap equals the realized horizon), unreachable ones are U(0.5, 2) x realized."""
+    if reachable:
+        ratios = {
+            "target_cash": float(rng.uniform(0.5, 1.0)),
+            "time_weeks": 1.0,
+            "warehouse_item_weeks": float(rng.uniform(1.0, 1.2)),
+            "cumulative_cost_usd": float(rng.uniform(1.0, 1.2)),
+        }
+        target = min(math.floor(final * ratios["target_cash"] * 100.0) / 100.0, final)
+        caps = {d: _cap_up(totals[d] * ratios[d]) for d in WAREHOUSE_DIMENSIONS}
+        caps["time_weeks"] = max(totals["time_weeks"], _MIN_CAP)
+        return target, caps, ratios
+    for _ in range(_MAX_DRAWS):
+        draws = rng.uniform(0.5, 2.0, size=4)
+        ratios = {
+            "target_cash": float(draws[0]),
+            **{d: float(x) for d, x in zip(WAREHOUSE_DIMENSIONS, draws[1:], strict=True)},
+        }
+        target = round(final * ratios["target_cash"], 2)
+        caps = {d: _cap_up(totals[d] * ratios[d]) for d in WAREHOUSE_DIMENSIONS}
+        if not _meets(final, target, totals, caps):
+            return target, caps, ratios
+    # only a rollout with zero cash and zero usage gets here
+    ratios["target_cash"] = math.inf
+    return final + 1.0, caps, ratios
+
+
+def _release_draw(
+    rng: np.random.Generator, reachable: bool, final: float, totals: Mapping[str, float]
+) -> tuple[float, dict[str, float], dict[str, float]]:
+    """BAGEN's public release code: the caps are drawn alike; only the target separates."""
+    caps = {"time_weeks": max(totals["time_weeks"], _MIN_CAP), **_resource_caps(rng, totals)}
+    if reachable:
+        ratio = float(rng.uniform(0.5, 1.0))
+        target = min(final, round(final * ratio, 2))
+    else:
+        ratio = float(rng.uniform(1.01, 2.0))
+        target = round(final * ratio, 2)
+        if target <= final:  # negative or zero cash
+            target = final + max(1.0, round(0.05 * abs(final), 2))
+    ratios = {"target_cash": ratio, **{d: caps[d] / max(totals[d], _MIN_CAP) for d in caps}}
+    return target, caps, ratios
+
+
+def condition_challenges(
+    rollouts: Sequence[Rollout], *, preset: str = "outcome", seed: int = 42
+) -> list[Rollout]:
+    """Challenge-conditioned feasibility probes (BAGEN App. B.4, fact sheet §5), in order.
+
+    ``outcome`` (default, leak-free): every rollout gets the same kind of draw, whatever its
+    outcome.  The target cash is m x U(1 - 0.02, 1 + 0.02), m the median final cash of the
+    viable rollouts; the time cap is the longest realized horizon of the set (every viable
+    rollout runs the full horizon); warehouse and cost caps are realized x U(1.0, 1.2) as in
+    BAGEN's release.  The label is the realized outcome: reachable iff the rollout is viable
+    and its final cash >= the target (the caps never bind), so the balance is near, not
+    exactly, 50/50.  No visible number (target, caps, turn, usage) separates the classes:
+    the trivial floor stays below 0.75 (``floor.py``).
+
+    ``release``: the rollouts are shuffled (seed ``seed``); the first half (rounded up) is
+    reachable with target = final x U(0.5, 1), the rest unreachable with target =
+    final x U(1.01, 2); caps drawn alike.  ``paper`` (``half_reachable``): reachable as in
+    ``release`` but the time cap equals the realized horizon exactly; unreachable: target
+    and the three caps = realized x four U(0.5, 2) ratios, redrawn until the check fails.
+    Both leak the label (the target in ``release``, the time cap in ``paper``); they are kept
+    to reproduce BAGEN and are marked as leaking.  Caps are rounded up to the cent.
 
     Our reading of "reaching the target": the logged rollout is judged at its end, with no
-    truncation when cash passes the target earlier: ``success`` = final cash >= target, and
-    the check (= :attr:`Rollout.feasible`) = success and every realized total <= its cap.
-    A rollout that went bankrupt or whose actor failed (``success`` False on input) reaches
-    no target: it stays unsuccessful in either half and its ``challenge`` label says why.
-    ``meta`` gains ``challenge`` ("reachable"/"unreachable"), ``target_cash_usd``, the drawn
-    ``challenge_ratios`` and ``task`` = {"target_cash_usd": ...} (the part probes show).
+    truncation when cash passes the target earlier.  A rollout that went bankrupt or whose
+    actor failed (``success`` False on input) reaches no target.  ``meta`` gains
+    ``challenge`` ("reachable"/"unreachable"), ``challenge_preset``, ``target_cash_usd``,
+    the drawn ``challenge_ratios`` and ``task`` = {"target_cash_usd": ...} (shown to probes).
     """
+    preset = _PRESET_ALIASES.get(preset, preset)
     if preset not in CHALLENGE_PRESETS:
         raise ValueError(f"unknown challenge preset {preset!r} (known: {CHALLENGE_PRESETS})")
     rng = np.random.default_rng(seed)
     order = [int(i) for i in rng.permutation(len(rollouts))]
-    reachable = (len(rollouts) + 1) // 2
+    reachable_n = (len(rollouts) + 1) // 2
+    finals = [_final_cash(r) for r in rollouts]
+    viable_finals = [f for f, r in zip(finals, rollouts, strict=True) if r.success] or finals
+    median_final = float(np.median(viable_finals)) if viable_finals else 0.0
+    horizon = max((_totals(r)["time_weeks"] for r in rollouts), default=0.0)
     out: list[Rollout | None] = [None] * len(rollouts)
     for rank, index in enumerate(order):
         rollout = rollouts[index]
-        final = _final_cash(rollout)
+        final = finals[index]
         totals = _totals(rollout)
-        if rank < reachable:
-            ratios = {
-                "target_cash": float(rng.uniform(0.5, 1.0)),
-                "time_weeks": 1.0,
-                "warehouse_item_weeks": float(rng.uniform(1.0, 1.2)),
-                "cumulative_cost_usd": float(rng.uniform(1.0, 1.2)),
-            }
-            target = min(math.floor(final * ratios["target_cash"] * 100.0) / 100.0, final)
-            caps = {d: _cap_up(totals[d] * ratios[d]) for d in WAREHOUSE_DIMENSIONS}
-            caps["time_weeks"] = max(totals["time_weeks"], _MIN_CAP)
-            label = "reachable"
+        if preset == "outcome":
+            ratio = float(rng.uniform(1.0 - OUTCOME_TARGET_SPREAD, 1.0 + OUTCOME_TARGET_SPREAD))
+            target = round(median_final * ratio, 2)
+            caps = {"time_weeks": max(horizon, _MIN_CAP), **_resource_caps(rng, totals)}
+            ratios = {"target_cash_of_median": ratio}
+            label = "reachable" if final >= target else "unreachable"
         else:
-            for _ in range(_MAX_DRAWS):
-                draws = rng.uniform(0.5, 2.0, size=4)
-                ratios = {
-                    "target_cash": float(draws[0]),
-                    **{d: float(x) for d, x in zip(WAREHOUSE_DIMENSIONS, draws[1:], strict=True)},
-                }
-                target = round(final * ratios["target_cash"], 2)
-                caps = {d: _cap_up(totals[d] * ratios[d]) for d in WAREHOUSE_DIMENSIONS}
-                if not _meets(final, target, totals, caps):
-                    break
-            else:  # only a rollout with zero cash and zero usage gets here
-                target = final + 1.0
-                ratios["target_cash"] = math.inf
-            label = "unreachable"
+            draw = _paper_draw if preset == "paper" else _release_draw
+            label = "reachable" if rank < reachable_n else "unreachable"
+            target, caps, ratios = draw(rng, label == "reachable", final, totals)
         task = dict(rollout.meta.get("task") or {})
         task["target_cash_usd"] = target
         meta = {

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_budget.awareness.summary import rollout_lines
+from pytest_budget.awareness.summary import floor_value, rollout_lines
 
 __all__ = [
     "SUITE_TITLES",
@@ -115,7 +115,10 @@ _COLUMNS: dict[str, tuple[Column, ...]] = {
     ),
     "awareness": (
         _field("env"), Column("estimator", _agent), _score("n_probes", "probes", delta=False),
-        _score("macro_f1_all", "f1_all"), _score("macro_f1_first", "f1_first"),
+        _score("macro_f1_all", "f1_all"),
+        Column("floor", floor_value, None, "trivial floor: best macro-F1 of a one-number "
+               "threshold rule on what the estimator sees (! above 0.75)"),
+        _score("macro_f1_first", "f1_first"),
         _score("fail_f1"), _score("interval_score", "interval"), _score("hit_rate", "hit"),
         _score("mre_p50"), _score("invalid_rate", "invalid"),
         _score("false_abort_rate", "false_abort"), _score("saved_token_share", "saved"),
