@@ -35,12 +35,17 @@ _SUITE_MODULES = {name: f"test_{name}.py" for name in AVAILABLE_SUITES}
 _OPTIONAL_MODULES = {"triage": [("resolve", "test_triage_resolve.py")]}
 
 
+#: The ``--budget-*`` option group, kept for :func:`rerun_command_for`.
+_OPTION_GROUP: dict[str, Any] = {}
+
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("budget", "pytest-budget: budget-awareness suites")
+    _OPTION_GROUP["budget"] = group  # read by the re-run commands (every option added here)
     group.addoption(
         "--budget-suite",
         help="run the installed suite(s): triage, awareness, planning, all, or a comma list",
@@ -319,6 +324,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_RunReporter(config, session), "budget-run")
     _check_model_agents(options)
     _set_up_model_runtime(config, session)
+    _map_suite_args(config)
     if options.suites:
         _add_suite_paths(config, options)
         if options.pools:
@@ -501,10 +507,90 @@ def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
                 wanted.append(str(folder / module))
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
     current = list(config.args) if explicit else []
+    here = config.invocation_params.dir
+    if any(_in_suites_folder(arg, folder.resolve(), here) for arg in current):
+        return  # the command line names suite cells or modules itself (a re-run)
     for path in wanted:
         if path not in current:
             current.append(path)
     config.args[:] = current
+
+
+def _suites_folder() -> Path:
+    import pytest_budget.suites as suites_package
+
+    return Path(suites_package.__file__).resolve().parent
+
+
+def _in_suites_folder(arg: str, folder: Path, here: Path) -> bool:
+    try:
+        return (here / arg.partition("::")[0]).resolve().is_relative_to(folder)
+    except OSError:
+        return False
+
+
+def _map_suite_args(config: pytest.Config) -> None:
+    """Printed suite node ids (``pytest_budget/suites/test_x.py::...``) run as shown."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return
+    from pytest_budget.rerun import map_suite_arg
+
+    folder, here = _suites_folder(), config.invocation_params.dir
+    config.args[:] = [map_suite_arg(arg, folder, here) for arg in config.args]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> Any:
+    """A bundled suite module gets the node id ``pytest_budget/suites/<file>`` wherever the
+    package is installed (pytest would print ``::test_x[...]`` for a file outside the
+    rootdir, which cannot be re-run)."""
+    if module_path.name not in _SUITE_FILES or module_path.resolve().parent != _suites_folder():
+        return None
+    from pytest_budget.rerun import suite_node_path
+
+    return pytest.Module.from_parent(
+        parent, path=module_path, nodeid=suite_node_path(module_path.name)
+    )
+
+
+_SUITE_FILES = frozenset(
+    [*_SUITE_MODULES.values(), *(m for mods in _OPTIONAL_MODULES.values() for _, m in mods)]
+)
+
+
+def rerun_command_for(item: pytest.Item, extra: tuple[str, ...] = ()) -> str:
+    """The exact command that runs ``item`` again with every option of this run that
+    changes its cells, scores or snapshot (``extra``, e.g. ``--snapshot-update``, added)."""
+    from pytest_budget.rerun import OptionValue, rerun_command, suite_of_module
+
+    config = item.config
+    group = _OPTION_GROUP.get("budget")
+    budget_options: list[OptionValue] = []
+    for option in group.options if group is not None else ():
+        flag = option.names()[-1]
+        value = config.getoption(option.dest)
+        if value is None or value is False or value == option.attrs().get("default"):
+            continue
+        budget_options.append((flag, value))
+    pytest_options: list[OptionValue] = []
+    known = config.option
+    if getattr(known, "inifilename", None):
+        pytest_options.append(("-c", str(known.inifilename)))
+    if getattr(known, "rootdir", None):
+        pytest_options.append(("--rootdir", str(known.rootdir)))
+    for flag, dest in (("-o", "override_ini"), ("-p", "plugins")):
+        values = [str(v) for v in getattr(known, dest, None) or ()]
+        if values:
+            pytest_options.append((flag, values))
+    in_suite = Path(item.path).resolve().parent == _suites_folder()
+    suite = suite_of_module(Path(item.path).name, AVAILABLE_SUITES) if in_suite else None
+    return rerun_command(
+        item.nodeid,
+        suite=suite,
+        budget_options=budget_options,
+        pytest_options=pytest_options,
+        extra=extra,
+    )
 
 
 def budget_session(config: pytest.Config) -> BudgetSession:
@@ -554,6 +640,9 @@ def pytest_runtest_makereport(
         _stop_if_endpoint_down(item)
     if report.failed and report.when in ("setup", "call"):
         _record_crashed_cell(item, call, report)
+    if report.failed and Path(item.path).name in _SUITE_FILES:
+        # The id alone is not enough when the run's options made the cell (pool, alpha...).
+        report.sections.append(("budget: re-run this cell", rerun_command_for(item)))
     record = item.stash.get(CELL_KEY, None)
     if record is not None and report.when in ("setup", "call"):
         # Travels to the xdist controller with the report (plain string attribute).
