@@ -9,16 +9,19 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_budget import hookspecs
 from pytest_budget.options import AVAILABLE_SUITES, BudgetOptions, OptionError, parse_options
-from pytest_budget.session import BudgetSession
+
+if TYPE_CHECKING:
+    from pytest_budget.session import BudgetSession
 
 pytest_plugins = [
     "pytest_budget.fixtures.core",
@@ -27,7 +30,7 @@ pytest_plugins = [
     "pytest_budget.fixtures.planning",
 ]
 
-SESSION_KEY = pytest.StashKey[BudgetSession]()
+SESSION_KEY = pytest.StashKey["BudgetSession"]()
 CELL_KEY = pytest.StashKey[str]()
 
 _SUITE_MODULES = {name: f"test_{name}.py" for name in AVAILABLE_SUITES}
@@ -318,6 +321,8 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
+    from pytest_budget.session import BudgetSession
+
     session = BudgetSession(options)
     config.stash[SESSION_KEY] = session
     session.extra["shard"] = options.shard.as_dict() if options.shard else None
@@ -363,15 +368,37 @@ def pytest_configure(config: pytest.Config) -> None:
 def _register_model_providers() -> None:
     """``openai:MODEL`` and ``anthropic:MODEL`` agents (before options are validated)."""
     from pytest_budget.agents import register_provider
-    from pytest_budget.models.provider import PROVIDERS, provider_factory
 
-    for provider in PROVIDERS:
-        register_provider(provider, provider_factory(provider))
+    for provider in _MODEL_PROVIDERS:
+        register_provider(provider, _lazy_provider_factory(provider))
+
+
+#: The model providers (``models.provider.PROVIDERS``, which imports the HTTP stack: it is
+#: loaded only when a run names a model agent; a test checks the two lists agree).
+_MODEL_PROVIDERS = ("openai", "anthropic")
+
+
+def _lazy_provider_factory(provider: str) -> Any:
+    def factory(model: str, role: str, settings: dict[str, Any]) -> Any:
+        from pytest_budget.models.provider import provider_factory
+
+        return provider_factory(provider)(model, role, settings)
+
+    return factory
+
+
+def _names_model_agent(options: BudgetOptions) -> bool:
+    """Whether any agent name of the run could be a model agent (reference agent names
+    have no ``:`` or ``/``); the model machinery is imported only then."""
+    names = (*options.agents, *options.role_agents.values())
+    return any(":" in name or "/" in name for name in names)
 
 
 def _check_model_agents(options: BudgetOptions) -> None:
     """Build every named model agent's client once: a missing key or a bad URL is a usage
     error before anything runs (no network traffic here)."""
+    if not _names_model_agent(options):
+        return
     from pytest_budget.models.provider import PROVIDERS, ProviderConfigError, check_provider_config
 
     names = [*options.agents, *options.role_agents.values()]
@@ -408,6 +435,8 @@ def _set_up_model_runtime(config: pytest.Config, session: BudgetSession) -> None
     The controller decides the settings, checks prices and the endpoints up front, and
     hands the settings to xdist workers through ``workerinput``.
     """
+    if not _names_model_agent(session.options):
+        return
     from pytest_budget.models.run import (
         config_from_payload,
         model_agents,
@@ -715,10 +744,10 @@ class _RunReporter:
     def pytest_configure_node(self, node: Any) -> None:
         """xdist: every worker gets the controller's runtime settings (one ledger, one
         record-mode decision)."""
-        from pytest_budget.models.run import config_to_payload
-
         runtime_config = self.session.memo.get("model-runtime-config")
         if runtime_config is not None:
+            from pytest_budget.models.run import config_to_payload
+
             node.workerinput[RUNTIME_PAYLOAD_KEY] = json.dumps(config_to_payload(runtime_config))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -732,10 +761,11 @@ class _RunReporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if _is_worker(self.config):
             return
-        from pytest_budget.models.run import SPEND_SKIP_MARK
+        if report.skipped and "model-runtime-config" in self.session.memo:
+            from pytest_budget.models.run import SPEND_SKIP_MARK
 
-        if report.skipped and SPEND_SKIP_MARK in str(report.longrepr):
-            self.spend_skipped += 1
+            if SPEND_SKIP_MARK in str(report.longrepr):
+                self.spend_skipped += 1
         if report.when == "teardown":
             self.tests_done += 1
             self._progress()
@@ -748,21 +778,19 @@ class _RunReporter:
         self.session.add_cell(cell)
 
     def _ledger_state(self) -> Any:
-        from pytest_budget.models.ledger import SpendLedger
-
         runtime = self.session.memo.get("model-runtime-factory")
         if runtime is not None:
             runtime.flush()  # this process's own buffered counters (no xdist)
         runtime_config = self.session.memo.get("model-runtime-config")
         if runtime_config is None or runtime_config.ledger_path is None:
             return None, None
+        from pytest_budget.models.ledger import SpendLedger
+
         return runtime_config, SpendLedger(runtime_config.ledger_path).read()
 
     def _progress(self) -> None:
         """A live line of model calls, tokens and spend (throttled; silent under -q)."""
-        from pytest_budget.models.run import progress_line
-
-        if self.config.get_verbosity() < 0:
+        if self.config.get_verbosity() < 0 or "model-runtime-config" not in self.session.memo:
             return
         now = time.monotonic()
         if now - self._last_progress < _PROGRESS_EVERY_S:
@@ -774,12 +802,12 @@ class _RunReporter:
         if reporter is None:
             return
         self._last_progress = now
+        from pytest_budget.models.run import progress_line
+
         reporter.ensure_newline()
         reporter.write_line(progress_line(runtime_config, state, self.tests_done, self.tests_total))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from pytest_budget.models.run import summary_line
-
         if _is_worker(self.config):
             return
         for title, lines in self.session.table_lines():
@@ -788,6 +816,8 @@ class _RunReporter:
                 terminalreporter.write_line(line)
         runtime_config, state = self._ledger_state()
         if state is not None:
+            from pytest_budget.models.run import summary_line
+
             terminalreporter.write_sep("=", "budget: model calls")
             for line in summary_line(runtime_config, state, self.spend_skipped):
                 terminalreporter.write_line(line)
@@ -798,12 +828,12 @@ class _RunReporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
-        from pytest_budget.models.run import models_report
-
         if _is_worker(self.config):
             return
         runtime_config, state = self._ledger_state()
         if state is not None:
+            from pytest_budget.models.run import models_report
+
             self.session.extra["models"] = models_report(runtime_config, state, self.spend_skipped)
         report = self.session.report()
         self.session.write_report(report)
@@ -823,9 +853,11 @@ def pytest_assertrepr_compare(
     config: pytest.Config, op: str, left: object, right: object
 ) -> list[str] | None:
     """Readable failures for ``assert scores == expected`` on score objects."""
-    from pytest_budget.triage.evaluate import TriageScores
-
-    if op != "==" or not isinstance(left, TriageScores):
+    # No TriageScores exists unless its module was imported (never import it here: this
+    # hook runs for every failed == of every test in the environment).
+    evaluate = sys.modules.get("pytest_budget.triage.evaluate")
+    TriageScores = getattr(evaluate, "TriageScores", None)
+    if op != "==" or TriageScores is None or not isinstance(left, TriageScores):
         return None
     other = right.as_dict() if isinstance(right, TriageScores) else right
     if not isinstance(other, dict):
