@@ -19,12 +19,15 @@ from pytest_budget.awareness.rollouts import Rollout, Turn, as_read_back, read_r
 from pytest_budget.fingerprint import canonical_json, fingerprint
 
 _TITLE = re.compile(r"^=+ (triage|awareness|planning): ")
+# What follows the tables: syrupy's summary (not printed when pytest runs inside an xdist
+# worker, as under this project's own `pytest -n 2`) or pytest's last line.
+_AFTER = re.compile(r"^(-+ snapshot report summary -+|=+ short test summary|\d+ (passed|failed)\b)")
 
 
 def tables(lines: list[str]) -> list[str]:
-    """Every score table of a run (the suites' titled blocks up to the snapshot summary)."""
+    """Every score table of a run (the suites' titled blocks, up to what follows them)."""
     start = next(i for i, line in enumerate(lines) if _TITLE.match(line))
-    end = next(i for i in range(start, len(lines)) if "snapshot report summary" in lines[i])
+    end = next(i for i in range(start, len(lines)) if _AFTER.match(lines[i]))
     return lines[start:end]
 
 
