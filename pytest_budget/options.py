@@ -625,9 +625,11 @@ def parse_options(
 
 
 def _model_headers(values: Any) -> tuple[str, ...]:
+    specs = tuple(str(value).strip() for value in (values or ()))
+    if not specs:
+        return specs  # (the model layer, and the HTTP stack, load only when there are any)
     from pytest_budget.models.provider import ProviderConfigError, parse_header_env
 
-    specs = tuple(str(value).strip() for value in (values or ()))
     for spec in specs:
         try:
             parse_header_env(spec)
