@@ -7,6 +7,10 @@ is an error for runs started elsewhere.
 
 from __future__ import annotations
 
+# The plugin imports numpy lazily, on first use.  pytester's in-process runs remove the
+# modules they imported when they end, and numpy cannot be imported twice in one process:
+# import it once here, before any in-process run, so every run finds it loaded.
+import numpy  # noqa: F401
 import pytest
 
 

@@ -69,6 +69,8 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     #: ``tolerance`` or ``ci`` (``--budget-gate``); ``level`` is the intervals' coverage.
     gate: ClassVar[str] = "tolerance"
     level: ClassVar[float | None] = None
+    #: The command that re-records this cell with the run's options (else a generic one).
+    rerecord: ClassVar[str | None] = None
 
     # -- where the file is ---------------------------------------------------------
     @classmethod
@@ -136,7 +138,7 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     def _problems(self, serialized: str, stored_text: str, *, warn: bool = False) -> Iterator[str]:
         """One line per reason the new scores do not pass against the stored ones."""
         path = self._stored_path()
-        hint = f"pytest --budget-suite={self.suite} --snapshot-update"
+        hint = self.rerecord or f"pytest --budget-suite={self.suite} --snapshot-update"
         if not stored_text.strip():
             yield f"no stored baseline for this cell at {self.location}; record one with: {hint}"
             return
@@ -217,6 +219,7 @@ def extension_for(
     fallback_dir: str | None,
     gate: str = "tolerance",
     level: float | None = None,
+    rerecord: str | None = None,
 ) -> type[BudgetSnapshotExtension]:
     """A per-cell subclass bound to the cell's file (and packaged fallback, if any)."""
     name = cell_file_name(cell_id) + ".json"
@@ -230,5 +233,6 @@ def extension_for(
         "suite": suite,
         "gate": gate,
         "level": level,
+        "rerecord": rerecord,
     }
     return type("BudgetCellSnapshot", (BudgetSnapshotExtension,), attrs)

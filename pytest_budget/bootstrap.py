@@ -33,6 +33,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+# Resamples per cell and coverage unless --budget-ci-resamples/--budget-ci-level say
+# otherwise; defined with the options, which must not import numpy.
+from pytest_budget.options import DEFAULT_LEVEL, DEFAULT_RESAMPLES
+
 __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_RESAMPLES",
@@ -49,11 +53,6 @@ __all__ = [
     "validate_level",
     "weighted_percentile",
 ]
-
-#: Resamples per cell unless ``--budget-ci-resamples`` says otherwise.
-DEFAULT_RESAMPLES = 1000
-#: Two-sided coverage of the intervals unless ``--budget-ci-level`` says otherwise.
-DEFAULT_LEVEL = 0.95
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

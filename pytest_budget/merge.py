@@ -234,13 +234,13 @@ def merge_reports(
 
 def _table_lines(report: Mapping[str, Any]) -> list[str]:
     """The score tables the unsharded run prints, from the merged cells."""
-    from pytest_budget.session import TABLES
+    from pytest_budget.session import tables
 
     grouped: dict[str, list[Mapping[str, Any]]] = {}
     for cell in report.get("cells") or []:
         grouped.setdefault(str(cell.get("suite")), []).append(cell)
     lines: list[str] = []
-    for suite, (title, render) in TABLES.items():
+    for suite, (title, render) in tables().items():
         if suite in grouped:
             lines.append(f"{f' {title} ':=^78}")
             lines.extend(render(grouped[suite]))

@@ -46,6 +46,10 @@ __all__ = [
 
 #: Suites this version ships; ``all`` expands to these.
 AVAILABLE_SUITES: tuple[str, ...] = ("triage", "awareness", "planning")
+#: Bootstrap resamples per cell unless ``--budget-ci-resamples`` says otherwise.
+DEFAULT_RESAMPLES = 1000
+#: Two-sided coverage of the intervals unless ``--budget-ci-level`` says otherwise.
+DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 42
 DEFAULT_ALPHAS = "0.25,0.5,0.75,1.0"
 DEFAULT_UNSOLVABLE = "0,0.5"
@@ -467,12 +471,13 @@ def parse_options(
     if price_file and not Path(price_file).is_file():
         raise OptionError(f"--budget-price-file: no such file {price_file}")
     prices = tuple(str(line) for line in (get_ini("budget_prices") or ()))
-    from pytest_budget.models.prices import PriceTableError, load_price_table
+    if prices or price_file:  # (the model layer is imported only when there is a table)
+        from pytest_budget.models.prices import PriceTableError, load_price_table
 
-    try:
-        load_price_table(prices, price_file)  # a typo is a usage error before anything runs
-    except PriceTableError as exc:
-        raise OptionError(str(exc)) from None
+        try:
+            load_price_table(prices, price_file)  # a typo is a usage error before anything runs
+        except PriceTableError as exc:
+            raise OptionError(str(exc)) from None
     retries = _positive_int(
         "--budget-retries",
         get_option("budget_retries") or get_ini("budget_retries") or DEFAULT_RETRIES,
@@ -549,8 +554,6 @@ def parse_options(
         raise OptionError(
             f"--budget-gate: unknown mode {gate!r}; choose from {', '.join(GATE_MODES)}"
         )
-    from pytest_budget.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES
-
     ci_level = _ci_level(
         get_option("budget_ci_level") or get_ini("budget_ci_level") or DEFAULT_LEVEL
     )
@@ -652,9 +655,11 @@ def parse_options(
 
 
 def _model_headers(values: Any) -> tuple[str, ...]:
+    specs = tuple(str(value).strip() for value in (values or ()))
+    if not specs:
+        return specs  # (the model layer, and the HTTP stack, load only when there are any)
     from pytest_budget.models.provider import ProviderConfigError, parse_header_env
 
-    specs = tuple(str(value).strip() for value in (values or ()))
     for spec in specs:
         try:
             parse_header_env(spec)

@@ -9,16 +9,20 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
+import sys
 import time
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_budget import hookspecs
 from pytest_budget.options import AVAILABLE_SUITES, BudgetOptions, OptionError, parse_options
-from pytest_budget.session import BudgetSession
+
+if TYPE_CHECKING:
+    from pytest_budget.session import BudgetSession
 
 pytest_plugins = [
     "pytest_budget.fixtures.core",
@@ -27,12 +31,16 @@ pytest_plugins = [
     "pytest_budget.fixtures.planning",
 ]
 
-SESSION_KEY = pytest.StashKey[BudgetSession]()
+SESSION_KEY = pytest.StashKey["BudgetSession"]()
 CELL_KEY = pytest.StashKey[str]()
 
 _SUITE_MODULES = {name: f"test_{name}.py" for name in AVAILABLE_SUITES}
 # Optional cell types, collected only when their option is on.
 _OPTIONAL_MODULES = {"triage": [("resolve", "test_triage_resolve.py")]}
+
+
+#: The ``--budget-*`` option group, kept for :func:`rerun_command_for`.
+_OPTION_GROUP: dict[str, Any] = {}
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -41,6 +49,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("budget", "pytest-budget: budget-awareness suites")
+    _OPTION_GROUP["budget"] = group  # read by the re-run commands (every option added here)
     group.addoption(
         "--budget-suite",
         help="run the installed suite(s): triage, awareness, planning, all, or a comma list",
@@ -342,6 +351,8 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
+    from pytest_budget.session import BudgetSession
+
     session = BudgetSession(options)
     config.stash[SESSION_KEY] = session
     from pytest_budget.replies import set_run_output_limit
@@ -351,6 +362,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_RunReporter(config, session), "budget-run")
     _check_model_agents(options)
     _set_up_model_runtime(config, session)
+    _map_suite_args(config)
     if options.suites:
         _add_suite_paths(config, options)
         if options.pools:
@@ -389,15 +401,37 @@ def pytest_configure(config: pytest.Config) -> None:
 def _register_model_providers() -> None:
     """``openai:MODEL`` and ``anthropic:MODEL`` agents (before options are validated)."""
     from pytest_budget.agents import register_provider
-    from pytest_budget.models.provider import PROVIDERS, provider_factory
 
-    for provider in PROVIDERS:
-        register_provider(provider, provider_factory(provider))
+    for provider in _MODEL_PROVIDERS:
+        register_provider(provider, _lazy_provider_factory(provider))
+
+
+#: The model providers (``models.provider.PROVIDERS``, which imports the HTTP stack: it is
+#: loaded only when a run names a model agent; a test checks the two lists agree).
+_MODEL_PROVIDERS = ("openai", "anthropic")
+
+
+def _lazy_provider_factory(provider: str) -> Any:
+    def factory(model: str, role: str, settings: dict[str, Any]) -> Any:
+        from pytest_budget.models.provider import provider_factory
+
+        return provider_factory(provider)(model, role, settings)
+
+    return factory
+
+
+def _names_model_agent(options: BudgetOptions) -> bool:
+    """Whether any agent name of the run could be a model agent (reference agent names
+    have no ``:`` or ``/``); the model machinery is imported only then."""
+    names = (*options.agents, *options.role_agents.values())
+    return any(":" in name or "/" in name for name in names)
 
 
 def _check_model_agents(options: BudgetOptions) -> None:
     """Build every named model agent's client once: a missing key or a bad URL is a usage
     error before anything runs (no network traffic here)."""
+    if not _names_model_agent(options):
+        return
     from pytest_budget.models.provider import PROVIDERS, ProviderConfigError, check_provider_config
 
     names = [*options.agents, *options.role_agents.values()]
@@ -434,6 +468,8 @@ def _set_up_model_runtime(config: pytest.Config, session: BudgetSession) -> None
     The controller decides the settings, checks prices and the endpoints up front, and
     hands the settings to xdist workers through ``workerinput``.
     """
+    if not _names_model_agent(session.options):
+        return
     from pytest_budget.models.run import (
         config_from_payload,
         model_agents,
@@ -533,10 +569,106 @@ def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
                 wanted.append(str(folder / module))
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
     current = list(config.args) if explicit else []
+    here = config.invocation_params.dir
+    if any(_in_suites_folder(arg, folder.resolve(), here) for arg in current):
+        return  # the command line names suite cells or modules itself (a re-run)
     for path in wanted:
         if path not in current:
             current.append(path)
     config.args[:] = current
+
+
+def _suites_folder() -> Path:
+    import pytest_budget.suites as suites_package
+
+    return Path(suites_package.__file__).resolve().parent
+
+
+def _in_suites_folder(arg: str, folder: Path, here: Path) -> bool:
+    try:
+        return (here / arg.partition("::")[0]).resolve().is_relative_to(folder)
+    except OSError:
+        return False
+
+
+def _map_suite_args(config: pytest.Config) -> None:
+    """Printed suite node ids (``pytest_budget/suites/test_x.py::...``) run as shown."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return
+    from pytest_budget.rerun import map_suite_arg
+
+    folder, here = _suites_folder(), config.invocation_params.dir
+    config.args[:] = [map_suite_arg(arg, folder, here) for arg in config.args]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> Any:
+    """A bundled suite module gets the node id ``pytest_budget/suites/<file>`` wherever the
+    package is installed (pytest would print ``::test_x[...]`` for a file outside the
+    rootdir, which cannot be re-run)."""
+    if module_path.name not in _SUITE_FILES or module_path.resolve().parent != _suites_folder():
+        return None
+    from pytest_budget.rerun import suite_node_path
+
+    return pytest.Module.from_parent(
+        parent, path=module_path, nodeid=suite_node_path(module_path.name)
+    )
+
+
+_SUITE_FILES = frozenset(
+    [*_SUITE_MODULES.values(), *(m for mods in _OPTIONAL_MODULES.values() for _, m in mods)]
+)
+
+
+def _addopts_values(addopts: str) -> set[str]:
+    """The values of ``-o``/``-p`` options in a PYTEST_ADDOPTS string."""
+    words = shlex.split(addopts)
+    values: set[str] = set()
+    for index, word in enumerate(words):
+        if word in ("-o", "--override-ini", "-p") and index + 1 < len(words):
+            values.add(words[index + 1])
+        elif word.startswith("--override-ini="):
+            values.add(word.partition("=")[2])
+        elif word.startswith(("-o", "-p")) and len(word) > 2:
+            values.add(word[2:])
+    return values
+
+
+def rerun_command_for(item: pytest.Item, extra: tuple[str, ...] = ()) -> str:
+    """The exact command that runs ``item`` again with every option of this run that
+    changes its cells, scores or snapshot (``extra``, e.g. ``--snapshot-update``, added)."""
+    from pytest_budget.rerun import OptionValue, rerun_command, suite_of_module
+
+    config = item.config
+    group = _OPTION_GROUP.get("budget")
+    budget_options: list[OptionValue] = []
+    for option in group.options if group is not None else ():
+        flag = option.names()[-1]
+        value = config.getoption(option.dest)
+        if value is None or value is False or value == option.attrs().get("default"):
+            continue
+        budget_options.append((flag, value))
+    pytest_options: list[OptionValue] = []
+    known = config.option
+    if getattr(known, "inifilename", None):
+        pytest_options.append(("-c", str(known.inifilename)))
+    if getattr(known, "rootdir", None):
+        pytest_options.append(("--rootdir", str(known.rootdir)))
+    # PYTEST_ADDOPTS applies to the re-run as well: its options are not repeated.
+    from_env = _addopts_values(os.environ.get("PYTEST_ADDOPTS", ""))
+    for flag, dest in (("-o", "override_ini"), ("-p", "plugins")):
+        values = [str(v) for v in getattr(known, dest, None) or () if str(v) not in from_env]
+        if values:
+            pytest_options.append((flag, values))
+    in_suite = Path(item.path).resolve().parent == _suites_folder()
+    suite = suite_of_module(Path(item.path).name, AVAILABLE_SUITES) if in_suite else None
+    return rerun_command(
+        item.nodeid,
+        suite=suite,
+        budget_options=budget_options,
+        pytest_options=pytest_options,
+        extra=extra,
+    )
 
 
 def budget_session(config: pytest.Config) -> BudgetSession:
@@ -614,6 +746,9 @@ def pytest_runtest_makereport(
         _stop_if_endpoint_down(item)
     if report.failed and report.when in ("setup", "call"):
         _record_crashed_cell(item, call, report)
+    if report.failed and Path(item.path).name in _SUITE_FILES:
+        # The id alone is not enough when the run's options made the cell (pool, alpha...).
+        report.sections.append(("budget: re-run this cell", rerun_command_for(item)))
     record = item.stash.get(CELL_KEY, None)
     if record is not None and report.when in ("setup", "call"):
         # Travels to the xdist controller with the report (plain string attribute).
@@ -690,10 +825,10 @@ class _RunReporter:
     def pytest_configure_node(self, node: Any) -> None:
         """xdist: every worker gets the controller's runtime settings (one ledger, one
         record-mode decision)."""
-        from pytest_budget.models.run import config_to_payload
-
         runtime_config = self.session.memo.get("model-runtime-config")
         if runtime_config is not None:
+            from pytest_budget.models.run import config_to_payload
+
             node.workerinput[RUNTIME_PAYLOAD_KEY] = json.dumps(config_to_payload(runtime_config))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -707,10 +842,11 @@ class _RunReporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if _is_worker(self.config):
             return
-        from pytest_budget.models.run import SPEND_SKIP_MARK
+        if report.skipped and "model-runtime-config" in self.session.memo:
+            from pytest_budget.models.run import SPEND_SKIP_MARK
 
-        if report.skipped and SPEND_SKIP_MARK in str(report.longrepr):
-            self.spend_skipped += 1
+            if SPEND_SKIP_MARK in str(report.longrepr):
+                self.spend_skipped += 1
         if report.when == "teardown":
             self.tests_done += 1
             self._progress()
@@ -723,21 +859,19 @@ class _RunReporter:
         self.session.add_cell(cell)
 
     def _ledger_state(self) -> Any:
-        from pytest_budget.models.ledger import SpendLedger
-
         runtime = self.session.memo.get("model-runtime-factory")
         if runtime is not None:
             runtime.flush()  # this process's own buffered counters (no xdist)
         runtime_config = self.session.memo.get("model-runtime-config")
         if runtime_config is None or runtime_config.ledger_path is None:
             return None, None
+        from pytest_budget.models.ledger import SpendLedger
+
         return runtime_config, SpendLedger(runtime_config.ledger_path).read()
 
     def _progress(self) -> None:
         """A live line of model calls, tokens and spend (throttled; silent under -q)."""
-        from pytest_budget.models.run import progress_line
-
-        if self.config.get_verbosity() < 0:
+        if self.config.get_verbosity() < 0 or "model-runtime-config" not in self.session.memo:
             return
         now = time.monotonic()
         if now - self._last_progress < _PROGRESS_EVERY_S:
@@ -749,12 +883,12 @@ class _RunReporter:
         if reporter is None:
             return
         self._last_progress = now
+        from pytest_budget.models.run import progress_line
+
         reporter.ensure_newline()
         reporter.write_line(progress_line(runtime_config, state, self.tests_done, self.tests_total))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from pytest_budget.models.run import summary_line
-
         if _is_worker(self.config):
             return
         for title, lines in self.session.table_lines():
@@ -763,6 +897,8 @@ class _RunReporter:
                 terminalreporter.write_line(line)
         runtime_config, state = self._ledger_state()
         if state is not None:
+            from pytest_budget.models.run import summary_line
+
             terminalreporter.write_sep("=", "budget: model calls")
             for line in summary_line(runtime_config, state, self.spend_skipped):
                 terminalreporter.write_line(line)
@@ -773,12 +909,12 @@ class _RunReporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
-        from pytest_budget.models.run import models_report
-
         if _is_worker(self.config):
             return
         runtime_config, state = self._ledger_state()
         if state is not None:
+            from pytest_budget.models.run import models_report
+
             self.session.extra["models"] = models_report(runtime_config, state, self.spend_skipped)
         report = self.session.report()
         self.session.write_report(report)
@@ -798,9 +934,11 @@ def pytest_assertrepr_compare(
     config: pytest.Config, op: str, left: object, right: object
 ) -> list[str] | None:
     """Readable failures for ``assert scores == expected`` on score objects."""
-    from pytest_budget.triage.evaluate import TriageScores
-
-    if op != "==" or not isinstance(left, TriageScores):
+    # No TriageScores exists unless its module was imported (never import it here: this
+    # hook runs for every failed == of every test in the environment).
+    evaluate = sys.modules.get("pytest_budget.triage.evaluate")
+    TriageScores = getattr(evaluate, "TriageScores", None)
+    if op != "==" or TriageScores is None or not isinstance(left, TriageScores):
         return None
     other = right.as_dict() if isinstance(right, TriageScores) else right
     if not isinstance(other, dict):

@@ -13,21 +13,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_budget.awareness.summary import awareness_table
 from pytest_budget.options import BudgetOptions
-from pytest_budget.planning.summary import planning_table
 from pytest_budget.report import build_report, cell_sort_key, write_report
-from pytest_budget.triage.summary import resolve_table, triage_table
 
-__all__ = ["TABLES", "BudgetSession"]
+__all__ = ["BudgetSession", "tables"]
 
-#: Table renderer per ``suite`` value of a cell record.
-TABLES: dict[str, tuple[str, Callable[[Sequence[Mapping[str, Any]]], list[str]]]] = {
-    "triage": ("triage: triage efficiency (eta), regret, detection and waste", triage_table),
-    "triage-resolve": ("triage: budget-aware re-solve (stated allocation)", resolve_table),
-    "awareness": ("awareness: feasibility, interval quality and early stop", awareness_table),
-    "planning": ("planning: cost-optimal tool use (CostBench)", planning_table),
-}
+Renderer = Callable[[Sequence[Mapping[str, Any]]], list[str]]
+
+
+def tables() -> dict[str, tuple[str, Renderer]]:
+    """Table title and renderer per ``suite`` value of a cell record.
+
+    Imported on first use (the renderers pull in numpy): a pytest run that records no cell
+    never loads them.
+    """
+    from pytest_budget.awareness.summary import awareness_table
+    from pytest_budget.planning.summary import planning_table
+    from pytest_budget.triage.summary import resolve_table, triage_table
+
+    return {
+        "triage": ("triage: triage efficiency (eta), regret, detection and waste", triage_table),
+        "triage-resolve": ("triage: budget-aware re-solve (stated allocation)", resolve_table),
+        "awareness": ("awareness: feasibility, interval quality and early stop", awareness_table),
+        "planning": ("planning: cost-optimal tool use (CostBench)", planning_table),
+    }
 
 
 @dataclass
@@ -52,8 +61,10 @@ class BudgetSession:
         grouped: dict[str, list[dict[str, Any]]] = {}
         for cell in self.ordered_cells():
             grouped.setdefault(str(cell.get("suite")), []).append(cell)
-        out = []
-        for suite, (title, render) in TABLES.items():
+        out: list[tuple[str, list[str]]] = []
+        if not grouped:
+            return out
+        for suite, (title, render) in tables().items():
             if suite in grouped:
                 out.append((title, render(grouped[suite])))
         return out

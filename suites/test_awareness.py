@@ -8,8 +8,6 @@ every rollout becomes a probe the estimator answers.  Run with
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +23,7 @@ from pytest_budget.awareness.rollouts import Rollout
 from pytest_budget.awareness.subsample import subsample_probes
 from pytest_budget.awareness.trajectories import SYNTHETIC_ENV
 from pytest_budget.awareness.warehouse import LEAKING_PRESETS
+from pytest_budget.fingerprint import fingerprint
 from pytest_budget.fixtures.awareness import (
     AwarenessCell,
     AwarenessRollouts,
@@ -63,8 +62,9 @@ def _probes(rollouts: Sequence[Rollout]) -> list[tuple[Probe, ProbeTruth]] | Non
 
 def _rollout_digest(rollouts: Sequence[Rollout]) -> str:
     """Identifies the rollout set a baseline was measured on (ids, outcomes, totals)."""
-    summary = [[r.id, r.success, r.total(), dict(r.budget)] for r in rollouts]
-    return hashlib.sha256(json.dumps(summary, sort_keys=True).encode()).hexdigest()[:16]
+    # Canonical: the same set gives the same digest whether it was generated in this process
+    # or read back from the rollout cache (2500 vs 2500.0).
+    return fingerprint([[r.id, r.success, r.total(), dict(r.budget)] for r in rollouts])
 
 
 def _budget_fields(rollouts: Sequence[Rollout]) -> dict[str, Any]:

@@ -882,10 +882,15 @@ def test_planning_snapshots_gate_the_tool_agent(pytester: pytest.Pytester) -> No
     recorded = (
         "was recorded with queries=3 (now 4), query_set='289d6b55bb17f645' "
         "(now 'bc559dbdb8a7a39a'); re-record with: pytest --budget-suite=planning "
-        "--snapshot-update"
+        "--budget-scenario=static@1 --budget-task=dining --budget-query-count=4 "
     )
-    changed.stdout.fnmatch_lines([f"*{recorded}"])
-    assert recorded in gate_doc
+    cell = (
+        "--snapshot-update "
+        "'pytest_budget/suites/test_planning.py::test_planning[dining-static-L1-user]'"
+    )
+    assert any(line.endswith(recorded + "-p no:hypothesispytest -p no:cacheprovider " + cell)
+               for line in changed.outlines)  # fmt: skip
+    assert recorded + cell in gate_doc
     assert "round(float(price) * 100)" in text
     pytester.makeconftest(text.replace("round(float(price) * 100)", "100"))  # price-blind
     worse = run(pytester, *gated)

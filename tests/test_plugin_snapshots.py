@@ -39,7 +39,9 @@ def test_missing_snapshot_fails_with_a_hint(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines([
         "*no stored baseline for this cell at *arith-u0-a0.5-A-user.json; record one with: "
-        "pytest --budget-suite=triage --snapshot-update*"
+        "pytest --budget-suite=triage --budget-alpha=0.5 --budget-unsolvable=0 "
+        "--budget-pool-size=6 -p no:cacheprovider --snapshot-update "
+        "'pytest_budget/suites/test_triage.py::test_triage?arith-u0-a0.5-A-user?'*"
     ])  # fmt: skip
 
 
@@ -99,7 +101,8 @@ def test_corrupt_snapshot_gives_one_line_fix(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*snapshot *arith-u0-a0.5-A-user.json is not valid JSON (line 1: *); delete it and "
-        "re-record with: pytest --budget-suite=triage --snapshot-update*"
+        "re-record with: pytest --budget-suite=triage --budget-alpha=0.5 --budget-unsolvable=0 "
+        "--budget-pool-size=6 -p no:cacheprovider --snapshot-update 'pytest_budget/*"
     ])  # fmt: skip
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "RolloutFileError",
     "Turn",
     "actor_reply",
+    "as_read_back",
     "read_rollouts",
     "rollout_from_dict",
     "rollout_to_dict",
@@ -343,3 +344,13 @@ def write_rollouts(path: str | os.PathLike[str], rollouts: Iterable[Rollout]) ->
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def as_read_back(rollouts: Iterable[Rollout]) -> list[Rollout]:
+    """``rollouts`` exactly as :func:`read_rollouts` returns them after :func:`write_rollouts`.
+
+    Generated rollouts hold the environment's own types (an ``int`` budget cap, tuples in
+    ``info``); read back from a file they hold floats and lists.  A process that generated
+    a set and one that read it from the cache must see the same values.
+    """
+    return [rollout_from_dict(json.loads(json.dumps(rollout_to_dict(r)))) for r in rollouts]
