@@ -26,6 +26,13 @@ def _literal(tag: str) -> re.Pattern[str]:
     return re.compile(re.escape(tag), re.IGNORECASE)
 
 
+@lru_cache(maxsize=32)
+def _closing(name: str) -> re.Pattern[str]:
+    """``</name>`` with optional white space before the ``>`` (linear: the white space
+    after one ``</name`` is scanned once)."""
+    return re.compile(f"</{re.escape(name)}\\s*+>", re.IGNORECASE)
+
+
 def _spans(text: str, open_tag: str, close_tag: str) -> Iterator[tuple[int, int, int, int]]:
     """(open start, content start, content end, close end) of each pair, as
     ``re.finditer(open + "(.*?)" + close, DOTALL | IGNORECASE)`` would find them."""
@@ -103,9 +110,13 @@ def _last_ascii(text: str, open_tag: str, close_tag: str) -> str | None:
     return text[opening + len(open_tag) : close]
 
 
-def remove_tag_blocks(text: str, names: tuple[str, ...], replacement: str) -> str:
+def remove_tag_blocks(
+    text: str, names: tuple[str, ...], replacement: str, *, space_before_close: bool = False
+) -> str:
     """``re.sub(r"<(a|b|..)>.*?</\\1>", replacement, text, flags=IGNORECASE | DOTALL)`` for
-    the tag ``names`` (in that alternation order), in O(n log n)."""
+    the tag ``names`` (in that alternation order), in O(n log n).  With
+    ``space_before_close``, a closing tag may hold white space before its ``>``
+    (``</\\1\\s*>``)."""
     closes: dict[str, tuple[list[int], list[int]]] = {}
     active = list(names)  # names whose later openings may still close
     pieces: list[str] = []
@@ -118,7 +129,8 @@ def remove_tag_blocks(text: str, names: tuple[str, ...], replacement: str) -> st
                 continue
             name = next(n for n in active if n.casefold() == match.group(1).casefold())
             if name not in closes:
-                found = list(_literal(f"</{name}>").finditer(text, match.end()))
+                closing = _closing(name) if space_before_close else _literal(f"</{name}>")
+                found = list(closing.finditer(text, match.end()))
                 closes[name] = ([m.start() for m in found], [m.end() for m in found])
             starts, ends = closes[name]
             index = bisect_left(starts, match.end())

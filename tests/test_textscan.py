@@ -99,6 +99,22 @@ def test_think_blocks_removed_as_the_regular_expression_does(text: str) -> None:
     assert remove_tag_blocks(text, names, "\n") == OLD_THINK.sub("\n", text)
 
 
+# The triage plan parser's reasoning blocks: a closing tag may hold white space before ">".
+OLD_PLAN_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
+SPACED_THINK = pieces(
+    "<think>", "</think>", "</think >", "</think\n\t>", "<thinking>", "</THINKING  >",
+    "<reasoning>", "</reasoning>", "</think", "a", " ", ">", "\n",
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(SPACED_THINK)
+def test_think_blocks_with_spaced_closing_tags_removed_as_the_plan_parser_did(text: str) -> None:
+    names = ("think", "thinking", "reasoning")
+    removed = remove_tag_blocks(text, names, " ", space_before_close=True)
+    assert removed == OLD_PLAN_THINK.sub(" ", text)
+
+
 @settings(max_examples=400, deadline=None)
 @given(BOXED)
 def test_last_boxed_matches_the_brace_walk(text: str) -> None:

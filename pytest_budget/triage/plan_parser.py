@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+from pytest_budget.textscan import remove_tag_blocks
 from pytest_budget.triage.types import Plan, PlanEntry, PlanStatus
 
 __all__ = ["MAX_TOKENS", "parse_plan"]
@@ -46,7 +47,8 @@ MAX_TOKENS = 2**53
 #: past 4,300 digits, and the cost is quadratic): they are read as "huger than any budget".
 _MAX_INT_DIGITS = 60
 
-_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
+#: Reasoning blocks removed before the plan is read (linear time: pytest_budget.textscan).
+_REASONING_TAGS = ("think", "thinking", "reasoning")
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.IGNORECASE)
 # Only starts a plan can have: an object with a string key (or empty), or an array of
@@ -160,7 +162,7 @@ def _from_text(text: str) -> _Located | str:
 def _strip_reasoning(text: str) -> str:
     if "<" not in text:  # no tag at all: skip the three scans
         return text.strip()
-    visible = _THINK_BLOCK.sub(" ", text)
+    visible = remove_tag_blocks(text, _REASONING_TAGS, " ", space_before_close=True)
     closes = list(_THINK_CLOSE.finditer(visible))
     if closes:
         # The opening tag is often swallowed by the chat template; keep what follows.
