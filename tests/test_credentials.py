@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import socket
-from pathlib import Path
 
 import anyio
 import pytest
@@ -16,6 +15,7 @@ from pytest_budget.models.preflight import PreflightError, preflight
 from pytest_budget.models.provider import ProviderConfigError, build_chat_client
 from pytest_budget.options import BudgetOptions
 from pytest_budget.redact import redact_text, redact_url, split_credentials
+from tests.chat_logs import write_chat_file
 from tests.model_server import Fault, ModelServer
 
 PASSWORD = "pw-CANARY-51d2"
@@ -119,19 +119,6 @@ def test_a_missing_header_variable_is_named_not_shown(monkeypatch: pytest.Monkey
         build_chat_client("openai", "m", base_url="http://h/v1", header_envs=("X-Gw=a b",))
 
 
-def _chat_file(path: Path) -> str:
-    lines = []
-    for i in range(2):
-        messages: list[dict[str, object]] = [{"role": "user", "content": "fix it"}]
-        for prompt in (100, 200, 300):
-            usage = {"prompt_tokens": prompt, "completion_tokens": 10}
-            messages.append({"role": "assistant", "content": "working", "usage": usage})
-            messages.append({"role": "tool", "content": "ok"})
-        lines.append(json.dumps({"id": f"t{i}", "messages": messages, "resolved": True}))
-    (path / "chats.jsonl").write_text("\n".join(lines) + "\n")
-    return "--budget-rollouts=chats.jsonl"
-
-
 def _estimate(body: dict[str, object]) -> str:
     return "<answer>[0, 900]</answer>"
 
@@ -142,7 +129,8 @@ def test_a_run_with_url_credentials_and_gateway_headers_shows_neither(
     monkeypatch.setenv("GW_TOKEN", TOKEN)
     with ModelServer(answer=_estimate) as server:
         result = pytester.runpytest_subprocess(
-            "--budget-suite=awareness", _chat_file(pytester.path), "--budget-agent=openai:m",
+            "--budget-suite=awareness", write_chat_file(pytester.path, 2, failed=()),
+            "--budget-agent=openai:m",
             f"--budget-base-url={with_credentials(server.url)}",
             "--budget-model-header=X-Gateway-Token=GW_TOKEN", "--budget-gate=off",
             "--budget-report=r.json", "--budget-html=page.html", "--budget-cache-dir=cache",
@@ -170,7 +158,8 @@ def test_an_unreachable_endpoint_with_credentials_is_a_redacted_usage_error(
 ) -> None:
     down = with_credentials(f"http://127.0.0.1:{_free_port()}/v1")
     result = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", _chat_file(pytester.path), "--budget-agent=openai:m",
+        "--budget-suite=awareness", write_chat_file(pytester.path, 2, failed=()),
+            "--budget-agent=openai:m",
         f"--budget-base-url={down}", "-p", "no:cacheprovider",
     )  # fmt: skip
     assert result.ret == 4

@@ -3,7 +3,6 @@ endpoint) when most calls to an endpoint fail: real hanging and trickling loopba
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from pytest_budget.models.client import ModelCallError, OpenAIChatClient
 from pytest_budget.models.connections import run_in_connection_scope
 from pytest_budget.models.retry import RetryPolicy
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
+from tests.chat_logs import write_chat_file
 from tests.slow_server import SlowServer
 
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -117,19 +117,6 @@ def test_a_healthy_endpoint_with_a_few_failures_is_not_stopped(tmp_path: Path) -
     assert runtime.endpoint_down() is None
 
 
-def _chat_file(path: Path) -> str:
-    lines = []
-    for i in range(4):
-        messages: list[dict[str, object]] = [{"role": "user", "content": "fix it"}]
-        for prompt in (100, 200, 300):
-            usage = {"prompt_tokens": prompt, "completion_tokens": 10}
-            messages.append({"role": "assistant", "content": "working", "usage": usage})
-            messages.append({"role": "tool", "content": "ok"})
-        lines.append(json.dumps({"id": f"t{i}", "messages": messages, "resolved": True}))
-    (path / "chats.jsonl").write_text("\n".join(lines) + "\n")
-    return "--budget-rollouts=chats.jsonl"
-
-
 @pytest.mark.parametrize("mode", ["hang", "trickle"])
 def test_a_run_against_a_dead_endpoint_stops_with_one_line(
     pytester: pytest.Pytester, mode: str
@@ -137,7 +124,8 @@ def test_a_run_against_a_dead_endpoint_stops_with_one_line(
     with SlowServer(mode) as server:
         started = time.monotonic()
         result = pytester.runpytest_subprocess(
-            "--budget-suite=awareness", _chat_file(pytester.path), "--budget-agent=openai:m",
+            "--budget-suite=awareness", write_chat_file(pytester.path, 4, failed=()),
+            "--budget-agent=openai:m",
             f"--budget-base-url={server.url}", "--budget-model-timeout=1", "--budget-gate=off",
             "--budget-report=r.json", "-p", "no:cacheprovider", timeout=120,
         )  # fmt: skip

@@ -22,6 +22,8 @@ import pytest
 # classes, and a second import under a later test would not match them.
 import trustme
 
+from tests.chat_logs import write_chat_file
+
 CANARY = "sk-CANARY-7f3e9a"
 
 
@@ -120,19 +122,6 @@ def _serve(server: _ModelServer) -> Iterator[_ModelServer]:
         thread.join(5)
 
 
-def _chat_file(pytester: pytest.Pytester) -> str:
-    lines = []
-    for i in range(3):
-        messages: list[dict[str, Any]] = [{"role": "user", "content": "fix it"}]
-        for prompt in (100, 200, 300):
-            usage = {"prompt_tokens": prompt, "completion_tokens": 10}
-            messages.append({"role": "assistant", "content": "working", "usage": usage})
-            messages.append({"role": "tool", "content": "ok"})
-        lines.append(json.dumps({"id": f"t{i}", "messages": messages, "resolved": i != 1}))
-    (pytester.path / "chats.jsonl").write_text("\n".join(lines) + "\n")
-    return "--budget-rollouts=chats.jsonl"
-
-
 @pytest.mark.parametrize(("agent", "base"), [("openai:test-model", "/v1"),
                                              ("anthropic:claude-test", "")])  # fmt: skip
 def test_awareness_estimator_over_http(
@@ -144,7 +133,7 @@ def test_awareness_estimator_over_http(
 ) -> None:
     monkeypatch.setenv("MY_KEY", CANARY)
     result = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", _chat_file(pytester), f"--budget-agent={agent}",
+        "--budget-suite=awareness", write_chat_file(pytester.path), f"--budget-agent={agent}",
         f"--budget-base-url={model_server.url}{base}", "--budget-api-key-env=MY_KEY",
         "--budget-gate=off", "--budget-report=r.json", "-p", "no:cacheprovider",
     )  # fmt: skip
@@ -168,7 +157,8 @@ def test_awareness_estimator_over_https(
     # Hosted APIs are https://: those calls take the httpcore path with certificate checks.
     assert tls_model_server.url.startswith("https://")
     result = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", _chat_file(pytester), "--budget-agent=openai:test-model",
+        "--budget-suite=awareness", write_chat_file(pytester.path),
+            "--budget-agent=openai:test-model",
         f"--budget-base-url={tls_model_server.url}/v1", "--budget-gate=off",
         "--budget-report=r.json", "-p", "no:cacheprovider",
     )  # fmt: skip
@@ -183,7 +173,8 @@ def test_an_untrusted_certificate_is_an_error_not_a_silent_pass(
 ) -> None:
     monkeypatch.delenv("SSL_CERT_FILE")  # the throwaway CA is no longer trusted
     result = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", _chat_file(pytester), "--budget-agent=openai:test-model",
+        "--budget-suite=awareness", write_chat_file(pytester.path),
+            "--budget-agent=openai:test-model",
         f"--budget-base-url={tls_model_server.url}/v1", "--budget-gate=off",
         "--budget-report=r.json", "-p", "no:cacheprovider",
     )  # fmt: skip
@@ -256,7 +247,7 @@ def test_provider_slash_model_and_base_url_from_the_environment(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(variable, f"{model_server.url}{base}")
     result = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", _chat_file(pytester), f"--budget-agent={agent}",
+        "--budget-suite=awareness", write_chat_file(pytester.path), f"--budget-agent={agent}",
         "--budget-gate=off", "--budget-report=r.json", "-p", "no:cacheprovider",
     )  # fmt: skip
     result.assert_outcomes(passed=1)

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from pytest_budget.crashed import LIST_LIMIT, bound_cell
+from tests.chat_logs import write_chat_file
 from tests.model_server import Fault, ModelServer
 
 SCHEMA = json.loads(
@@ -58,19 +59,6 @@ def test_a_crash_in_setup_keeps_every_cell_as_an_error(pytester: pytest.Pytester
     assert "RuntimeError: boom inside pytest-budget" in page
 
 
-def _chat_file(path: Path, count: int = 3) -> str:
-    lines = []
-    for i in range(count):
-        messages: list[dict[str, object]] = [{"role": "user", "content": "fix it"}]
-        for prompt in (100, 200, 300):
-            usage = {"prompt_tokens": prompt, "completion_tokens": 10}
-            messages.append({"role": "assistant", "content": "working", "usage": usage})
-            messages.append({"role": "tool", "content": "ok"})
-        lines.append(json.dumps({"id": f"t{i}", "messages": messages, "resolved": i != 1}))
-    (path / "chats.jsonl").write_text("\n".join(lines) + "\n")
-    return "--budget-rollouts=chats.jsonl"
-
-
 def test_a_crash_while_scoring_is_an_error_cell(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         """
@@ -83,7 +71,7 @@ def test_a_crash_while_scoring_is_an_error_cell(pytester: pytest.Pytester) -> No
         """
     )
     result = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", _chat_file(pytester.path), "--budget-agent=linear-knows-T",
+        "--budget-suite=awareness", write_chat_file(pytester.path), "--budget-agent=linear-knows-T",
         "--budget-gate=off", "--budget-report=r.json", "-p", "no:cacheprovider",
     )  # fmt: skip
     result.assert_outcomes(failed=1)
@@ -132,7 +120,7 @@ def test_calls_failing_after_retries_make_the_cell_incomplete(
         server.fail(Fault.http(500), Fault.http(500))  # two probes lost (no retries)
         args = ["--budget-allow-partial"] if allow else []
         result = pytester.runpytest_subprocess(
-            "--budget-suite=awareness", _chat_file(pytester.path), "--budget-agent=openai:m",
+            "--budget-suite=awareness", write_chat_file(pytester.path), "--budget-agent=openai:m",
             f"--budget-base-url={server.url}", "--budget-retries=0", "--budget-gate=off",
             "--budget-report=r.json", "--budget-concurrency=1", "-p", "no:cacheprovider",
             *args,
