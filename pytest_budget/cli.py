@@ -32,6 +32,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with two reports: put them side by side (first = baseline) and mark the deltas",
     )
+    render.add_argument(
+        "--sample-cap",
+        type=int,
+        default=None,
+        metavar="N",
+        help="samples per cell drawn into the page (default 5000; the JSON report keeps all)",
+    )
 
     merge = commands.add_parser(
         "merge",
@@ -56,7 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "render":
             from pytest_budget.html import render_command
 
-            return render_command(args.reports, args.output, compare=args.compare)
+            return render_command(
+                args.reports, args.output, compare=args.compare, sample_cap=args.sample_cap
+            )
         from pytest_budget.merge import merge_command
 
         return merge_command(

@@ -27,6 +27,7 @@ from pytest_budget.report import (
     ReportFileError,
     build_report,
     cell_sort_key,
+    hoist_rollouts,
     load_report,
     write_report,
 )
@@ -39,6 +40,7 @@ _KNOWN_FIELDS = frozenset(
     {
         "schema_version", "tool", "version", "created", "python", "seed", "suites",
         "options", "duration_s", "summary", "cells", "models", "shard", "merged_from",
+        "sample_rollouts",
     }
 )  # fmt: skip
 #: Options naming input files: compared by file name, not by absolute path.
@@ -201,6 +203,14 @@ def merge_reports(
         duration_s=max(durations),
         seed=int(first.get("seed") or 0),
     )
+    # The shards' rollout stores (awareness samples), united; build_report kept the refs.
+    store: dict[str, Any] = {}
+    for doc in documents:
+        if isinstance(doc.get("sample_rollouts"), Mapping):
+            store.update(doc["sample_rollouts"])
+    _, used = hoist_rollouts(merged["cells"], store)
+    if used:
+        merged["sample_rollouts"] = used
     merged["version"] = first.get("version")  # the version that scored the cells
     pythons = sorted({str(doc.get("python")) for doc in documents if doc.get("python")})
     if pythons:

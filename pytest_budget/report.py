@@ -24,6 +24,7 @@ __all__ = [
     "build_report",
     "cell_sort_key",
     "finite_cell",
+    "hoist_rollouts",
     "load_report",
     "write_report",
 ]
@@ -87,7 +88,8 @@ def build_report(
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
         test = str(cell.get("test_outcome", "unknown"))
         tests[test] = tests.get(test, 0) + 1
-    return {
+    ordered, rollouts = hoist_rollouts(ordered)
+    document = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "tool": "pytest-budget",
         "version": __version__,
@@ -101,6 +103,35 @@ def build_report(
         # Cells keep their ``sort_key``: budget-report merge restores this order from it.
         "cells": [dict(cell) for cell in ordered],
     }
+    if rollouts:
+        document["sample_rollouts"] = rollouts
+    return document
+
+
+def hoist_rollouts(
+    cells: Sequence[Mapping[str, Any]],
+    known: Mapping[str, Any] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Awareness cells' replayed rollouts, stored once per report.
+
+    Every estimator of an environment replays the same rollouts, so a cell's
+    ``sample_rollouts`` object moves to the report's ``sample_rollouts`` under its
+    fingerprint and the cell keeps the fingerprint (a string).  Cells that already hold a
+    fingerprint keep it; ``known`` (a merged shard's store) is carried over.
+    """
+    from pytest_budget.fingerprint import fingerprint
+
+    store: dict[str, Any] = dict(known or {})
+    out: list[dict[str, Any]] = []
+    for cell in cells:
+        value = cell.get("sample_rollouts")
+        if isinstance(value, Mapping):
+            key = fingerprint(value)
+            store.setdefault(key, dict(value))
+            cell = {**cell, "sample_rollouts": key}
+        out.append(dict(cell))
+    used = {c.get("sample_rollouts") for c in out if isinstance(c.get("sample_rollouts"), str)}
+    return out, {key: value for key, value in store.items() if key in used}
 
 
 def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> Path:

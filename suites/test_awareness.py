@@ -93,6 +93,18 @@ def _context(
     return context
 
 
+def _samples(rollouts: Sequence[Rollout], outcome: Any, options: BudgetOptions) -> dict[str, Any]:
+    """Every asked probe (first repeat) and the rollout prefixes they replayed."""
+    from pytest_budget.awareness.samples import sample_fields
+    from pytest_budget.samples import options_secrets, scrubber
+
+    if not outcome.results:
+        return {"samples": [], "sample_rollouts": {}}
+    dimensions = tuple(outcome.results[0].probe.budget)
+    scrub = scrubber(options_secrets(options))
+    return dict(sample_fields(rollouts, outcome.results, dimensions, scrub))
+
+
 def test_awareness(
     awareness_cell: AwarenessCell,
     budget_agent: str,
@@ -173,6 +185,8 @@ def test_awareness(
             "notes": outcome.notes,
             "curves": outcome.curves,
             "first_error": outcome.first_error,
+            # The probes behind the scores, for the HTML report's drill-down (issue 23).
+            **_samples(rollouts, outcome, budget_options),
             "sort_key": [awareness_cell.env, agent],
         }
     )

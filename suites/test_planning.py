@@ -50,6 +50,14 @@ def _query_digest(queries: Sequence[Query]) -> str:
     return hashlib.sha256(json.dumps(summary, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _samples(outcome: Any, queries: Sequence[Query], options: BudgetOptions) -> list[Any]:
+    """Every episode of the cell (first repeat): calls, segments, paths, answers."""
+    from pytest_budget.planning.samples import episode_samples
+    from pytest_budget.samples import options_secrets, scrubber
+
+    return episode_samples(outcome.episodes, queries, scrubber(options_secrets(options)))
+
+
 def test_planning(
     planning_cell: PlanningCell,
     budget_agent: str,
@@ -122,6 +130,8 @@ def test_planning(
             "reading": budget_options.planning_reading,
             "ban_longest": budget_options.planning_ban_longest,
             "first_error": outcome.first_error,
+            # The episodes behind the scores, for the HTML report's drill-down (issue 23).
+            "samples": _samples(outcome, queries, budget_options),
             "sort_key": [planning_cell.task, scenario.level, scenario.mode, scenario.blocks, agent],
         }
     )

@@ -161,6 +161,24 @@ def _record(
     }
 
 
+def _samples(
+    pool: Pool, phase0: BaselineReport, outcome: CellOutcome, options: BudgetOptions
+) -> dict[str, Any]:
+    """The cell's pool items (first plan) and the planner's reply, for the report."""
+    from pytest_budget.samples import options_secrets, scrubber
+    from pytest_budget.triage.samples import item_samples, plan_text
+
+    scrub = scrubber(options_secrets(options))
+    scores = outcome.scores
+    return {
+        "plan_raw": plan_text(outcome.raw, scrub),
+        "samples": item_samples(
+            pool.items, phase0.baselines, phase0.solutions, phase0.truncated, outcome.plan,
+            scores.executed_u, scores.executed_e, scores.scored_e, outcome.budget, scrub,
+        ),
+    }  # fmt: skip
+
+
 def test_triage(
     triage_cell: TriageCell,
     budget_agent: str,
@@ -227,6 +245,8 @@ def test_triage(
                 sorted(Counter(item.domain for item in pool.items if item.unsolvable).items())
             ),
             "executed_ids": {"u": list(scores.executed_u), "e": list(scores.executed_e)},
+            # The items behind the scores, for the HTML report's drill-down (issue 23).
+            **_samples(pool, phase0, outcome, budget_options),
             "phase0": {
                 "items": len(pool.items),
                 "gradeable": len(phase0.baselines),

@@ -73,6 +73,8 @@ class ProbeResult:
     truth: ProbeTruth
     estimate: Estimate | None
     error: str | None = None
+    #: The estimator's reply as text (for the report's samples); None when it raised.
+    raw: str | None = None
 
 
 @dataclass
@@ -345,12 +347,15 @@ async def run_awareness_cell(
         try:
             reply = await call_role(estimator, "estimator", probe, limiter=limiter)
         except InvalidOutput as exc:  # None, a number, megabytes: invalid, never a crash
-            results[index] = ProbeResult(probe, truth, Invalid(exc.preview, exc.reason))
+            results[index] = ProbeResult(
+                probe, truth, Invalid(exc.preview, exc.reason), raw=exc.preview
+            )
             return
         except AgentError as exc:
             results[index] = ProbeResult(probe, truth, None, exc.reason)
             return
-        results[index] = ProbeResult(probe, truth, _read_answer(reply, dimensions, policy))
+        raw = reply if isinstance(reply, str) else safe_repr(reply)
+        results[index] = ProbeResult(probe, truth, _read_answer(reply, dimensions, policy), raw=raw)
 
     await for_each_bounded(len(probes), ask, limiter)
     done = [r for r in results if r is not None]

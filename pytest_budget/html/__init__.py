@@ -43,12 +43,21 @@ def require_matplotlib() -> None:
         ) from None
 
 
-def render_html(reports: Sequence[tuple[str, Mapping[str, Any]]], *, compare: bool = False) -> str:
-    """The page for ``(label, report document)`` pairs (see :func:`render_page`)."""
+def render_html(
+    reports: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    compare: bool = False,
+    sample_cap: int | None = None,
+) -> str:
+    """The page for ``(label, report document)`` pairs (see :func:`render_page`);
+    ``sample_cap``: samples per cell on the page (default
+    :data:`~pytest_budget.html.samples.SAMPLE_CAP`)."""
     require_matplotlib()
     from pytest_budget.html.page import render_page
+    from pytest_budget.html.samples import SAMPLE_CAP
 
-    return render_page(reports, compare=compare)
+    cap = SAMPLE_CAP if sample_cap is None else sample_cap
+    return render_page(reports, compare=compare, sample_cap=cap)
 
 
 def _write_atomic(path: str | os.PathLike[str], text: str) -> Path:
@@ -64,7 +73,9 @@ def write_html_report(
     return _write_atomic(path, render_html([(label, report)]))
 
 
-def render_command(reports: Sequence[str], output: str, *, compare: bool) -> int:
+def render_command(
+    reports: Sequence[str], output: str, *, compare: bool, sample_cap: int | None = None
+) -> int:
     """``budget-report render``: exit 0 when written, 2 on a one-line error.
 
     A report file that cannot be used raises :class:`~pytest_budget.report.ReportFileError`
@@ -84,8 +95,14 @@ def render_command(reports: Sequence[str], output: str, *, compare: bool) -> int
             file=sys.stderr,
         )
         return 2
+    if sample_cap is not None and sample_cap < 0:
+        print(
+            f"budget-report: error: --sample-cap must be 0 or more, got {sample_cap}",
+            file=sys.stderr,
+        )
+        return 2
     documents = [(str(path), load_report(path)) for path in reports]
-    page = render_html(documents, compare=compare)
+    page = render_html(documents, compare=compare, sample_cap=sample_cap)
     try:
         written = _write_atomic(output, page)
     except OSError as exc:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_budget.html.compare import cell_key, delta, match_cells
 from pytest_budget.html.figures import deferred, finish_pair
+from pytest_budget.html.samples import SampleStore, changed_samples, changed_table
 from pytest_budget.html.page import (
     CHARTS,
     chart_html,
@@ -102,6 +103,7 @@ def _compare_section(
     base: tuple[str, Report, list[Cell]],
     new: tuple[str, Report, list[Cell]],
     colors: Mapping[str, str],
+    store: SampleStore | None = None,
 ) -> str:
     title = SUITE_TITLES.get(suite, f"{suite} (your own cells)")
     (base_label, base_report, base_cells), (new_label, new_report, new_cells) = base, new
@@ -130,6 +132,8 @@ def _compare_section(
             "value and its change; hover for the baseline value.</p>"
         )
         parts.append(_compare_table(columns, matched.pairs))
+    if store is not None and matched.pairs:
+        parts.append(_changed(matched.pairs, base_report, new_report, store))
     parts.append(_only_list(f"cells only in the baseline ({base_label})", matched.only_base))
     parts.append(_only_list(f"cells only in the new run ({new_label})", matched.only_new))
     maker = CHARTS.get(suite)
@@ -164,7 +168,30 @@ def _compare_section(
     return "".join(parts)
 
 
-def compare_page(base: tuple[str, Report], new: tuple[str, Report]) -> str:
+def _changed(
+    pairs: Sequence[tuple[Cell, Cell]], base: Report, new: Report, store: SampleStore
+) -> str:
+    """The samples whose score moved most, with a button that shows both sides."""
+    if not any(isinstance(b.get("samples"), list) for b, _ in pairs):
+        return ""
+    entries = changed_samples(pairs, base, new)
+    title = "<h3>Samples whose score changed most</h3>"
+    if not entries:
+        return (
+            title + '<p class="sub">No sample of a matched cell changed its score or outcome.</p>'
+        )
+    return (
+        title
+        + f'<p class="sub">The {len(entries)} largest changes of a sample\'s score between the '
+        "runs (matched by cell and sample id; a changed outcome with no score last). Open a "
+        "row to see the baseline and the new run side by side.</p>"
+        + changed_table(entries, store.add_value(entries))
+    )
+
+
+def compare_page(
+    base: tuple[str, Report], new: tuple[str, Report], store: SampleStore | None = None
+) -> str:
     """The page comparing ``new`` against ``base`` (each a ``(label, report)`` pair)."""
     groups = [suites_of(base[1]), suites_of(new[1])]
     order = suite_order(groups)
@@ -181,6 +208,8 @@ def compare_page(base: tuple[str, Report], new: tuple[str, Report]) -> str:
                 (base[0], base[1], groups[0].get(suite, [])),
                 (new[0], new[1], groups[1].get(suite, [])),
                 suite_colors(suite, groups),
+                store,
             )
         )
-    return document("pytest-budget comparison", "".join(body), wide=True)
+    blocks = store.html() if store is not None else ""
+    return document("pytest-budget comparison", "".join(body), wide=True, blocks=blocks)

@@ -14,7 +14,9 @@ from typing import Any
 
 from pytest_budget.html.awareness_figures import awareness_charts
 from pytest_budget.html.figures import Chart, agent_colors
+from pytest_budget.html.drill_js import DRILL_CSS, page_script
 from pytest_budget.html.planning_figures import planning_charts
+from pytest_budget.html.samples import SAMPLE_CAP, SampleStore
 from pytest_budget.html.tables import (
     CORE_SUITES,
     SUITE_TITLES,
@@ -43,7 +45,7 @@ CSS = """
 * { box-sizing: border-box; }
 body { margin: 0; color: var(--ink); background: #fff;
   font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
-main { max-width: 1180px; margin: 0 auto; padding: 24px 28px 64px; }
+main { max-width: 1880px; margin: 0 auto; padding: 24px 28px 64px; }
 main.wide { max-width: 2300px; }
 h1 { font-size: 1.7rem; margin: 0 0 4px; }
 h2 { font-size: 1.3rem; margin: 40px 0 6px; padding-top: 12px; border-top: 2px solid var(--line); }
@@ -55,12 +57,13 @@ nav a:hover { text-decoration: underline; }
 table { border-collapse: collapse; font-size: 13px; font-variant-numeric: tabular-nums; }
 th, td { padding: 4px 9px; border-bottom: 1px solid var(--line); text-align: left;
   white-space: nowrap; vertical-align: top; }
-th { background: var(--soft); position: sticky; top: 0; z-index: 1; font-weight: 600; }
+th { background: var(--soft); position: sticky; top: 0; z-index: 2; font-weight: 600;
+  white-space: normal; box-shadow: inset 0 -1px 0 var(--line); }
 td.num, th.num { text-align: right; }
 tbody tr:nth-child(even) td { background: #fafbfc; }
 table.facts th { position: static; }
-.table-wrap { max-height: 34rem; overflow: auto; border: 1px solid var(--line);
-  border-radius: 6px; }
+/* no scroll box: the table takes the page width and its header sticks to the window */
+.table-wrap { border: 1px solid var(--line); border-radius: 6px; }
 .table-wrap table { width: 100%; }
 figure.chart { margin: 18px 0 26px; }
 figure.chart img { display: block; max-width: 100%; height: auto; }
@@ -115,14 +118,28 @@ def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _table(columns: Sequence[Column], cells: Sequence[Cell]) -> str:
-    head = "".join(
+def _table(
+    columns: Sequence[Column],
+    cells: Sequence[Cell],
+    buttons: Sequence[tuple[str, int] | None] | None = None,
+) -> str:
+    """The score table; ``buttons`` (one per cell) adds the column that opens samples."""
+    head = '<th title="open the cell\'s samples">samples</th>' if buttons is not None else ""
+    head += "".join(
         f'<th{num_class(columns, cells, i)} title="{escape(c.tooltip)}">{escape(c.header)}</th>'
         for i, c in enumerate(columns)
     )
     rows = []
-    for cell in cells:
+    for index, cell in enumerate(cells):
         tds = []
+        if buttons is not None:
+            button = buttons[index]
+            tds.append(
+                "<td>\u2013</td>"
+                if button is None
+                else f'<td><button type="button" class="samples" data-block="{button[0]}">'
+                f"{button[1]:,}</button></td>"
+            )
         for column in columns:
             value = column.read(cell)
             cls = ' class="num"' if is_number(value) or value is None else ""
@@ -208,7 +225,12 @@ def suite_colors(suite: str, groups: Sequence[Mapping[str, list[Cell]]]) -> dict
 
 
 def _suite_section(
-    suite: str, cells: Sequence[Cell], report: Report, colors: Mapping[str, str], prefix: str
+    suite: str,
+    cells: Sequence[Cell],
+    report: Report,
+    colors: Mapping[str, str],
+    prefix: str,
+    store: SampleStore | None = None,
 ) -> str:
     anchor = f"{prefix}{suite}"
     title = SUITE_TITLES.get(suite, f"{suite} (your own cells)")
@@ -227,7 +249,16 @@ def _suite_section(
     if maker is not None:
         parts.extend(chart_html(chart, prefix) for chart in maker(cells, colors, prefix))
     parts.append("<h3>Scores</h3>")
-    parts.append(_table(columns_for(suite, cells), cells))
+    buttons = [store.add_cell(cell, report) for cell in cells] if store is not None else None
+    if buttons is not None and any(buttons):
+        parts.append(
+            '<p class="sub">Open a row\'s samples (the items, probes or episodes behind its '
+            "scores): filter by outcome, sort by score, search their text, click one to see "
+            "it.</p>"
+        )
+    else:
+        buttons = None
+    parts.append(_table(columns_for(suite, cells), cells, buttons))
     lines = footer_lines(suite, cells)
     if lines:
         parts.append(
@@ -276,26 +307,37 @@ def nav(links: Sequence[tuple[str, str]]) -> str:
     return f"<nav>{items}</nav>"
 
 
-def document(title: str, body: str, *, wide: bool = False) -> str:
+def document(title: str, body: str, *, wide: bool = False, blocks: str = "") -> str:
+    """The page around ``body``; ``blocks`` (sample data) and the script come last, so the
+    tables and figures are drawn before the browser reaches them."""
     main_class = ' class="wide"' if wide else ""
+    script = page_script() if blocks else ""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
-        f"<body><main{main_class}>{body}</main></body></html>\n"
+        f"<title>{escape(title)}</title><style>{CSS}{DRILL_CSS}</style></head>"
+        f"<body><main{main_class}>{body}</main>{blocks}{script}</body></html>\n"
     )
 
 
-def render_page(reports: Sequence[tuple[str, Report]], *, compare: bool = False) -> str:
+def render_page(
+    reports: Sequence[tuple[str, Report]],
+    *,
+    compare: bool = False,
+    sample_cap: int = SAMPLE_CAP,
+) -> str:
     """The whole page for ``(label, report)`` pairs: one after the other, or (``compare``,
-    exactly two) side by side with the deltas of the second against the first."""
+    exactly two) side by side with the deltas of the second against the first.
+    ``sample_cap``: samples per cell drawn into the page (the rest are left out, with a
+    note pointing at the JSON report)."""
+    store = SampleStore(cap=sample_cap)
     if compare:
         if len(reports) != 2:
             raise ValueError(f"--compare takes exactly two reports, got {len(reports)}")
         from pytest_budget.html.compare_page import compare_page
 
-        return compare_page(reports[0], reports[1])
+        return compare_page(reports[0], reports[1], store)
     groups = [suites_of(report) for _, report in reports]
     order = suite_order(groups)
     body: list[str] = ["<h1>pytest-budget report</h1>"]
@@ -320,6 +362,6 @@ def render_page(reports: Sequence[tuple[str, Report]], *, compare: bool = False)
         for suite in order:
             colors = suite_colors(suite, groups)
             cells = groups[index - 1].get(suite, [])
-            body.append(_suite_section(suite, cells, report, colors, prefix))
+            body.append(_suite_section(suite, cells, report, colors, prefix, store))
         body.append("</article>")
-    return document("pytest-budget report", "".join(body))
+    return document("pytest-budget report", "".join(body), blocks=store.html())

@@ -267,6 +267,8 @@ class CellOutcome:
     repairs: tuple[str, ...] = field(default=())
     #: The planner's reply was cut at its token cap (finish reason ``length`` or equivalent).
     truncated: bool = False
+    #: The planner's reply as it came (for the report's samples), None if it raised.
+    raw: object = None
 
 
 async def run_cell(
@@ -309,6 +311,7 @@ async def run_cell(
     name = agent_name(planner)
     outcome, reason = "ok", None
     truncated = False
+    raw: object = None
     try:
         raw = await call_role(planner, "planner", request, limiter=limiter)
         truncated = is_truncated(raw)
@@ -338,6 +341,7 @@ async def run_cell(
         agent=name,
         repairs=plan.repairs,
         truncated=truncated,
+        raw=raw,
     )
 
 
