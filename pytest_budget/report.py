@@ -88,8 +88,8 @@ def build_report(
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
         test = str(cell.get("test_outcome", "unknown"))
         tests[test] = tests.get(test, 0) + 1
-    ordered, rollouts = hoist_rollouts(ordered)
-    document = {
+    hoisted, rollouts = hoist_rollouts(ordered)
+    document: dict[str, Any] = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "tool": "pytest-budget",
         "version": __version__,
@@ -101,7 +101,7 @@ def build_report(
         "duration_s": round(duration_s, 3),
         "summary": {"cells": len(ordered), "outcomes": outcomes, "tests": tests},
         # Cells keep their ``sort_key``: budget-report merge restores this order from it.
-        "cells": [dict(cell) for cell in ordered],
+        "cells": hoisted,
     }
     if rollouts:
         document["sample_rollouts"] = rollouts

@@ -13,7 +13,6 @@ from typing import Any
 
 from pytest_budget.html.compare import cell_key, delta, match_cells
 from pytest_budget.html.figures import deferred, finish_pair
-from pytest_budget.html.samples import SampleStore, changed_samples, changed_table
 from pytest_budget.html.page import (
     CHARTS,
     chart_html,
@@ -27,6 +26,7 @@ from pytest_budget.html.page import (
     suite_order,
     suites_of,
 )
+from pytest_budget.html.samples import SampleStore, changed_samples, changed_table
 from pytest_budget.html.tables import (
     SUITE_TITLES,
     Column,

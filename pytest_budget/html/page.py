@@ -13,8 +13,8 @@ from html import escape
 from typing import Any
 
 from pytest_budget.html.awareness_figures import awareness_charts
-from pytest_budget.html.figures import Chart, agent_colors
 from pytest_budget.html.drill_js import DRILL_CSS, page_script
+from pytest_budget.html.figures import Chart, agent_colors
 from pytest_budget.html.planning_figures import planning_charts
 from pytest_budget.html.samples import SAMPLE_CAP, SampleStore
 from pytest_budget.html.tables import (
