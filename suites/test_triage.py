@@ -173,7 +173,7 @@ def _samples(
     return {
         "plan_raw": plan_text(outcome.raw, scrub),
         "samples": item_samples(
-            pool.items, phase0.baselines, phase0.solutions, phase0.truncated, outcome.plan,
+            pool.items, phase0.baselines, phase0.truncated, outcome.plan,
             scores.executed_u, scores.executed_e, scores.scored_e, outcome.budget, scrub,
         ),
     }  # fmt: skip

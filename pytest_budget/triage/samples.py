@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_budget.samples import Scrubber, clip
 from pytest_budget.triage.scoring import oracle_value
-from pytest_budget.triage.types import Baseline, Item, Plan, Solution
+from pytest_budget.triage.types import Baseline, Item, Plan
 
 __all__ = ["item_samples", "plan_text"]
 
@@ -67,7 +67,6 @@ def _regime_e(
 def item_samples(
     items: Sequence[Item],
     baselines: Mapping[str, Baseline],
-    solutions: Mapping[str, Solution],
     truncated: set[str] | frozenset[str],
     plan: Plan,
     executed_u: Sequence[str],
@@ -77,7 +76,8 @@ def item_samples(
     scrub: Scrubber,
 ) -> list[dict[str, Any]]:
     """One record per gradeable item, in pool order (items without a Phase 0 result too,
-    tagged ``no baseline``)."""
+    tagged ``no baseline``).  The solver's Phase 0 text is not kept: a result read back
+    from the Phase 0 cache has none, and a cell must record the same with or without it."""
     gradeable = [item for item in items if item.id in baselines]
     costs = {item.id: baselines[item.id].tokens for item in gradeable}
     solved = {item.id: baselines[item.id].solved and not item.unsolvable for item in gradeable}
@@ -104,10 +104,6 @@ def item_samples(
             "unsolvable": item.unsolvable,
             "expected": None if item.answer is None else clip(str(item.answer), 400),
         }
-        solution = solutions.get(item.id)
-        if solution is not None:
-            record["solver_answer"] = None if solution.answer is None else scrub(solution.answer)
-            record["solver_output"] = scrub(solution.text)
         if item.id not in costs:
             record.update(score=None, tags=["no baseline"])
             out.append(record)

@@ -9,7 +9,5 @@ R.triage = {
         ["regime U", s.u], ["budget left before it (U)", s.u_remaining],
         ["regime E", s.e], ["budget left before it (E)", s.e_remaining],
         ["value earned (U)", s.score], ["domain", s.domain]]),
-    pre("problem", s.text), pre("expected answer", s.expected),
-    pre("solver's answer", s.solver_answer),
-    s.solver_output ? fold("solver's output (Phase 0)", h("pre", {}, s.solver_output)) : null),
+    pre("problem", s.text), pre("expected answer", s.expected)),
 };
