@@ -98,7 +98,7 @@ function openPanel(section, button, data, ctx) {
   const space = h("div", {class: "vspace"});
   list.append(space);
   const detail = h("div", {class: "sample-detail"}, h("p", {class: "sub"}, "Click a sample to see it."));
-  const panel = h("div", {class: "drill", "data-cell": data.cell, "data-suite": data.suite},
+  const panel = h("div", {class: "drill", "data-cell": data.cell, "data-suite": data.suite, "data-total": String(data.total)},
     h("h4", {}, `Samples of ${data.cell} / ${data.agent}: ${data.total}`), close);
   if (data.left_out) {
     panel.append(h("p", {class: "note cap"}, `Showing ${data.samples.length} of ${data.total} samples ` +

@@ -1,0 +1,211 @@
+"""The drill-down in a real headless Chromium: from a score to the samples behind it.
+
+One real run of the awareness suite with an estimator (a fixture override in the run's
+conftest) whose replies are partly malformed, carry markup meant to run
+(``<script>``, an ``onerror`` handler) and credentials (an ``Authorization`` header, the
+``OPENAI_API_KEY`` value of the run's environment).  Its ``--budget-html`` page is opened
+from ``file://`` with the network cut off; the test filters a cell's probes to
+``invalid``, opens one and reads its raw output, checks that the markup stayed text and
+never ran, and that no credential reached the page or the JSON report.  A second run
+(all suites, small) checks the layout: every score table fits the window and its header
+sticks to the top while the table scrolls.
+
+Driven like ``test_html_browser.py``: Playwright with Debian's chromium
+(``executable_path``), no browser download; without either the tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_html_browser import CHROMIUM, _keep, _playwright, _Visit
+
+ENV_KEY = "sk-envkey-0123456789abcdefXYZ"
+HEADER_TOKEN = "sk-hdr-abcdefghijklmnop0123"
+XSS = '<script>window.__xss = 1</script><img src="x" onerror="window.__xss = 2">'
+
+CONFTEST = f'''
+import pytest
+
+
+class HostileEstimator:
+    name = "hostile"
+
+    def estimate(self, probe):
+        if probe.k % 2 == 1:
+            # malformed (no answer tag), with markup and credentials in it
+            return ({("I cannot answer " + XSS + " Authorization: Bearer " + HEADER_TOKEN)!r}
+                    + " key={ENV_KEY} " + probe.rollout_id)
+        return "<think>ok</think><answer>[0, 4000]</answer>"
+
+
+@pytest.fixture
+def budget_estimator():
+    return HostileEstimator()
+'''
+
+AWARENESS_ARGS = (
+    "-p", "no:cacheprovider", "-q", "--budget-gate=off", "--budget-suite=awareness",
+    "--budget-env=sokoban-6x6", "--budget-rollout-count=6", "--budget-report=r.json",
+    "--budget-html=page.html",
+)  # fmt: skip
+
+ALL_ARGS = (
+    "-p", "no:cacheprovider", "-q", "--budget-gate=off", "--budget-suite=all",
+    "--budget-pool-size=6", "--budget-alpha=0.5", "--budget-env=sokoban-6x6",
+    "--budget-rollout-count=4", "--budget-task=dining,shopping", "--budget-query-count=2",
+    "--budget-scenario=static@1,ban_tool:1@3", "--budget-report=all.json",
+    "--budget-html=all.html",
+)  # fmt: skip
+
+
+def _run(folder: Path, args: tuple[str, ...]) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["OPENAI_API_KEY"] = ENV_KEY
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _playwright()
+    folder = tmp_path_factory.mktemp("drill")
+    (folder / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    _run(folder, AWARENESS_ARGS)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_playwright = _playwright()
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def test_filter_to_invalid_probes_and_read_one(
+    browser: Any, hostile_run: Path, tmp_path: Path
+) -> None:
+    page_path = hostile_run / "page.html"
+    visit = _Visit(browser, page_path, 1400)
+    page = visit.page
+    try:
+        button = page.locator("section[data-suite=awareness] button.samples")
+        assert button.count() == 1  # one cell: sokoban-6x6 / hostile
+        button.click()
+        panel = page.locator(".drill")
+        panel.locator(".vrow").first.wait_for()
+        shot = tmp_path / "drill-opened.png"
+        panel.screenshot(path=str(shot))
+        _keep(shot)
+        # every probe is listed (the list draws only the rows in view)
+        total = int(panel.get_attribute("data-total") or 0)
+        outcome = panel.locator("select.outcome")
+        options = outcome.locator("option").all_text_contents()
+        invalid = next(text for text in options if text.startswith("invalid ("))
+        count = int(invalid.split("(")[1].rstrip(")"))
+        assert 0 < count < total
+        outcome.select_option("invalid")
+        assert panel.locator(".shown").text_content() == f"{count} shown"
+        rows = panel.locator(".vrow")
+        assert all("invalid" in rows.nth(i).text_content() for i in range(min(rows.count(), 8)))
+        rows.first.click()
+        raw = panel.locator(".sample-detail .raw pre")
+        raw.wait_for()
+        text = raw.text_content() or ""
+        assert text.startswith("I cannot answer <script>window.__xss = 1</script>")
+        assert "onerror" in text  # shown as text ...
+        assert page.evaluate("window.__xss") is None  # ... never run
+        assert page.locator(".sample-detail script, .sample-detail img").count() == 0
+        detail = panel.locator(".sample-detail").text_content() or ""
+        assert "invalid becausemissing <answer>...</answer> tag" in detail
+        shot = tmp_path / "drill-invalid-probe.png"
+        panel.screenshot(path=str(shot))
+        _keep(shot)
+        # sort by score, then search
+        outcome.select_option("")
+        panel.locator("select.sort").select_option("desc")
+        first = panel.locator(".vrow").first.locator(".ssc").text_content()
+        assert first is not None and first != "\u2013"
+        panel.locator("input.search").fill("#3")
+        page.wait_for_function(
+            "document.querySelector('.drill .shown').textContent !== "
+            f"'{total} shown'"
+        )
+        ids = [panel.locator(".vrow .sid").nth(i).text_content() for i in range(2)]
+        assert all(i and i.endswith("#3") for i in ids), ids
+        assert visit.problems == []
+        assert visit.requests == [page_path.as_uri()]
+    finally:
+        visit.close()
+
+
+def test_no_credential_reaches_the_page_or_the_report(hostile_run: Path) -> None:
+    from pytest_budget.html.samples import unpack
+
+    page = (hostile_run / "page.html").read_text(encoding="utf-8")
+    report = (hostile_run / "r.json").read_text(encoding="utf-8")
+    blocks = [unpack(text) for text in re.findall(r'class="sample-block" id="\w+">([^<]*)<', page)]
+    assert len(blocks) == 2  # the cell's probes and its rollout prefixes
+    texts = [str(block) for block in blocks]
+    assert any("Authorization: Bearer ***" in text for text in texts)
+    for text in [page, report, *texts]:
+        assert ENV_KEY not in text and HEADER_TOKEN not in text
+    # the markup is in the data as text (escaped by JSON), never as page markup
+    assert "<script>window.__xss" not in page
+    assert any("<script>window.__xss" in text for text in texts)
+
+
+@pytest.fixture(scope="module")
+def all_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _playwright()
+    folder = tmp_path_factory.mktemp("drill-all")
+    _run(folder, ALL_ARGS)
+    return folder
+
+
+def test_tables_fit_the_window_with_sticky_headers(browser: Any, all_run: Path) -> None:
+    visit = _Visit(browser, all_run / "all.html", 1280)
+    page = visit.page
+    try:
+        width = page.evaluate("document.documentElement.clientWidth")
+        tables = page.locator("table.scores")
+        assert tables.count() == 3
+        for index in range(3):
+            box = tables.nth(index).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5
+        # the planning table's last column is on screen (it was cut off in a 34rem box)
+        planning = page.locator("section[data-suite=planning] table.scores")
+        last = planning.locator("thead th").last
+        last_box = last.bounding_box()
+        assert last_box is not None and last_box["x"] + last_box["width"] <= width + 0.5
+        assert planning.evaluate("t => getComputedStyle(t.parentElement).overflowY") == "visible"
+        # scrolled into the middle of the table, its header sits at the window's top
+        assert planning.locator("tbody tr").count() == 16
+        page.set_viewport_size({"width": 1280, "height": 300})  # room to scroll past the top
+        planning.evaluate("t => window.scrollTo(0, t.getBoundingClientRect().top + scrollY + 150)")
+        head = planning.locator("thead th").first.bounding_box()
+        assert head is not None and abs(head["y"]) < 1.0
+        # every suite opens its samples: triage items, planning episodes
+        for suite, needle in (("triage", "regime U"), ("planning", "ground-truth path")):
+            section = page.locator(f"section[data-suite={suite}]")
+            section.locator("button.samples").first.click()
+            section.locator(".drill .vrow").first.click()
+            assert needle in (section.locator(".sample-detail").text_content() or "")
+        assert visit.problems == []
+    finally:
+        visit.close()
