@@ -32,7 +32,7 @@ ENV_KEY = "sk-envkey-0123456789abcdefXYZ"
 HEADER_TOKEN = "sk-hdr-abcdefghijklmnop0123"
 XSS = '<script>window.__xss = 1</script><img src="x" onerror="window.__xss = 2">'
 
-CONFTEST = f'''
+CONFTEST = f"""
 import pytest
 
 
@@ -50,7 +50,7 @@ class HostileEstimator:
 @pytest.fixture
 def budget_estimator():
     return HostileEstimator()
-'''
+"""
 
 AWARENESS_ARGS = (
     "-p", "no:cacheprovider", "-q", "--budget-gate=off", "--budget-suite=awareness",
@@ -143,8 +143,7 @@ def test_filter_to_invalid_probes_and_read_one(
         assert first is not None and first != "\u2013"
         panel.locator("input.search").fill("#3")
         page.wait_for_function(
-            "document.querySelector('.drill .shown').textContent !== "
-            f"'{total} shown'"
+            f"document.querySelector('.drill .shown').textContent !== '{total} shown'"
         )
         ids = [panel.locator(".vrow .sid").nth(i).text_content() for i in range(2)]
         assert all(i and i.endswith("#3") for i in ids), ids

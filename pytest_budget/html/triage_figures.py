@@ -165,7 +165,7 @@ def _eta_bars(
                         yerr=[[max(value - lo, 0.0)], [max(hi - value, 0.0)]],
                         fmt="none", ecolor="#333333", elinewidth=0.9, capsize=2.5,
                     )  # fmt: skip
-                    values.extend((max(lo, -1.5), hi))
+                    values.extend((lo, hi))  # the axis makes room for the whole whisker
         ax.axhline(0.0, color="#555555", linewidth=0.8)
         ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")
         accuracy = _base_accuracy(mine)
@@ -179,8 +179,17 @@ def _eta_bars(
         )
         ax.set_title(f"pool {pool}")
         ax.set_ylabel("\u03b7")
-        low = min([0.0, *values])
-        ax.set_ylim(max(low - 0.15, -1.6), max(1.12, max(values, default=1.0) + 0.1))
+        low, high = min([0.0, *values]), max([1.0, *values])
+        pad = 0.06 * (high - low) + 0.04
+        ax.set_ylim(low - pad, max(1.12, high + pad))
+        nothing = _nothing_solved(mine)
+        if nothing:
+            # no eta where the solver solved none of the pool (V_oracle = 0, §3.2): say so
+            ax.text(
+                0.5, 0.97, nothing, transform=ax.transAxes, ha="center", va="top",
+                fontsize=7.5, color="#8a5a00",
+                bbox={"boxstyle": "round,pad=0.3", "fc": "#fff8e1", "ec": "#f0b400", "lw": 0.6},
+            )  # fmt: skip
         ax.grid(axis="x", visible=False)
     hide_unused(axes, len(pools))
     return finish(
@@ -192,6 +201,25 @@ def _eta_bars(
             Line2D([], [], color="#999999", linestyle=":"),
         ],
         ["\u03b7_U (advisory)", "\u03b7_E (enforced)", "base accuracy", "oracle (\u03b7 = 1)"],
+    )
+
+
+def _nothing_solved(cells: Sequence[Cell]) -> str | None:
+    """The note for a panel where some cells have no eta because the solver solved none
+    of their pool's items (a bar there would otherwise be a mean over the other chunks)."""
+    empty = {
+        str(c.get("pool"))
+        for c in cells
+        if isinstance(c.get("eta_note"), str) and "solved none" in str(c.get("eta_note"))
+    }
+    if not empty:
+        return None
+    pools = {str(c.get("pool")) for c in cells}
+    if empty == pools:
+        return "no \u03b7: the solver solved none of the pool's items (V_oracle = 0)"
+    return (
+        f"\u03b7 over {len(pools) - len(empty)} of {len(pools)} chunks: the solver solved "
+        f"nothing in {', '.join(sorted(empty))} (V_oracle = 0)"
     )
 
 
