@@ -174,6 +174,14 @@ def all_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _playwright()
     folder = tmp_path_factory.mktemp("drill-all")
     _run(folder, ALL_ARGS)
+    seven = (*(a.replace("all.", "all7.") for a in ALL_ARGS), "--budget-seed=7")
+    _run(folder, seven)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_budget", "report", "render", "all.json", "all7.json",
+         "-o", "compare.html", "--compare"],
+        cwd=folder, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
     return folder
 
 
@@ -205,6 +213,41 @@ def test_tables_fit_the_window_with_sticky_headers(browser: Any, all_run: Path) 
             section.locator("button.samples").first.click()
             section.locator(".drill .vrow").first.click()
             assert needle in (section.locator(".sample-detail").text_content() or "")
+        assert visit.problems == []
+    finally:
+        visit.close()
+
+
+def test_compare_shows_the_samples_that_changed_most_side_by_side(
+    browser: Any, all_run: Path, tmp_path: Path
+) -> None:
+    visit = _Visit(browser, all_run / "compare.html", 1600)
+    page = visit.page
+    try:
+        tables = page.locator("table.changed")
+        assert tables.count() >= 2  # two seeds move some triage items and planning episodes
+        section = page.locator("section[data-suite=planning]")
+        rows = section.locator("table.changed tbody tr")
+        assert rows.count() > 0
+        deltas = [
+            abs(float(t))
+            for t in rows.locator("td:nth-child(7)").all_text_contents()
+            if t != "\u2013"
+        ]
+        assert deltas == sorted(deltas, reverse=True)  # largest change first
+        rows.first.locator("button.pair-open").click()
+        view = section.locator(".pair-view")
+        view.wait_for()
+        sides = view.locator(".side")
+        assert sides.count() == 2
+        heads = sides.locator("h4").all_text_contents()
+        assert heads[0].startswith("baseline: ") and heads[1].startswith("new run: ")
+        assert "ground-truth path" in (sides.nth(1).text_content() or "")
+        boxes = [sides.nth(i).bounding_box() for i in range(2)]
+        assert boxes[0] and boxes[1] and boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"]
+        shot = tmp_path / "compare-changed-pair.png"
+        view.screenshot(path=str(shot))
+        _keep(shot)
         assert visit.problems == []
     finally:
         visit.close()
