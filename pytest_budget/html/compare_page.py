@@ -178,7 +178,9 @@ def _changed(
     title = "<h3>Samples whose score changed most</h3>"
     if not entries:
         return (
-            title + '<p class="sub">No sample of a matched cell changed its score or outcome.</p>'
+            title + '<p class="sub">No sample of a matched cell changed its score or outcome '
+            "(samples are compared only when both runs asked the same: another seed draws "
+            "other pools, queries and rollouts).</p>"
         )
     return (
         title

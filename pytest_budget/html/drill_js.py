@@ -25,7 +25,8 @@ tr.open td { background: #fff4cc !important; }
 .drill h4 { margin: 0 0 6px; font-size: 15px; }
 .drill .controls { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin: 8px 0; }
 .drill .controls input { min-width: 18rem; }
-.drill .split { display: grid; grid-template-columns: minmax(22rem, 2fr) 3fr; gap: 14px; }
+.drill .split { display: grid; grid-template-columns: minmax(22rem, 2fr) minmax(0, 3fr);
+  gap: 14px; }
 @media (max-width: 1000px) { .drill .split { grid-template-columns: 1fr; } }
 .vlist { position: relative; height: 30rem; overflow: auto; border: 1px solid var(--line);
   border-radius: 4px; background: #fff; }
@@ -52,7 +53,9 @@ tr.open td { background: #fff4cc !important; }
 .paths ol { margin: 4px 0; padding-left: 1.6rem; font-family: ui-monospace, monospace;
   font-size: 12.5px; }
 .paths li.off { color: var(--worse); }
-.pair-view { display: grid; grid-template-columns: 1fr 1fr; gap: 18px; margin: 10px 0;
+.pair-view > .side, .sample-detail { min-width: 0; overflow-x: auto; }
+.pair-view { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 18px;
+  margin: 10px 0;
   border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; }
 .pair-view[hidden] { display: none; }
 """

@@ -33,6 +33,7 @@ __all__ = [
     "cap_samples",
     "changed_samples",
     "pack",
+    "same_input",
     "unpack",
 ]
 
@@ -157,6 +158,16 @@ def _prefix(report: Mapping[str, Any], cell: Cell, sample: Mapping[str, Any]) ->
     return rollouts.get(str(sample.get("rollout")))
 
 
+#: Fields that say what a sample was asked (a seed or a query file can put other inputs
+#: under the same id): samples whose inputs differ are not compared.
+_INPUT_FIELDS = ("query", "text", "rollout", "k", "used", "budget", "T")
+
+
+def same_input(base: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """True when the two samples were asked the same thing (every input field equal)."""
+    return all(base.get(key) == new.get(key) for key in _INPUT_FIELDS if key in base or key in new)
+
+
 def changed_samples(
     pairs: Sequence[tuple[Cell, Cell]],
     base_report: Mapping[str, Any],
@@ -165,7 +176,8 @@ def changed_samples(
 ) -> list[dict[str, Any]]:
     """The samples whose score changed most between two runs, largest change first.
 
-    Samples are matched by id within matched cells; a sample whose score appeared or
+    Samples are matched by id within matched cells, and compared only when they were
+    asked the same thing (:func:`same_input`); a sample whose score appeared or
     vanished, or whose tags changed with the score equal, ranks after every numeric
     change.  Ties keep cell order, then sample order.
     """
@@ -180,6 +192,8 @@ def changed_samples(
             if not isinstance(sample, Mapping) or sample.get("id") not in by_id:
                 continue
             old = by_id[sample.get("id")]
+            if not same_input(old, sample):
+                continue
             before, after = _score(old), _score(sample)
             if before is not None and after is not None:
                 change = after - before
