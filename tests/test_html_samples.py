@@ -304,3 +304,32 @@ def test_saved_run_and_merged_shards_render_the_same_samples(tmp_path: Path) -> 
     del broken["cells"][0]["samples"][0]["tags"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema)
+
+
+def test_page_with_samples_is_self_contained() -> None:
+    from html.parser import HTMLParser
+
+    from pytest_budget.html import render_html
+
+    class Scripts(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list[dict[str, str | None]] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag in ("script", "link", "iframe", "object", "img"):
+                self.found.append({"tag": tag, **dict(attrs)})
+
+    cell = {
+        "suite": "own", "cell": "c1", "agent": "a", "outcome": "ok", "scores": {"x": 1.0},
+        "nodeid": "t::c1", "test_outcome": "passed",
+        "samples": [{"id": "</script><script src='https://evil'>", "score": 1, "tags": ["ok"]}],
+    }  # fmt: skip
+    page = render_html([("r", {"cells": [cell], "suites": ["own"]})])
+    parser = Scripts()
+    parser.feed(page)
+    scripts = [f for f in parser.found if f["tag"] == "script"]
+    # one data block and the one inline script; nothing loaded from anywhere
+    assert [s.get("type") for s in scripts] == ["application/octet-stream", None]
+    assert all("src" not in s and "href" not in s for s in parser.found)
+    assert "https://" not in page and "evil" not in page
