@@ -24,7 +24,8 @@ from scripted_server import Reply, ScriptedServer  # tests/ is on sys.path (prep
 
 import pytest_budget.agents as agents_module
 from pytest_budget.agents import resolve_agent
-from pytest_budget.awareness.answers import WAREHOUSE_DIMENSIONS, Interval, Invalid
+from pytest_budget.awareness.answers import Interval, Invalid
+from pytest_budget.awareness.dialogue import WAREHOUSE_ESTIMATION_SYSTEM
 from pytest_budget.awareness.evaluate import parse_answer
 from pytest_budget.awareness.probes import Probe
 from pytest_budget.awareness.rollouts import ActorObservation, ActorReply, Turn, actor_reply
@@ -410,25 +411,73 @@ def test_extract_solver_answer(text: str, domain: str | None, expected: str | No
 
 
 def sokoban_probe() -> Probe:
+    # Turn 1: the provider's counts (fresh input 250 + output 50); turn 2: nothing logged
+    # but the total, so its split is unknown.
     prefix = (
-        Turn({"tokens": 300.0}, "Current grid: ...", "<answer>Up</answer>"),
+        Turn(
+            {"tokens": 300.0},
+            "Current grid: ...",
+            "<answer>Up</answer>",
+            {"input_tokens": 250, "output_tokens": 50},
+        ),
         Turn({"tokens": 280.0}, "Current grid: ...", "<answer>Left || Left</answer>"),
     )
     return Probe("sokoban-6x6-s1-0000", "sokoban", 2, {"tokens": 580.0}, {"tokens": 2500}, prefix)
 
 
-def test_estimator_sends_the_probe_and_returns_the_raw_text() -> None:
+def test_estimator_sends_the_replayed_chat_and_returns_the_raw_text() -> None:
+    """BAGEN §3.4 on the wire: the actor's system prompt, the turns, then the question."""
     probe = sokoban_probe()
     raw = "<think>About 3 more turns of 300.</think><answer>[600, 1200]</answer>"
     value, body, _ = one_call(openai_body(raw), lambda c: LLMEstimator(c).estimate(probe))
-    assert body["messages"] == [
-        {"role": "system", "content": estimator_system(("tokens",))},
-        {"role": "user", "content": probe.text},
+    messages = body["messages"]
+    assert [m["role"] for m in messages] == [
+        "system", "user", "assistant", "user", "assistant", "user",
+    ]  # fmt: skip
+    assert messages[0]["content"] == actor_system("sokoban")
+    assert [m["content"] for m in messages[1:5]] == [
+        "Current grid: ...",
+        "<answer>Up</answer>",
+        "Current grid: ...",
+        "<answer>Left || Left</answer>",
     ]
-    assert "<answer>[low, high]</answer>" in body["messages"][1]["content"]
+    question = messages[5]["content"]
+    assert question == probe.question
+    assert (
+        "Turn 1: input 250 tokens, output 50 tokens, total 300 tokens; "
+        "Turn 2: input unknown tokens, output unknown tokens, total 280 tokens."
+    ) in question
+    assert "2500 tokens" in question
+    assert "580" not in question  # BAGEN shows no cumulative sum
+    assert "<answer>[low, high]</answer>" in question
     assert body["max_tokens"] == DEFAULT_MAX_TOKENS["estimator"]
     assert value == raw
     assert parse_answer(value, probe.dimensions, "bagen") == Interval(600.0, 1200.0)
+
+
+def test_estimator_chat_on_anthropic_lifts_the_actor_system_prompt() -> None:
+    probe = sokoban_probe()
+    reply = anthropic_body([{"type": "text", "text": "<answer>impossible</answer>"}])
+    value, body, path = one_call(reply, lambda c: LLMEstimator(c).estimate(probe), anthropic=True)
+    assert path.endswith("/messages")
+    assert body["system"] == actor_system("sokoban")
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant"] * 2 + ["user"]
+    assert body["messages"][-1]["content"] == probe.question
+    assert value == "<answer>impossible</answer>"
+
+
+def test_estimator_without_chat_falls_back_to_the_flat_prompt() -> None:
+    class OwnProbe:  # a user's own probe object: text only
+        dimensions = ("tokens",)
+        text = "How many more tokens? <answer>[low, high]</answer>"
+
+    _, body, _ = one_call(
+        openai_body("<answer>[1, 2]</answer>"), lambda c: LLMEstimator(c).estimate(OwnProbe())
+    )
+    assert body["messages"] == [
+        {"role": "system", "content": estimator_system(("tokens",))},
+        {"role": "user", "content": OwnProbe.text},
+    ]
 
 
 @pytest.mark.parametrize("raw", ["I think about 300 tokens.", "", "<answer>[lots]</answer>"])
@@ -441,16 +490,56 @@ def test_estimator_garbage_is_returned_as_is_and_scored_invalid(raw: str) -> Non
 
 
 def test_estimator_for_several_budgets_says_so() -> None:
-    budget = dict.fromkeys(WAREHOUSE_DIMENSIONS, 100.0)
-    probe = Probe("warehouse-s0-0000", "warehouse", 1, dict.fromkeys(budget, 1.0), budget, ())
+    # A user's own multi-dimension budget keeps the flattened prompt.
+    budget = {"minutes": 100.0, "dollars": 100.0}
+    probe = Probe("own-0000", "own", 1, dict.fromkeys(budget, 1.0), budget, ())
+    raw = "<answer>minutes:[2, 4], dollars:[0, 9]</answer>"
+    _, body, _ = one_call(openai_body(raw), lambda c: LLMEstimator(c).estimate(probe))
+    assert body["messages"] == [
+        {"role": "system", "content": estimator_system(("minutes", "dollars"))},
+        {"role": "user", "content": probe.text},
+    ]
+    assert "several budgets" in body["messages"][0]["content"]
+    assert "several budgets" not in estimator_system(("tokens",))
+
+
+def test_warehouse_estimator_chat_on_the_wire() -> None:
+    """BAGEN §5: the warehouse estimation system prompt (not the actor's), the replayed
+    steps, then one message with weeks/turns, usage, cash and target, history, caps."""
+    budget = {"time_weeks": 22.0, "warehouse_item_weeks": 9000.0, "cumulative_cost_usd": 5e5}
+    turns = (
+        Turn({"time_weeks": 2.0, "warehouse_item_weeks": 100.0, "cumulative_cost_usd": 20000.4},
+             "Day 0 state", "<answer>{}</answer>", {"cash": 480000.0}),
+        Turn({"time_weeks": 2.0, "warehouse_item_weeks": 250.0, "cumulative_cost_usd": 30000.0},
+             "Day 14 state", "<answer>{}</answer>", {"cash": -1500.6}),
+    )  # fmt: skip
+    used = {"time_weeks": 4.0, "warehouse_item_weeks": 350.0, "cumulative_cost_usd": 50000.4}
+    task = {"target_cash_usd": 612345.67}
+    probe = Probe("warehouse-s0-0000", "warehouse", 2, used, budget, turns, task)
     raw = (
         "<answer>time_weeks:[2, 4], warehouse_item_weeks:[0, 9], "
         "cumulative_cost_usd:[1, 5]</answer>"
     )
     value, body, _ = one_call(openai_body(raw), lambda c: LLMEstimator(c).estimate(probe))
-    assert body["messages"][0]["content"] == estimator_system(WAREHOUSE_DIMENSIONS)
-    assert "several budgets" in body["messages"][0]["content"]
-    assert "several budgets" not in estimator_system(("tokens",))
+    messages = body["messages"]
+    assert messages[0] == {"role": "system", "content": WAREHOUSE_ESTIMATION_SYSTEM}
+    assert messages[1:5] == [
+        {"role": "user", "content": "Day 0 state"},
+        {"role": "assistant", "content": "<answer>{}</answer>"},
+        {"role": "user", "content": "Day 14 state"},
+        {"role": "assistant", "content": "<answer>{}</answer>"},
+    ]
+    question = messages[5]["content"]
+    lines = [
+        "Weeks completed: 4. Turns completed: 2.",
+        "Usage so far: time_weeks 4, warehouse_item_weeks 350, cumulative_cost_usd 50000.",
+        "Cash now: -1501 USD. Final cash needed to count as finished: 612346 USD.",
+        "Usage per step: Day 14: time +2 weeks, warehouse +100 item-weeks, cost +20000 USD; "
+        "Day 28: time +2 weeks, warehouse +250 item-weeks, cost +30000 USD.",
+        "Budgets: time_weeks <= 22, warehouse_item_weeks <= 9000, cumulative_cost_usd <= 500000.",
+    ]
+    positions = [question.index(line) for line in lines]
+    assert positions == sorted(positions)  # in BAGEN's order
     assert not isinstance(parse_answer(value, probe.dimensions, "bagen"), Invalid)
 
 

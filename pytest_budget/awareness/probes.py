@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_budget.awareness.rollouts import Rollout, Turn
+
+if TYPE_CHECKING:
+    from pytest_budget.awareness.dialogue import ProbeTurn
 
 __all__ = [
     "Probe",
@@ -50,7 +53,13 @@ class Probe:
     """What an estimator is asked at turn ``k`` of a rollout (nothing from the future).
 
     ``used`` = C_k and ``budget`` are per dimension; ``prefix`` holds turns 1..k;
-    ``text`` is the full prompt an LLM estimator reads (answer format included).
+    ``text`` is the whole probe flattened into one prompt (answer format included).
+
+    What BAGEN's estimator sees (:mod:`pytest_budget.awareness.dialogue`): ``messages`` is
+    the chat an LLM estimator is sent (the actor's system prompt, the replayed turns, then
+    ``question``); ``turns`` gives each completed turn with its fresh ``input_tokens`` (no
+    re-sent history) and ``output_tokens``.  ``actor_system_prompt`` is the one the rollout
+    recorded (``meta["actor_system_prompt"]``), if any.
     """
 
     rollout_id: str
@@ -60,6 +69,7 @@ class Probe:
     budget: Mapping[str, float]
     prefix: tuple[Turn, ...]
     task: Mapping[str, Any] = field(default_factory=dict)
+    actor_system_prompt: str | None = None
 
     @property
     def dimensions(self) -> tuple[str, ...]:
@@ -69,6 +79,27 @@ class Probe:
     def text(self) -> str:
         # Built on first use: programmatic estimators never pay for the prompt.
         return probe_prompt(self.env, self.prefix, self.used, self.budget, self.task)
+
+    @cached_property
+    def turns(self) -> tuple[ProbeTurn, ...]:
+        """Turns 1..k with their per-turn input/output token split."""
+        from pytest_budget.awareness.dialogue import probe_turns
+
+        return probe_turns(self.prefix)
+
+    @cached_property
+    def question(self) -> str:
+        """The estimation question: the last message of :attr:`messages`."""
+        from pytest_budget.awareness.dialogue import estimator_question
+
+        return estimator_question(self)
+
+    @cached_property
+    def messages(self) -> tuple[Mapping[str, str], ...]:
+        """The chat an LLM estimator is sent: ``({"role": ..., "content": ...}, ...)``."""
+        from pytest_budget.awareness.dialogue import estimator_messages
+
+        return tuple(estimator_messages(self))
 
 
 @dataclass(frozen=True)
@@ -155,6 +186,7 @@ def make_probes(rollout: Rollout) -> list[tuple[Probe, ProbeTruth]]:
     total = rollout.total()
     feasible = rollout.feasible
     task = rollout.meta.get("task") if isinstance(rollout.meta.get("task"), Mapping) else None
+    system = rollout.meta.get("actor_system_prompt")
     out = []
     for k in range(1, rollout.T):
         used = cumulative[k - 1]
@@ -167,6 +199,7 @@ def make_probes(rollout: Rollout) -> list[tuple[Probe, ProbeTruth]]:
             dict(rollout.budget),
             prefix,
             dict(task or {}),
+            system if isinstance(system, str) else None,
         )
         truth = ProbeTruth(
             rollout.T,

@@ -348,6 +348,26 @@ def _turn_tokens(observation: str, reply: ActorReply) -> tuple[float, str | None
     return (int(reported) if float(reported).is_integer() else reported), None
 
 
+def _reported_split(raw: Any, tokens: float) -> tuple[float, float] | None:
+    """The reported ``(input_tokens, output_tokens)`` when they add up to ``tokens``.
+
+    The observation is self-contained (no history is re-sent), so the reported input is
+    all fresh input.
+    """
+    usage = raw.get("usage") if isinstance(raw, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return None
+    parts = [usage.get("input_tokens"), usage.get("output_tokens")]
+    if not all(isinstance(p, int | float) and not isinstance(p, bool) for p in parts):
+        return None
+    read, wrote = float(parts[0]), float(parts[1])
+    if not (math.isfinite(read) and math.isfinite(wrote)) or min(read, wrote) < 0:
+        return None
+    if read + wrote != tokens:
+        return None
+    return (int(read) if read.is_integer() else read), (int(wrote) if wrote.is_integer() else wrote)
+
+
 def _feedback(parsed: ParsedReply, reward: float, level: Level, max_actions: int) -> str:
     boxes = f"Boxes on target: {_boxes_on_target(level)}/{len(level.boxes)}."
     if parsed.error is not None:
@@ -438,6 +458,9 @@ async def run_rollout(
             info["dropped_actions"] = list(parsed.dropped)
         if usage_note is not None:
             info["usage_note"] = usage_note
+        split = _reported_split(raw, tokens) if reply.tokens is not None else None
+        if split is not None:  # the provider's counts: the estimator sees them (§3.5)
+            info["input_tokens"], info["output_tokens"] = split
         ended = False
         if solved:
             end_reason, ended = "solved", True

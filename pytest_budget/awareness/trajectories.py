@@ -34,6 +34,11 @@ Turns and their usage (dimension ``"tokens"``)
     prompt + completion), ``reasoning_tokens`` / ``cached_tokens`` when logged,
     ``new_input_tokens`` and ``message_index``.
 
+System prompt
+    The first ``system``/``developer`` message before the first assistant call is kept
+    whole in ``meta["actor_system_prompt"]``: the awareness estimator is shown it first, as
+    BAGEN replays the actor's own system prompt (:mod:`pytest_budget.awareness.dialogue`).
+
 Observations and actions
     A turn's ``observation`` is the ``user``/``tool``/``function`` content that arrived
     since the previous assistant message (the task statement for turn 1), joined by blank
@@ -406,6 +411,20 @@ def _calls(record: _Record, fmt: str) -> list[_Call]:
     return calls
 
 
+def _system_prompt(messages: Any) -> str | None:
+    """The first ``system``/``developer`` message's text before the first assistant call."""
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict) or message.get("role") == "assistant":
+            return None
+        if message.get("role") in ("system", "developer"):
+            content = message.get("content")
+            text = content if isinstance(content, str) else None
+            if isinstance(content, list):
+                text = _text(content, "system")
+            return text if text and text.strip() else None
+    return None
+
+
 def _stem(path: Path) -> str:
     name = path.name
     for suffix in _STEM_SUFFIXES:
@@ -497,6 +516,9 @@ def _import_record(
 
     # ---- turns
     calls = _calls(record, fmt)
+    system = _system_prompt(record.data.get("messages"))
+    if system is not None:
+        meta["actor_system_prompt"] = system
     if on_missing_usage == "error":
         for call in calls:
             if call.usage is None:

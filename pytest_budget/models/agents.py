@@ -551,11 +551,20 @@ class LLMSolver(LLMAgent):
 
 
 class LLMEstimator(LLMAgent):
-    """Awareness estimator: sends the probe's prompt and returns the model's raw text."""
+    """Awareness estimator: sends the probe's chat and returns the model's raw text.
+
+    The chat is ``probe.messages`` (BAGEN's replay: the actor's system prompt, the actor's
+    turns, then the estimation question; :mod:`pytest_budget.awareness.dialogue`).  A probe
+    object without ``messages`` (a user's own) is sent as the estimator's system prompt and
+    ``probe.text``.
+    """
 
     role: ClassVar[str] = "estimator"
 
     def messages(self, probe: Any) -> list[dict[str, Any]]:
+        chat = getattr(probe, "messages", None)
+        if isinstance(chat, Sequence) and chat and all(isinstance(m, Mapping) for m in chat):
+            return [dict(message) for message in chat]
         dimensions = tuple(getattr(probe, "dimensions", ("tokens",)))
         return [
             {"role": "system", "content": estimator_system(dimensions)},
