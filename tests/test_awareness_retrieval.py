@@ -26,12 +26,15 @@ from pytest_budget.awareness.retrieval import (
     MAX_BODY_BYTES,
     MAX_K,
     MAX_QUERY_CHARS,
+    RETRIEVE_DEFAULT_K,
     BM25Index,
     Document,
     Passage,
     RetrievalClient,
     RetrievalError,
     RetrievalServer,
+    passage_content,
+    split_content,
     tokenize,
     wait_until_healthy,
 )
@@ -215,9 +218,13 @@ def http(server: RetrievalServer) -> Iterator[httpx.Client]:
         yield client
 
 
-def search_with_client(url: str, query: str, k: int = DEFAULT_K) -> list[Passage]:
+def search_with_client(
+    url: str, query: str, k: int = DEFAULT_K, protocol: str = "search"
+) -> list[Passage]:
+    """One search with a fresh client (the older ``/search`` protocol unless told)."""
+
     async def go() -> list[Passage]:
-        async with RetrievalClient(url) as client:
+        async with RetrievalClient(url, protocol=protocol) as client:
             return await client.search(query, k)
 
     return anyio.run(go)
@@ -477,7 +484,8 @@ def test_unknown_path_gets_404(http: httpx.Client, method: str, path: str) -> No
     response = http.request(method, path, content=b'{"query": "x"}')
     assert response.status_code == 404
     assert response.json() == {
-        "error": f"unknown path {path.rstrip('/') or '/'!r}; endpoints: GET /health, POST /search"
+        "error": f"unknown path {path.rstrip('/') or '/'!r}; endpoints: GET /health, "
+        "POST /retrieve, POST /search"
     }
     assert_still_serving(http)
 
@@ -619,7 +627,7 @@ def test_stopped_server_closes_kept_alive_connections() -> None:
                 with pytest.raises(RetrievalError) as caught:
                     await client.search("cat")
         message = str(caught.value)
-        assert message.startswith(f"retrieval service {url}/search: ")
+        assert message.startswith(f"retrieval service {url}/retrieve: ")
         assert "\n" not in message
 
     anyio.run(go)
@@ -707,7 +715,7 @@ def test_client_timeout() -> None:
             await client.search("paris")
 
     with ScriptedServer([Reply(json={"results": []}, delay=0.2)]) as fake:
-        with pytest.raises(RetrievalError, match=r"/search: timed out after 0\.05 s"):
+        with pytest.raises(RetrievalError, match=r"/retrieve: timed out after 0\.05 s"):
             anyio.run(go, fake.url)
 
 
@@ -754,3 +762,130 @@ def test_module_does_not_import_pytest() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+# -- BAGEN's /retrieve protocol (fact sheet §6) -------------------------------------------------
+
+
+def test_raw_http_retrieve_answers_in_bagens_shape(http: httpx.Client, index: BM25Index) -> None:
+    response = http.post("/retrieve", json={"query": "river through Berlin", "top_k": 2})
+    assert response.status_code == 200
+    body = response.json()
+    expected = index.search("river through Berlin", 2)
+    assert body == {
+        "query": "river through Berlin",
+        "method": "bm25",
+        "results": [
+            {"id": hit.id, "content": f'"{hit.title}"\n{hit.text}', "score": hit.score}
+            for hit in expected
+        ],
+        "num_results": len(expected),
+    }
+
+
+def test_retrieve_top_k_default_bounds_and_bagens_leniency(
+    http: httpx.Client, index: BM25Index
+) -> None:
+    every = http.post("/retrieve", json={"query": "the"}).json()
+    matching = len(index.search("the", RETRIEVE_DEFAULT_K))
+    assert every["num_results"] == len(every["results"]) == matching > DEFAULT_K
+    # BAGEN's server also reads "k", and ignores keys it does not know.
+    one = http.post("/retrieve", json={"query": "the", "k": 1, "return_scores": True}).json()
+    assert one["num_results"] == 1
+    for body, error in [
+        ({"query": "the", "top_k": 0}, f"'top_k' must be within 1..{MAX_K}, got 0"),
+        ({"query": "the", "top_k": 2.0}, "'top_k' must be an integer, got float"),
+        ({"top_k": 2}, "missing 'query'"),
+        ({"query": "  "}, "'query' must not be empty or whitespace"),
+        ([1], "body must be a JSON object, got list"),
+    ]:
+        response = http.post("/retrieve", json=body)
+        assert (response.status_code, response.json()) == (400, {"error": error})
+    assert http.get("/retrieve").status_code == 405
+
+
+def test_content_round_trip() -> None:
+    assert split_content(passage_content("Berlin", "A city.\nOn the Spree.")) == (
+        "Berlin",
+        "A city.\nOn the Spree.",
+    )
+    assert split_content("one line only") == ("", "one line only")
+    assert split_content("Title without quotes\ntext") == ("Title without quotes", "text")
+
+
+def test_client_speaks_retrieve_by_default_over_real_http(
+    server: RetrievalServer, index: BM25Index
+) -> None:
+    for query in ("capital of France", "river through Berlin", "KYŌTO"):
+        got = search_with_client(server.url, query, 3, protocol="auto")
+        assert got == index.search(query, 3)
+        assert got == search_with_client(server.url, query, 3, protocol="search")
+
+
+def test_client_sends_bagens_request_and_reads_a_bagen_answer() -> None:
+    answer = {
+        "query": "q",
+        "method": "dense",
+        "results": [
+            {"id": "doc_1", "content": '"Ostra River"\nIt rises in Velmar.', "score": 0.81},
+            {"id": "doc_2", "content": "no title line", "score": 0.5},
+        ],
+        "num_results": 2,
+    }
+    with ScriptedServer([Reply(json=answer)]) as fake:
+        got = search_with_client(fake.url, "q", 5, protocol="auto")
+        assert fake.requests[0].path == "/retrieve"
+        assert fake.requests[0].json == {"query": "q", "top_k": 5}
+    assert got == [
+        Passage("doc_1", "Ostra River", "It rises in Velmar.", 0.81),
+        Passage("doc_2", "", "no title line", 0.5),
+    ]
+
+
+def test_client_falls_back_to_search_on_a_server_without_retrieve() -> None:
+    legacy = {"results": [{"id": "a", "title": "T", "text": "x", "score": 2}]}
+    replies = [Reply(status=404, json={"error": "unknown path"}), Reply(json=legacy)]
+    replies.append(Reply(json=legacy))
+
+    async def go(url: str) -> list[list[Passage]]:
+        async with RetrievalClient(url) as client:
+            return [await client.search("q", 3), await client.search("q", 3)]
+
+    with ScriptedServer(replies) as fake:
+        first, second = anyio.run(go, fake.url)
+        assert [r.path for r in fake.requests] == ["/retrieve", "/search", "/search"]
+    assert first == second == [Passage("a", "T", "x", 2.0)]
+
+
+def test_a_url_naming_retrieve_never_falls_back() -> None:
+    with ScriptedServer([Reply(status=404, json={"error": "nope"})]) as fake:
+        url = fake.url
+        with pytest.raises(RetrievalError) as caught:
+            search_with_client(url + "/retrieve", "q", protocol="auto")
+        assert [r.path for r in fake.requests] == ["/retrieve"]
+    assert str(caught.value) == f"retrieval service {url}/retrieve: HTTP 404: nope"
+
+
+@pytest.mark.parametrize(
+    ("results", "message"),
+    [
+        pytest.param("x", "'results' is not a list", id="results-str"),
+        pytest.param([{"id": "a", "score": 1.0}], "'content' is not a string", id="no-content"),
+        pytest.param([{"content": "t\nx", "score": None}], "'score' is not a number", id="score"),
+        pytest.param([{"id": [1], "content": "x", "score": 1}], "'id' is not a string", id="id"),
+        pytest.param([3], "result is not an object", id="int-result"),
+    ],
+)
+def test_client_refuses_malformed_retrieve_answers(results: Any, message: str) -> None:
+    with ScriptedServer([Reply(json={"results": results})]) as fake:
+        url = fake.url
+        with pytest.raises(RetrievalError) as caught:
+            search_with_client(url, "q", protocol="retrieve")
+    text = str(caught.value)
+    assert text.startswith(f"retrieval service {url}/retrieve: malformed response: ")
+    assert message in text and "\n" not in text
+
+
+def test_client_refuses_an_unknown_protocol() -> None:
+    with pytest.raises(ValueError, match="protocol must be"):
+        RetrievalClient("http://127.0.0.1:1", protocol="grpc")

@@ -505,10 +505,13 @@ def test_retrieval_server_example_answers_as_documented() -> None:
     from pytest_budget.awareness.retrieval import wait_until_healthy
 
     api = (DOCS / "reference" / "retrieval-api.md").read_text(encoding="utf-8")
-    health_doc, search_doc = _json_blocks("reference/retrieval-api.md")
+    retrieve_doc, health_doc, search_doc = _json_blocks("reference/retrieval-api.md")
     with example_server(str(EXAMPLES / "retrieval_server_example.py")) as url:
         assert anyio.run(lambda: wait_until_healthy(url, 10.0)) == health_doc
         with httpx.Client(base_url=url, trust_env=False, timeout=10) as client:
+            bagen = {"query": "Which river flows through Durnholm?", "top_k": 1}
+            assert json.dumps(bagen) in api  # the documented curl body of /retrieve
+            assert client.post("/retrieve", json=bagen).json() == retrieve_doc
             request = {"query": "Which river flows through Durnholm?", "k": 2}
             assert json.dumps(request) in api  # the documented curl body
             assert client.post("/search", json=request).json() == search_doc
@@ -524,7 +527,7 @@ def test_retrieval_server_example_answers_as_documented() -> None:
                 (client.post("/search", json={"query": "x" * 2001}), 400,
                  "'query' is too long: 2001 characters > 2000"),
                 (client.get("/nope"), 404,
-                 "unknown path '/nope'; endpoints: GET /health, POST /search"),
+                 "unknown path '/nope'; endpoints: GET /health, POST /retrieve, POST /search"),
                 (client.get("/search"), 405, "GET not allowed on /search; use POST"),
                 (client.post("/search", content=b"x" * 71680), 413,
                  "body too large: 71680 bytes > 65536"),

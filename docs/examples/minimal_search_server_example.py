@@ -2,6 +2,9 @@
 
     python minimal_search_server_example.py search_corpus.jsonl 8000
 
+It speaks BAGEN's retrieval protocol: ``POST /retrieve`` with ``{"query", "top_k"}``
+answers ``{"results": [{"id", "content", "score"}, ...]}``, where ``content`` is the title
+in double quotes, a newline, then the text; ``GET /health`` answers a ``status``.
 Replace ``search`` with a call to your own engine. The file holds one JSON object per
 line with ``id``, ``title`` and ``text`` (a ``dump_corpus`` file also holds questions,
 which are skipped). The base URL is printed on the first line.
@@ -25,7 +28,10 @@ def search(query: str, k: int) -> list[dict[str, object]]:
         if shared:
             scored.append((-shared, doc["id"], doc))
     scored.sort(key=lambda hit: hit[:2])
-    return [{**doc, "score": float(-negative)} for negative, _, doc in scored[:k]]
+    return [
+        {"id": doc["id"], "content": f'"{doc["title"]}"\n{doc["text"]}', "score": float(-negative)}
+        for negative, _, doc in scored[:k]
+    ]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -39,23 +45,24 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/health":
-            self.reply(200, {"status": "ok", "documents": len(DOCUMENTS)})
+            self.reply(200, {"status": "healthy", "corpus_size": len(DOCUMENTS)})
         else:
             self.reply(404, {"error": f"unknown path {self.path}"})
 
     def do_POST(self) -> None:
-        if self.path.rstrip("/") != "/search":
+        if self.path.rstrip("/") != "/retrieve":
             return self.reply(404, {"error": f"unknown path {self.path}"})
         try:
             request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            query, k = request["query"], request.get("k", 3)
+            query, k = request["query"], request.get("top_k", 10)
             if not isinstance(query, str) or not query.strip():
                 raise ValueError("'query' must be a non-empty string")
             if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 50:
-                raise ValueError("'k' must be an integer within 1..50")
+                raise ValueError("'top_k' must be an integer within 1..50")
         except (TypeError, KeyError, ValueError) as exc:  # JSON errors are ValueErrors
             return self.reply(400, {"error": f"bad request: {exc}"})
-        self.reply(200, {"query": query, "k": k, "results": search(query, k)})
+        results = search(query, k)
+        self.reply(200, {"query": query, "results": results, "num_results": len(results)})
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # keep the terminal quiet

@@ -28,6 +28,13 @@ Scoring
 HTTP API (JSON in and out, ``Content-Type: application/json``)
     ``GET /health``
         ``200 {"status": "ok", "documents": N}``
+    ``POST /retrieve`` with body ``{"query": str, "top_k": int}`` (BAGEN's protocol)
+        ``query`` as for ``/search``; ``top_k`` (``k`` is read too; optional, default
+        :data:`RETRIEVE_DEFAULT_K`, 10, as BAGEN's server): an integer in ``1..MAX_K``.
+        Other keys are ignored, as BAGEN's server ignores them.  Answers
+        ``200 {"query": ..., "method": "bm25", "results": [{"id", "content", "score"}, ...],
+        "num_results": n}``, where ``content`` is the title in double quotes, a newline, then
+        the text (wiki-18's layout; :func:`passage_content`).
     ``POST /search`` with body ``{"query": str, "k": int}``
         ``query``: a string with at least one non-space character and at most
         :data:`MAX_QUERY_CHARS` characters; ``k`` (optional, default :data:`DEFAULT_K`): an
@@ -77,21 +84,32 @@ import numpy.typing as npt
 
 __all__ = [
     "DEFAULT_K",
+    "HEALTHY",
     "MAX_BODY_BYTES",
     "MAX_K",
     "MAX_QUERY_CHARS",
+    "PROTOCOLS",
+    "RETRIEVE_DEFAULT_K",
     "BM25Index",
     "Document",
     "Passage",
     "RetrievalClient",
     "RetrievalError",
     "RetrievalServer",
+    "passage_content",
+    "split_content",
     "tokenize",
     "wait_until_healthy",
 ]
 
 DEFAULT_K = 3
-"""Passages returned when a request does not say ``k``."""
+"""Passages returned when a ``/search`` request does not say ``k``."""
+PROTOCOLS = ("retrieve", "search")
+"""Search endpoints a client can speak: BAGEN's ``/retrieve`` and the older ``/search``."""
+HEALTHY = ("ok", "healthy")
+"""``/health`` statuses read as healthy (ours, BAGEN's server's)."""
+RETRIEVE_DEFAULT_K = 10
+"""Passages returned when a ``/retrieve`` request does not say ``top_k`` (BAGEN's default)."""
 MAX_K = 50
 """Largest ``k`` the server accepts."""
 MAX_QUERY_CHARS = 2_000
@@ -299,6 +317,50 @@ def _parse_search(body: bytes) -> tuple[str, int]:
     return query, k
 
 
+def _parse_retrieve(body: bytes) -> tuple[str, int]:
+    """BAGEN's ``/retrieve`` request: ``{"query": str, "top_k": int}`` (``k`` also read, as
+    BAGEN's server does; other keys are ignored, as there)."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise _BadRequest(400, f"body is not valid JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise _BadRequest(400, f"body must be a JSON object, got {type(payload).__name__}")
+    if "query" not in payload:
+        raise _BadRequest(400, "missing 'query'")
+    query = payload["query"]
+    if not isinstance(query, str):
+        raise _BadRequest(400, f"'query' must be a string, got {type(query).__name__}")
+    if not query.strip():
+        raise _BadRequest(400, "'query' must not be empty or whitespace")
+    if len(query) > MAX_QUERY_CHARS:
+        raise _query_too_long(query)
+    key = "top_k" if "top_k" in payload else "k"
+    k = payload.get(key, RETRIEVE_DEFAULT_K)
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise _BadRequest(400, f"'{key}' must be an integer, got {type(k).__name__}")
+    if not 1 <= k <= MAX_K:
+        raise _BadRequest(400, f"'{key}' must be within 1..{MAX_K}, got {k}")
+    return query, k
+
+
+def passage_content(title: str, text: str) -> str:
+    """A passage as one ``content`` string, wiki-18 style: ``"Title"`` then the text."""
+    return f'"{title}"\n{text}'
+
+
+def split_content(content: str) -> tuple[str, str]:
+    """``(title, text)`` of a ``content`` string: the first line is the title (one pair of
+    surrounding double quotes removed) when there is more than one line; else no title."""
+    if "\n" not in content:
+        return "", content
+    first, text = content.split("\n", 1)
+    title = first.strip()
+    if len(title) >= 2 and title[0] == title[-1] == '"':
+        title = title[1:-1]
+    return title, text
+
+
 def _refuse_huge_query(body: bytes) -> None:
     """An oversized body holding an over-long query gets that query's 400, not a 413."""
     try:
@@ -420,7 +482,8 @@ class _Handler(BaseHTTPRequestHandler):
             if route is None:
                 self._skip_body()
                 raise _BadRequest(
-                    404, f"unknown path {path!r}; endpoints: GET /health, POST /search"
+                    404,
+                    f"unknown path {path!r}; endpoints: GET /health, POST /retrieve, POST /search",
                 )
             method, handler = route
             if self.command != method:
@@ -451,12 +514,24 @@ class _Handler(BaseHTTPRequestHandler):
             200, {"query": query, "k": k, "results": [hit.as_dict() for hit in results]}
         )
 
+    def _retrieve(self) -> None:
+        query, k = _parse_retrieve(self._read_body())
+        results = [
+            {"id": hit.id, "content": passage_content(hit.title, hit.text), "score": hit.score}
+            for hit in self.server.index.search(query, k)
+        ]
+        self._send_json(
+            200,
+            {"query": query, "method": "bm25", "results": results, "num_results": len(results)},
+        )
+
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _dispatch
 
 
 _ROUTES: dict[str, tuple[str, Callable[[_Handler], None]]] = {
     "/health": ("GET", _Handler._health),
     "/search": ("POST", _Handler._search),
+    "/retrieve": ("POST", _Handler._retrieve),
 }
 
 
@@ -621,6 +696,31 @@ def _server_reason(response: httpx.Response) -> str:
     return response.text.strip() or response.reason_phrase or "no body"
 
 
+def _retrieved(item: Any, rank: int) -> Passage:
+    """One ``/retrieve`` result: ``{"id"?, "content": str, "score": number}`` (a result with
+    ``title`` and ``text`` instead of ``content`` is read as well)."""
+    if not isinstance(item, dict):
+        raise ValueError(f"result is not an object: {_one_line(repr(item), 80)}")
+    content = item.get("content")
+    if isinstance(content, str):
+        title, text = split_content(content)
+    elif isinstance(item.get("title"), str) and isinstance(item.get("text"), str):
+        title, text = item["title"], item["text"]
+    else:
+        raise ValueError("result field 'content' is not a string")
+    raw_id = item.get("id")
+    if raw_id is None:
+        doc_id = f"doc_{rank}"
+    elif isinstance(raw_id, str | int) and not isinstance(raw_id, bool):
+        doc_id = str(raw_id)
+    else:
+        raise ValueError("result field 'id' is not a string")
+    score = item.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        raise ValueError("result field 'score' is not a number")
+    return Passage(doc_id, title, text, float(score))
+
+
 def _passage(item: Any) -> Passage:
     if not isinstance(item, dict):
         raise ValueError(f"result is not an object: {item!r}")
@@ -634,21 +734,40 @@ def _passage(item: Any) -> Passage:
     return Passage(str(fields["id"]), str(fields["title"]), str(fields["text"]), float(score))
 
 
+def _split_endpoint(url: str) -> tuple[str, str | None]:
+    """``(base URL, protocol)``: a URL ending in ``/retrieve`` or ``/search`` names it."""
+    base = url.rstrip("/")
+    for protocol in ("retrieve", "search"):
+        if base.endswith("/" + protocol):
+            return base[: -len(protocol) - 1], protocol
+    return base, None
+
+
 class RetrievalClient:
     """Async client of a :class:`RetrievalServer` (or anything speaking its API).
+
+    ``protocol`` picks the search endpoint: ``"retrieve"`` is BAGEN's ``POST /retrieve``
+    ``{"query", "top_k"}``; ``"search"`` the older ``POST /search`` ``{"query", "k"}``;
+    ``"auto"`` (the default) asks ``/retrieve`` and, if the server answers 404 there, uses
+    ``/search`` from then on.  A ``base_url`` ending in ``/retrieve`` or ``/search`` names
+    the protocol itself.
 
     Use as ``async with RetrievalClient(url) as client:`` or call :meth:`aclose`.  Every
     failure (cannot connect, timeout, non-200 status, malformed answer) raises
     :class:`RetrievalError`.
     """
 
-    def __init__(self, base_url: str, *, timeout: float = 10.0) -> None:
+    def __init__(self, base_url: str, *, timeout: float = 10.0, protocol: str = "auto") -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
         if not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        self.base_url = base_url.rstrip("/")
+        if protocol not in ("auto", *PROTOCOLS):
+            raise ValueError(f"protocol must be 'auto', 'retrieve' or 'search', got {protocol!r}")
+        base_url, named = _split_endpoint(base_url)
+        self.protocol = named or protocol
+        self.base_url = base_url
         self.timeout = float(timeout)
         # Proxy settings from the environment must not capture loopback traffic.
         self._http = httpx.AsyncClient(
@@ -700,6 +819,13 @@ class RetrievalClient:
 
     async def search(self, query: str, k: int = DEFAULT_K) -> list[Passage]:
         """The server's top ``k`` passages for ``query`` (the server validates both)."""
+        if self.protocol != "search":
+            try:
+                return await self._retrieve(query, k)
+            except RetrievalError as exc:
+                if self.protocol == "retrieve" or exc.status != 404:
+                    raise
+            self.protocol = "search"  # an older server: no /retrieve endpoint
         body = await self._call("POST", "/search", {"query": query, "k": k})
         results = body.get("results")
         try:
@@ -709,6 +835,18 @@ class RetrievalClient:
         except ValueError as exc:
             raise RetrievalError(self.base_url + "/search", f"malformed response: {exc}") from None
 
+    async def _retrieve(self, query: str, k: int) -> list[Passage]:
+        body = await self._call("POST", "/retrieve", {"query": query, "top_k": k})
+        results = body.get("results")
+        try:
+            if not isinstance(results, list):
+                raise ValueError("'results' is not a list")
+            return [_retrieved(item, rank) for rank, item in enumerate(results[:k], start=1)]
+        except ValueError as exc:
+            raise RetrievalError(
+                self.base_url + "/retrieve", f"malformed response: {exc}"
+            ) from None
+
     async def health(self, *, timeout: float | None = None) -> dict[str, Any]:
         """The ``/health`` body, e.g. ``{"status": "ok", "documents": 5000}``."""
         return await self._call("GET", "/health", timeout=timeout)
@@ -717,7 +855,8 @@ class RetrievalClient:
 async def wait_until_healthy(
     base_url: str, timeout: float = 5.0, *, interval: float = 0.05
 ) -> dict[str, Any]:
-    """Poll ``GET /health`` until it answers ``{"status": "ok", ...}``; returns that body.
+    """Poll ``GET /health`` until its ``status`` is ``"ok"`` (ours) or ``"healthy"`` (BAGEN's
+    server); returns that body.
 
     Raises :class:`RetrievalError` naming the URL and the last failure if ``timeout`` seconds
     pass first (a user-supplied URL that is wrong fails here, with a readable reason).
@@ -736,7 +875,7 @@ async def wait_until_healthy(
             except RetrievalError as exc:
                 last = exc.reason
             else:
-                if body.get("status") == "ok":
+                if body.get("status") in HEALTHY:
                     return body
                 last = f"unhealthy answer {_one_line(json.dumps(body), 120)}"
             await anyio.sleep(min(interval, max(0.0, deadline - anyio.current_time())))

@@ -338,7 +338,10 @@ _INTRO_TEMPLATE = (
 def _passages_block(passages: Sequence[SearchPassage]) -> str:
     if not passages:
         return "No passage matched."
-    return "\n".join(f"[{i}] {p.title}: {p.text}" for i, p in enumerate(passages, start=1))
+    return "\n".join(
+        f"[{i}] {p.title}: {p.text}" if p.title else f"[{i}] {p.text}"
+        for i, p in enumerate(passages, start=1)
+    )
 
 
 def _step_block(step: SearchStep) -> str:
