@@ -345,6 +345,29 @@ def test_search_environment_uses_the_given_retrieval_server(pytester: pytest.Pyt
     assert theirs["succeeded"] < bundled["succeeded"]
 
 
+def test_search_url_whose_retrieve_fails_fails_the_cell_with_one_line(
+    pytester: pytest.Pytester,
+) -> None:
+    """A healthy server whose /retrieve errors: the cell fails naming the cause, no traceback."""
+    from pytest_budget.awareness.retrieval import BM25Index, Document, RetrievalServer
+
+    class Broken(BM25Index):
+        def search(self, query: str, k: int = 3) -> list[Any]:
+            raise RuntimeError("index exploded")
+
+    with RetrievalServer(Broken([Document("d", "T", "x")])) as server:
+        result = run(pytester, "--budget-env=search", "--budget-rollout-count=2",
+                     "--budget-agent=oracle", "--budget-gate=off",
+                     f"--budget-search-url={server.url}/retrieve")  # fmt: skip
+        url = server.url
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert (
+        f"retrieval service {url}/retrieve: HTTP 500: internal error: RuntimeError: index exploded"
+    ) in text
+    assert "Traceback" not in text and "search_env.py" not in text
+
+
 def test_search_url_that_does_not_answer_fails_with_one_line(pytester: pytest.Pytester) -> None:
     import socket
 
