@@ -19,7 +19,8 @@ Usage
     One dimension, ``"tokens"``: the tokens of this turn's observation text (what the model
     read; no history is re-sent, as BAGEN counts per-turn input) plus the tokens of the reply,
     both with :func:`~pytest_budget.tokens.count_tokens`, unless the actor reported its own
-    count, which then replaces the sum.
+    count, which then replaces the sum (a reported ``input_tokens``/``output_tokens`` pair
+    that adds up to it is kept in ``info``: the per-turn split the estimator is shown).
 
 A rollout ends as BAGEN's actor episodes do (fact sheet §4): when the level is solved; after
 ``max_actions_per_traj`` (30) executed moves; or at the first turn whose request would take
