@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from pytest_budget.awareness.probes import make_probes
 from pytest_budget.awareness.retrieval import (
     BM25Index,
     Document,
@@ -466,6 +467,10 @@ def test_reported_tokens_exclude_the_resent_history() -> None:
     assert [t.usage["tokens"] for t in rollout.turns] == [450, 180, 95]
     assert rollout.turns[2].info["reported_input_tokens"] == 610
     assert rollout.turns[2].info["reported_output_tokens"] == 5
+    # What the estimator is shown (BAGEN §3.5): fresh input without the re-sent history.
+    probe, _ = make_probes(rollout)[-1]
+    assert [(t.input_tokens, t.output_tokens) for t in probe.turns] == [(400, 50), (120, 60)]
+    assert "Turn 2: input 120 tokens, output 60 tokens, total 180 tokens." in probe.question
     # A total only: the parts of the prompt read before are taken out, as the env counts them.
     mixed = Scripted(
         {"text": replies[0], "usage": {"tokens": 900}},
@@ -485,6 +490,12 @@ def test_reported_tokens_exclude_the_resent_history() -> None:
         700 - INTRO_TOKENS - earlier_tokens + 30,
     ]
     assert rollout.turns[1].info["reported_tokens"] == 1500
+    # A total without a split: the estimator is told the split is unknown.
+    probe, _ = make_probes(rollout)[-1]
+    assert [(t.input_tokens, t.output_tokens) for t in probe.turns] == [(None, None)] * 2
+    assert "Turn 1: input unknown tokens, output unknown tokens, total 900 tokens" in (
+        probe.question
+    )
     bad = Scripted({"text": "<answer>Cima</answer>", "usage": {"tokens": float("nan")}})
     turn = play(bad, FixedSearcher({})).turns[0]
     assert turn.usage["tokens"] == INTRO_TOKENS + 13 + 8 and "usage_note" in turn.info
