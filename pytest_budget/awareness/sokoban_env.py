@@ -358,10 +358,12 @@ def _reported_split(raw: Any, tokens: float) -> tuple[float, float] | None:
     usage = raw.get("usage") if isinstance(raw, Mapping) else None
     if not isinstance(usage, Mapping):
         return None
-    parts = [usage.get("input_tokens"), usage.get("output_tokens")]
-    if not all(isinstance(p, int | float) and not isinstance(p, bool) for p in parts):
+    raw_read, raw_wrote = usage.get("input_tokens"), usage.get("output_tokens")
+    if not (isinstance(raw_read, int | float) and isinstance(raw_wrote, int | float)):
         return None
-    read, wrote = float(parts[0]), float(parts[1])
+    if isinstance(raw_read, bool) or isinstance(raw_wrote, bool):
+        return None
+    read, wrote = float(raw_read), float(raw_wrote)
     if not (math.isfinite(read) and math.isfinite(wrote)) or min(read, wrote) < 0:
         return None
     if read + wrote != tokens:
