@@ -155,6 +155,34 @@ def test_sokoban_keeps_a_providers_split_and_replays_the_actor_protocol() -> Non
     assert [m["content"] for m in probe.messages[2:7:2]] == ["<answer>Up</answer>"] * 3
 
 
+class _HostileReporter:
+    """Reports counts that cannot be a split: the turn keeps no split (and does not crash)."""
+
+    def __init__(self) -> None:
+        self.usages = iter(
+            [
+                {"tokens": 330, "input_tokens": 10**400, "output_tokens": 30},
+                {"tokens": 330, "input_tokens": True, "output_tokens": 30},
+                {"tokens": 330, "input_tokens": 200, "output_tokens": 30},  # 230 != 330
+                {"tokens": 330, "input_tokens": -300, "output_tokens": 630},
+            ]
+        )
+
+    def act(self, observation: ActorObservation) -> dict[str, Any]:
+        usage = next(self.usages, {"tokens": 330})
+        return {"text": "<answer>Up</answer>", "usage": usage}
+
+
+def test_sokoban_ignores_a_split_that_is_not_one() -> None:
+    preset = SOKOBAN_PRESETS["sokoban-6x6"]
+    (level,) = generate_puzzles(preset, 1, seed=3)
+    rollout = anyio.run(
+        lambda: run_rollout(level, _HostileReporter(), preset=preset, rollout_id="sokoban-6x6-h")
+    )
+    assert all("input_tokens" not in turn.info for turn in rollout.turns)
+    assert [turn.usage["tokens"] for turn in rollout.turns] == [330] * rollout.T
+
+
 def test_reference_sokoban_probes_show_counted_splits() -> None:
     rollouts = anyio.run(
         lambda: generate_env_rollouts("sokoban-8x8", 2, seed=42, actor=ReferenceActor(42))

@@ -363,7 +363,10 @@ def _reported_split(raw: Any, tokens: float) -> tuple[float, float] | None:
         return None
     if isinstance(raw_read, bool) or isinstance(raw_wrote, bool):
         return None
-    read, wrote = float(raw_read), float(raw_wrote)
+    try:
+        read, wrote = float(raw_read), float(raw_wrote)
+    except OverflowError:  # an integer past float's range
+        return None
     if not (math.isfinite(read) and math.isfinite(wrote)) or min(read, wrote) < 0:
         return None
     if read + wrote != tokens:
