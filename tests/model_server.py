@@ -27,7 +27,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Fault", "ModelServer", "role_answer"]
+__all__ = ["ESTIMATOR_MARK", "Fault", "ModelServer", "role_answer"]
+
+#: In every awareness estimator request (its answer format), and in no other role's.
+ESTIMATOR_MARK = "<answer>impossible</answer>"
 
 
 @dataclass(frozen=True)
@@ -255,7 +258,7 @@ def role_answer(body: dict[str, Any]) -> str:
     """A scripted reply per role, read off the prompt the suite sent: an interval for the
     awareness estimator, an empty plan for the triage planner, an answer for the solver."""
     text = json.dumps(body.get("messages", [])) + json.dumps(body.get("system", ""))
-    if "How much more will the agent use" in text:
+    if ESTIMATOR_MARK in text:  # the awareness estimator's answer format
         return "<think>about the same again</think><answer>[0, 900]</answer>"
     if "How your plan is used" in text:
         return '{"plan": []}'

@@ -55,7 +55,8 @@ def _own_token_probe(system: str | None = None) -> Probe:
 
 def test_unknown_env_without_a_system_prompt_uses_the_fallback() -> None:
     probe = _own_token_probe()
-    assert probe.messages[0] == {"role": "system", "content": ESTIMATION_SYSTEM}
+    system = f"{ESTIMATION_SYSTEM} The agent works in the environment 'own-env'."
+    assert probe.messages[0] == {"role": "system", "content": system}
     # A turn with no logged text still replays (chat APIs refuse empty messages).
     assert probe.messages[3:5] == (
         {"role": "user", "content": NO_TEXT},

@@ -750,7 +750,7 @@ def test_wait_until_healthy_gives_up_naming_the_url_and_cause() -> None:
 def test_wait_until_healthy_on_something_else_reports_its_status() -> None:
     with ScriptedServer() as fake:  # answers GET with 405
         with pytest.raises(RetrievalError, match=r"last error: HTTP 405"):
-            anyio.run(wait_until_healthy, fake.url, 0.3)
+            anyio.run(wait_until_healthy, fake.url, 1.0)
 
 
 def test_module_does_not_import_pytest() -> None:

@@ -26,6 +26,9 @@ from tests.chat_logs import write_chat_file
 
 CANARY = "sk-CANARY-7f3e9a"
 
+#: In every awareness estimator request (its answer format), and in no other role's.
+ESTIMATOR_MARK = "<answer>impossible</answer>"
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -81,7 +84,7 @@ class _ModelServer(ThreadingHTTPServer):
     def answer(body: dict[str, Any]) -> str:
         """A scripted reply per role, read from the prompt the suite sent."""
         text = json.dumps(body.get("messages", [])) + json.dumps(body.get("system", ""))
-        if "How much more will the agent use" in text:
+        if ESTIMATOR_MARK in text:  # the awareness estimator's answer format
             return "<think>about the same again</think><answer>[0, 900]</answer>"
         if "How your plan is used" in text:  # the triage planner prompt
             return '{"plan": []}'
@@ -219,7 +222,7 @@ def test_role_agents_ini_keeps_the_reference_actor(
     assert cell["actor"] == "reference-actor"
     # Only the estimator went over HTTP: one request per probe.
     assert len(model_server.requests) == cell["scores"]["n_probes"] > 0
-    assert all("How much more will the agent use" in json.dumps(b) for b in model_server.requests)
+    assert all(ESTIMATOR_MARK in json.dumps(b) for b in model_server.requests)
 
 
 def test_bad_role_agents_line_is_a_usage_error(pytester: pytest.Pytester) -> None:

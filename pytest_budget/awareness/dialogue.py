@@ -13,7 +13,8 @@ Token environments (Sokoban, Search, coding-agent logs; any rollout whose budget
        built-in Sokoban and Search environments, the system prompt the built-in actor
        protocol gives an LLM actor (:func:`pytest_budget.models.prompts.actor_system`; the
        reference actors play by the same protocol); else BAGEN's fallback, the estimator's
-       own system prompt (:data:`ESTIMATION_SYSTEM`).
+       own system prompt (:func:`fallback_system`: :data:`ESTIMATION_SYSTEM` naming the
+       environment label).
     2. For each completed turn i <= k: ``user`` with what the actor was shown
        (``Turn.observation``) and ``assistant`` with what it wrote (``Turn.action``); a turn
        without logged text shows :data:`NO_TEXT`.
@@ -65,6 +66,7 @@ __all__ = [
     "actor_system_prompt",
     "estimator_messages",
     "estimator_question",
+    "fallback_system",
     "probe_turns",
     "token_question",
     "turn_tokens",
@@ -91,6 +93,13 @@ WAREHOUSE_ESTIMATION_SYSTEM = (
 )
 
 _BUILT_IN_ACTOR_FAMILIES = ("sokoban", "search")
+
+
+def fallback_system(env: str) -> str:
+    """:data:`ESTIMATION_SYSTEM` naming the environment label (the only context there is)."""
+    return f"{ESTIMATION_SYSTEM} The agent works in the environment {env!r}."
+
+
 _WAREHOUSE_DIMS = ("time_weeks", "warehouse_item_weeks", "cumulative_cost_usd")
 
 
@@ -297,7 +306,9 @@ def estimator_messages(probe: Probe) -> list[dict[str, str]]:
     if _is_warehouse(probe):
         system = WAREHOUSE_ESTIMATION_SYSTEM
     elif tuple(probe.budget) == ("tokens",):
-        system = actor_system_prompt(probe.env, probe.actor_system_prompt) or ESTIMATION_SYSTEM
+        system = actor_system_prompt(probe.env, probe.actor_system_prompt) or fallback_system(
+            probe.env
+        )
     else:
         from pytest_budget.models.prompts import estimator_system
 
