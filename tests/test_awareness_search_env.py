@@ -785,3 +785,29 @@ def test_modules_do_not_import_pytest(module: str) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_reference_rollouts_after_sys_modules_was_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An in-process pytest run (pytester) removes the modules it imported from sys.modules but
+    leaves them as attributes of their package. The rollout generator and the reference actor
+    must then still use one and the same module (the state class of one, the isinstance of the
+    other); this flaked under -n 2 in test_docs_examples."""
+    import sys
+
+    import anyio
+
+    import pytest_budget.awareness as package
+    from pytest_budget.awareness import search_env
+    from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
+
+    def summary() -> list[tuple[str, object, int, bool]]:
+        rollouts = anyio.run(
+            lambda: generate_env_rollouts("search", 4, seed=42, actor=ReferenceActor(42))
+        )
+        return [(r.id, r.meta.get("end_reason"), len(r.turns), r.success) for r in rollouts]
+
+    expected = summary()
+    assert all(reason in ("answered", "token_cap") for _, reason, _, _ in expected)
+    monkeypatch.setattr(package, "search_env", search_env, raising=False)
+    monkeypatch.delitem(sys.modules, "pytest_budget.awareness.search_env")
+    assert summary() == expected

@@ -108,33 +108,36 @@ async def generate_env_rollouts(
     one, the bundled corpus is searched in process).
     """
     if env.startswith("sokoban-"):
-        from pytest_budget.awareness import sokoban_env
+        # `from module import names`, not `from package import module`: the latter can hand
+        # back a stale module object after an in-process pytest run reset sys.modules, whose
+        # classes then differ from the reference actors' (isinstance fails).
+        from pytest_budget.awareness.sokoban_env import SOKOBAN_PRESETS
+        from pytest_budget.awareness.sokoban_env import generate_rollouts as sokoban_rollouts
 
-        preset = sokoban_env.SOKOBAN_PRESETS[env]
-        return await sokoban_env.generate_rollouts(preset, n, seed, actor, concurrency=concurrency)
+        preset = SOKOBAN_PRESETS[env]
+        return await sokoban_rollouts(preset, n, seed, actor, concurrency=concurrency)
     if env in WAREHOUSE_PRESETS:
-        from pytest_budget.awareness import warehouse
-
-        panel = warehouse.load_demand_panel(warehouse_demand) if warehouse_demand else None
-        raw = await warehouse.generate_rollouts(
-            n, seed, actor, panel=panel, concurrency=concurrency
+        from pytest_budget.awareness.warehouse import (
+            condition_challenges,
+            load_demand_panel,
         )
-        return warehouse.condition_challenges(raw, preset=WAREHOUSE_PRESETS[env], seed=seed)
+        from pytest_budget.awareness.warehouse import generate_rollouts as warehouse_rollouts
+
+        panel = load_demand_panel(warehouse_demand) if warehouse_demand else None
+        raw = await warehouse_rollouts(n, seed, actor, panel=panel, concurrency=concurrency)
+        return condition_challenges(raw, preset=WAREHOUSE_PRESETS[env], seed=seed)
     if env == "search":
-        from pytest_budget.awareness import search_env
         from pytest_budget.awareness.retrieval import RetrievalClient
         from pytest_budget.awareness.search_corpus import build_corpus
+        from pytest_budget.awareness.search_env import IndexSearcher, corpus_index
+        from pytest_budget.awareness.search_env import generate_rollouts as search_rollouts
 
         corpus = build_corpus(SEARCH_CORPUS_SEED)
         if search_url is None:
-            searcher = search_env.IndexSearcher(search_env.corpus_index(corpus))
-            return await search_env.generate_rollouts(
-                corpus, n, seed, actor, searcher, concurrency=concurrency
-            )
+            searcher = IndexSearcher(corpus_index(corpus))
+            return await search_rollouts(corpus, n, seed, actor, searcher, concurrency=concurrency)
         async with RetrievalClient(search_url) as client:
-            return await search_env.generate_rollouts(
-                corpus, n, seed, actor, client, concurrency=concurrency
-            )
+            return await search_rollouts(corpus, n, seed, actor, client, concurrency=concurrency)
     raise KeyError(f"unknown awareness environment {env!r}; known: {', '.join(ENVIRONMENTS)}")
 
 
