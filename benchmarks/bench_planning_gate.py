@@ -35,6 +35,8 @@ power for each regression, with the wall time.
 from __future__ import annotations
 
 import argparse
+import functools
+import multiprocessing
 import random
 import time
 from collections.abc import Sequence
@@ -46,10 +48,18 @@ import anyio
 from pytest_budget.gating import compare, compare_ci, compare_overlap
 from pytest_budget.metrics import metric_specs
 from pytest_budget.options import DEFAULT_SCENARIOS, parse_scenarios
+from pytest_budget.planning import env as env_module
+from pytest_budget.planning import episode as episode_module
 from pytest_budget.planning.agents import _ReferenceToolAgent
 from pytest_budget.planning.code_metrics import greedy_sums, score_sums
-from pytest_budget.planning.env import greedy_pick
-from pytest_budget.planning.episode import ReferenceView, ToolAgentObservation, run_episode
+from pytest_budget.planning.costs import tool_costs as _tool_costs
+from pytest_budget.planning.env import TravelEnv, greedy_pick
+from pytest_budget.planning.episode import (
+    ReferenceView,
+    ToolAgentObservation,
+    _example,
+    run_episode,
+)
 from pytest_budget.planning.evaluate import PlanningOutcome
 from pytest_budget.planning.intervals import cell_summary
 from pytest_budget.planning.metrics import greedy_scores, score_episodes
@@ -58,6 +68,33 @@ from pytest_budget.planning.records import EpisodeRecord, Query
 from pytest_budget.planning.tools import TASKS, Tool
 
 RULES = ("tolerance", "ci", "overlap")
+
+_SOLVE = TravelEnv.solve
+_SOLVED: dict[tuple[object, ...], tuple[list[str], float] | None] = {}
+
+
+def _memo_solve(
+    self: TravelEnv,
+    start: frozenset[str] | None = None,
+    *,
+    exclude: Any = (),
+    use_bans: bool = True,
+) -> tuple[list[str], float] | None:
+    """``TravelEnv.solve`` remembered (a pure function of tools, costs, bans and start): the
+    many episodes of one query re-solve the same states.  Benchmark only."""
+    start = self.initial_state if start is None else start
+    key = (
+        self.task,
+        self.refinement_level,
+        self._fingerprint(),
+        start,
+        frozenset(exclude),
+        use_bans,
+    )
+    if key not in _SOLVED:
+        _SOLVED[key] = _SOLVE(self, start, exclude=exclude, use_bans=use_bans)
+    found = _SOLVED[key]
+    return None if found is None else (list(found[0]), found[1])
 
 
 class FlipAgent(_ReferenceToolAgent):
@@ -213,13 +250,52 @@ def measure_cell(
     return {"cell": cell_id, "alarms": alarms, "power": power, "episodes": episodes}
 
 
-def measure(reruns: int, n_queries: int, p: float) -> dict[str, Any]:
+_COSTS: dict[tuple[object, ...], dict[str, float]] = {}
+
+
+def _memo_costs(tools: Any, seed_q: int, refinement_level: int, **kwargs: Any) -> dict[str, float]:
+    """``tool_costs`` remembered (pure): every episode of a query draws the same prices."""
+    tools = tuple(tools)
+    key = (tuple(t.name for t in tools), seed_q, refinement_level, tuple(sorted(kwargs.items())))
+    if key not in _COSTS:
+        _COSTS[key] = _tool_costs(tools, seed_q, refinement_level, **kwargs)
+    return dict(_COSTS[key])
+
+
+_SPECS: dict[tuple[object, ...], dict[str, Any]] = {}
+_SPEC = TravelEnv._spec
+
+
+def _memo_spec(self: TravelEnv, tool: Tool) -> dict[str, Any]:
+    """A tool's listing remembered by (task, tool, price); the flip agent never edits it."""
+    key = (self.task, tool.name, self.costs[tool.name])
+    if key not in _SPECS:
+        _SPECS[key] = _SPEC(self, tool)
+    return _SPECS[key]
+
+
+def _patch() -> None:
+    """Benchmark-only memos of pure functions (same results, fewer recomputations)."""
+    TravelEnv.solve = _memo_solve  # type: ignore[method-assign]
+    TravelEnv._spec = _memo_spec  # type: ignore[method-assign]
+    setattr(env_module, "tool_costs", _memo_costs)  # noqa: B010
+    setattr(episode_module, "_example", functools.cache(_example))  # noqa: B010
+    _SOLVED.clear()  # one cell's queries at a time: bounded memory
+    _COSTS.clear()
+    _SPECS.clear()
+
+
+def _cell_job(job: tuple[str, Any], **kwargs: Any) -> dict[str, Any]:
+    _patch()
+    return measure_cell(job[0], job[1], **kwargs)
+
+
+def measure(reruns: int, n_queries: int, p: float, workers: int = 2) -> dict[str, Any]:
     specs = metric_specs("planning")
-    cells = [
-        measure_cell(task, scenario, n_queries, p, reruns, specs)
-        for task in TASKS
-        for scenario in parse_scenarios(DEFAULT_SCENARIOS)
-    ]
+    jobs = [(task, scenario) for task in TASKS for scenario in parse_scenarios(DEFAULT_SCENARIOS)]
+    work = functools.partial(_cell_job, n_queries=n_queries, p=p, reruns=reruns, specs=specs)
+    with multiprocessing.Pool(workers) as pool:
+        cells = pool.map(work, jobs, chunksize=1)
     alarms = {rule: [c["alarms"][rule] for c in cells] for rule in RULES}
     power = {
         kind: {rule: [c["power"][kind][rule] for c in cells if c["power"][kind]] for rule in RULES}
@@ -241,9 +317,10 @@ def main() -> None:
     parser.add_argument("--reruns", type=int, default=20)
     parser.add_argument("--queries", type=int, default=100, help="queries per task")
     parser.add_argument("--p", type=float, default=0.8, help="the agent's P(ground truth)")
+    parser.add_argument("--workers", type=int, default=2, help="processes (cells in parallel)")
     args = parser.parse_args()
     start = time.perf_counter()
-    out = measure(args.reruns, args.queries, args.p)
+    out = measure(args.reruns, args.queries, args.p, args.workers)
     took = time.perf_counter() - start
     print(
         f"queries/task={args.queries} reruns={args.reruns} p={args.p} cells=30 "

@@ -111,3 +111,15 @@ def test_overlap_falls_back_without_intervals() -> None:
                               OVERLAP_SPECS)  # fmt: skip
     assert lost.metric == "emr" and lost.new is None
     assert compare_overlap({"emr": None}, {"emr": 0.0}, ci, STORED_CI, OVERLAP_SPECS[:1]) == []
+
+
+def test_planning_gates_by_overlap_unless_a_gate_is_given() -> None:
+    from pytest_budget.options import BudgetOptions
+
+    default = BudgetOptions()
+    assert [default.gate_for(s) for s in ("planning", "triage", "awareness")] == [
+        "overlap", "tolerance", "tolerance"
+    ]  # fmt: skip
+    given = BudgetOptions(gate="tolerance", gate_given=True)
+    assert given.gate_for("planning") == "tolerance"
+    assert BudgetOptions(gate="ci", gate_given=True).gate_for("triage") == "ci"
