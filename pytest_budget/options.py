@@ -58,6 +58,9 @@ DEFAULT_UNSOLVABLE = "0,0.5"
 #: records scores without gating; ``overlap`` fails only when a score's whole interval is on
 #: the worse side of the stored interval.
 GATE_MODES = ("tolerance", "ci", "overlap", "off")
+#: Planning: generated queries per task.  200 is what the default gate needs to tell a 20-point
+#: EMR drop from a sampling agent's noise (benchmarks/bench_planning_gate.py).
+DEFAULT_QUERY_COUNT = 200
 #: The gate of a suite when ``--budget-gate`` is not given (others: ``tolerance``).  Planning
 #: compares intervals: a sampling agent's baseline is one noisy draw too (issue 17, item 8;
 #: benchmarks/bench_planning_gate.py).
@@ -199,7 +202,7 @@ class BudgetOptions:
         default_factory=lambda: parse_scenarios(DEFAULT_SCENARIOS)
     )
     tasks: tuple[str, ...] = PLANNING_TASKS
-    query_count: int = 10
+    query_count: int = DEFAULT_QUERY_COUNT
     queries: tuple[str, ...] = ()
     # Planning protocol (CostBench as coded by default): ban the longest tool, read the
     # metrics as eval.py codes them, no feedback on a turn without a call or answer.
@@ -648,7 +651,9 @@ def parse_options(
         search_url=str(search_url).rstrip("/") if search_url else None,
         scenarios=parse_scenarios(get_option("budget_scenario") or DEFAULT_SCENARIOS),
         tasks=tasks or PLANNING_TASKS,
-        query_count=_positive_int("--budget-query-count", get_option("budget_query_count") or 10),
+        query_count=_positive_int(
+            "--budget-query-count", get_option("budget_query_count") or DEFAULT_QUERY_COUNT
+        ),
         queries=queries,
         planning_ban_longest=not get_option("budget_planning_keep_longest"),
         planning_reading=_planning_reading(get_option("budget_planning_reading")),

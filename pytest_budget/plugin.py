@@ -194,7 +194,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--budget-task", help="planning: travel tasks, comma list (default: all six)")
     group.addoption(
-        "--budget-query-count", help="planning: generated queries per task (default 10)"
+        "--budget-query-count", help="planning: generated queries per task (default 200)"
     )
     group.addoption(
         "--budget-queries",
