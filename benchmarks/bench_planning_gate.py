@@ -2,125 +2,343 @@
 
 The reference agents are deterministic, so the default run never moves; the risk is a
 sampling agent.  This script plays one: at each turn it takes the ground truth's next call
-with probability ``p`` and the greedy's choice otherwise, from an RNG seeded by
-``sha256(sampling seed, query id, turn)``.  For every default cell (six tasks x the five
-default scenarios) it
+with probability ``p`` and the greedy's choice otherwise.
 
-1. records a baseline with sampling seed 0 (scores and bootstrap intervals, exactly as the
-   suite computes them), then
-2. reruns the same agent with sampling seeds 1..R on the same queries and counts how often the
-   gate fails the cell (**false alarms**), and
-3. reruns a *regressed* agent (``p`` lowered so EMR drops by about 20 points) with seeds
-   1..R and counts how often the gate catches it (**power**).
+**Exact and fast.**  Given its coin flips the agent is deterministic, and a flip matters only
+on a turn where the two choices differ.  So for every query and scenario the script
+enumerates the agent's possible episodes once (a depth-first walk over the flips that
+matter, each episode a real ``run_episode`` with the suite's environment, blocker and
+pool), with the probability of each.  A rerun with another sampling seed then draws one
+episode per query from that distribution - the same distribution as running the agent
+again - and scores the cell exactly as the suite does (``cell_summary``: scores and
+bootstrap intervals, 1,000 resamples, seed 42).  No episode is played twice.
 
-Both gate rules are measured: ``tolerance`` (the default: new point vs stored point, per-metric
-tolerances of ``pytest_budget.metrics``) and ``ci`` (the new interval must lie wholly on the
-worse side of the stored point).  Run::
+For every default cell (six tasks x the five default scenarios) and queries per task ``n``:
 
-    python benchmarks/bench_planning_gate.py --reruns 20 --queries 10
+1. a baseline run (sampling seed 0) is recorded, scores and intervals;
+2. ``R`` reruns of the same agent (seeds 1..R) are gated against it: **false alarms**;
+3. ``R`` reruns of a *regressed* agent are gated against it: **power**.  Two regressions:
+   ``emr`` (``p`` lowered, per cell, until the expected EMR drops by 20 points) and
+   ``cost`` (``p`` lowered until the expected cost gap rises by 2 cost units); cells where
+   no ``p`` reaches a regression are reported and skipped for it.
 
-and, to see what more queries per task buy, ``--queries 50`` (slower).  Prints one line per
-(rule, queries): the mean and worst per-cell false-alarm rate, and the mean and worst power.
+Gate rules measured: ``tolerance`` (new point vs stored point, per-metric tolerances),
+``ci`` (new interval wholly on the worse side of the stored point) and ``overlap`` (new
+interval wholly on the worse side of the stored interval: the planning default).  Run::
+
+    python benchmarks/bench_planning_gate.py --queries 100 --reruns 20
+
+Prints, per rule: the mean and worst per-cell false-alarm rate, and the mean and worst
+power for each regression, with the wall time.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import multiprocessing
 import random
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import anyio
 
-from pytest_budget.gating import compare, compare_ci
+from pytest_budget.gating import compare, compare_ci, compare_overlap
 from pytest_budget.metrics import metric_specs
 from pytest_budget.options import DEFAULT_SCENARIOS, parse_scenarios
+from pytest_budget.planning import env as env_module
+from pytest_budget.planning import episode as episode_module
 from pytest_budget.planning.agents import _ReferenceToolAgent
-from pytest_budget.planning.costs import derive_seed
-from pytest_budget.planning.env import greedy_pick
-from pytest_budget.planning.episode import ReferenceView, ToolAgentObservation
-from pytest_budget.planning.evaluate import run_planning_cell
+from pytest_budget.planning.code_metrics import greedy_sums, score_sums
+from pytest_budget.planning.costs import tool_costs as _tool_costs
+from pytest_budget.planning.env import TravelEnv, greedy_pick
+from pytest_budget.planning.episode import (
+    ReferenceView,
+    ToolAgentObservation,
+    _example,
+    run_episode,
+)
+from pytest_budget.planning.evaluate import PlanningOutcome
 from pytest_budget.planning.intervals import cell_summary
+from pytest_budget.planning.metrics import greedy_scores, score_episodes
 from pytest_budget.planning.queries import generate_queries
+from pytest_budget.planning.records import EpisodeRecord, Query
 from pytest_budget.planning.tools import TASKS, Tool
 
+RULES = ("tolerance", "ci", "overlap")
 
-class SamplingToolAgent(_ReferenceToolAgent):
-    """Ground truth's next call with probability ``p``, else the greedy's choice."""
+_SOLVE = TravelEnv.solve
+_SOLVED: dict[tuple[object, ...], tuple[list[str], float] | None] = {}
+
+
+def _memo_solve(
+    self: TravelEnv,
+    start: frozenset[str] | None = None,
+    *,
+    exclude: Any = (),
+    use_bans: bool = True,
+) -> tuple[list[str], float] | None:
+    """``TravelEnv.solve`` remembered (a pure function of tools, costs, bans and start): the
+    many episodes of one query re-solve the same states.  Benchmark only."""
+    start = self.initial_state if start is None else start
+    key = (
+        self.task,
+        self.refinement_level,
+        self._fingerprint(),
+        start,
+        frozenset(exclude),
+        use_bans,
+    )
+    if key not in _SOLVED:
+        _SOLVED[key] = _SOLVE(self, start, exclude=exclude, use_bans=use_bans)
+    found = _SOLVED[key]
+    return None if found is None else (list(found[0]), found[1])
+
+
+class FlipAgent(_ReferenceToolAgent):
+    """Ground truth's next call on flip 1, the greedy's on flip 0; a turn where both agree
+    uses no flip.  Flips past ``prefix`` are 1 and recorded in ``used``."""
 
     name: ClassVar[str] = "sampling"
     wants_optimal_next: ClassVar[bool] = True
 
-    def __init__(self, seed: int, p: float) -> None:
-        self.seed, self.p = seed, p
+    def __init__(self, prefix: Sequence[int]) -> None:
+        self.prefix = list(prefix)
+        self.used: list[int] = []
 
     def choose(self, observation: ToolAgentObservation, view: ReferenceView) -> Tool | None:
-        rng = random.Random(derive_seed(f"{self.seed}:{observation.query_id}:{observation.step}"))
-        if view.optimal_next is not None and rng.random() < self.p:
-            return next(t for t in view.tools if t.name == view.optimal_next)
         tools = [t for t in view.tools if t.name not in view.banned]
-        return greedy_pick(tools, view.costs, view.held, view.previous_output)
+        greedy = greedy_pick(tools, view.costs, view.held, view.previous_output)
+        best = next((t for t in view.tools if t.name == view.optimal_next), None)
+        if best is None or greedy is None or best.name == greedy.name:
+            return best or greedy
+        flip = self.prefix[len(self.used)] if len(self.used) < len(self.prefix) else 1
+        self.used.append(flip)
+        return best if flip else greedy
 
 
-def _cell(queries: Sequence[Any], scenario: Any, agent: object, cell_id: str) -> dict[str, Any]:
-    outcome = anyio.run(
-        lambda: run_planning_cell(queries, scenario.level, scenario.mode, scenario.blocks, agent)
+@dataclass(frozen=True)
+class Leaf:
+    """One possible episode: its flips (1 = ground truth) and the record."""
+
+    flips: tuple[int, ...]
+    record: EpisodeRecord
+    sums: dict[str, float]
+
+    def probability(self, p: float) -> float:
+        ones = sum(self.flips)
+        return float(p**ones * (1 - p) ** (len(self.flips) - ones))
+
+
+def enumerate_leaves(query: Query, scenario: Any, pool: Sequence[Query]) -> list[Leaf]:
+    """Every episode the agent can have on ``query`` (DFS over the flips that matter)."""
+    leaves: list[Leaf] = []
+    stack: list[list[int]] = [[]]
+    while stack:
+        prefix = stack.pop()
+        agent = FlipAgent(prefix)
+
+        async def play(agent: FlipAgent = agent) -> EpisodeRecord:
+            return await run_episode(
+                query, scenario.level, scenario.mode, scenario.blocks, agent, pool=pool
+            )
+
+        record = anyio.run(play)
+        used = tuple(agent.used)
+        leaves.append(Leaf(used, record, score_sums([record])))
+        for i in range(len(prefix), len(used)):
+            stack.append([*used[:i], 0])
+    return leaves
+
+
+def draw(leaves: Sequence[Leaf], weights: Sequence[float], rng: random.Random) -> EpisodeRecord:
+    return rng.choices(leaves, weights=weights)[0].record
+
+
+def fields(episodes: list[EpisodeRecord], cell_id: str) -> dict[str, Any]:
+    outcome = PlanningOutcome(
+        "sampling",
+        score_episodes(episodes),
+        greedy_scores(episodes),
+        episodes,
+        pool=score_sums(episodes),
+        greedy_pool=greedy_sums(episodes),
     )
     summary = cell_summary([outcome], seed=42, cell_id=cell_id, level=0.95, resamples=1000)
     return summary.snapshot_fields()
 
 
-def measure(reruns: int, n_queries: int, p: float, p_regressed: float) -> dict[str, Any]:
+def fails(rule: str, base: dict[str, Any], new: dict[str, Any], specs: Any) -> bool:
+    if rule == "tolerance":
+        return bool(compare(base["scores"], new["scores"], specs))
+    if rule == "ci":
+        return bool(compare_ci(base["scores"], new["scores"], new.get("ci", {}), specs))
+    return bool(
+        compare_overlap(base["scores"], new["scores"], new.get("ci", {}), base.get("ci"), specs)
+    )
+
+
+def expected(per_query: list[tuple[list[Leaf], list[float]]], metric: str) -> float | None:
+    """The cell's expected score under the leaf weights (ratio of expected sums)."""
+    sums = dict.fromkeys(("em_p", "n_p", "cost_diff_c", "n_c"), 0.0)
+    for leaves, weights in per_query:
+        total = sum(weights)
+        for leaf, w in zip(leaves, weights, strict=True):
+            for k in sums:
+                sums[k] += w / total * leaf.sums[k]
+    if metric == "emr":
+        return sums["em_p"] / sums["n_p"] if sums["n_p"] else None
+    return sums["cost_diff_c"] / sums["n_c"] if sums["n_c"] else None
+
+
+def search(per_query: list[list[Leaf]], weigh: Any, metric: str, target: float) -> float | None:
+    """The smallest knob in [0, 1] whose expected ``metric`` moves by ``target`` (bisection)."""
+    base = expected([(ls, weigh(ls, 0.0)) for ls in per_query], metric)
+    top = expected([(ls, weigh(ls, 1.0)) for ls in per_query], metric)
+    if base is None or top is None or abs(top - base) < abs(target):
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(14):
+        mid = (lo + hi) / 2
+        value = expected([(ls, weigh(ls, mid)) for ls in per_query], metric)
+        if value is not None and (value - base) * (1 if target > 0 else -1) >= abs(target):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _at_p(leaves: list[Leaf], x: float) -> list[float]:
+    return [leaf.probability(x) for leaf in leaves]
+
+
+def measure_cell(
+    task: str, scenario: Any, n_queries: int, p: float, reruns: int, specs: Any
+) -> dict[str, Any]:
+    """One cell's false-alarm rate and powers per rule (``None``: regression unreachable)."""
+    cell_id = f"{task}-{scenario.id}"
+    queries = generate_queries(task, n_queries)
+    per_query = [enumerate_leaves(q, scenario, queries) for q in queries]
+
+    def sample(weights: list[list[float]], seed: int) -> list[EpisodeRecord]:
+        rng = random.Random(f"{cell_id}:{seed}")
+        return [draw(ls, w, rng) for ls, w in zip(per_query, weights, strict=True)]
+
+    good = [_at_p(ls, p) for ls in per_query]
+    base = fields(sample(good, 0), cell_id)
+    regressed: dict[str, list[list[float]] | None] = {}
+    for kind, metric, target in (("emr", "emr", -0.2), ("cost", "cost_gap", 2.0)):
+        # Lower p (x = the share taken off) until the expected metric moves by the target.
+        x = search(per_query, lambda ls, x: _at_p(ls, p * (1 - x)), metric, target)
+        regressed[kind] = None if x is None else [_at_p(ls, p * (1 - x)) for ls in per_query]
+    alarms = dict.fromkeys(RULES, 0.0)
+    power = {k: None if w is None else dict.fromkeys(RULES, 0.0) for k, w in regressed.items()}
+    for seed in range(1, reruns + 1):
+        new = fields(sample(good, seed), cell_id)
+        for rule in RULES:
+            alarms[rule] += fails(rule, base, new, specs) / reruns
+        for kind, weights in regressed.items():
+            rates = power[kind]
+            if weights is None or rates is None:
+                continue
+            worse = fields(sample(weights, seed), cell_id)
+            for rule in RULES:
+                rates[rule] += fails(rule, base, worse, specs) / reruns
+    episodes = sum(len(ls) for ls in per_query)
+    return {"cell": cell_id, "alarms": alarms, "power": power, "episodes": episodes}
+
+
+_COSTS: dict[tuple[object, ...], dict[str, float]] = {}
+
+
+def _memo_costs(tools: Any, seed_q: int, refinement_level: int, **kwargs: Any) -> dict[str, float]:
+    """``tool_costs`` remembered (pure): every episode of a query draws the same prices."""
+    tools = tuple(tools)
+    key = (tuple(t.name for t in tools), seed_q, refinement_level, tuple(sorted(kwargs.items())))
+    if key not in _COSTS:
+        _COSTS[key] = _tool_costs(tools, seed_q, refinement_level, **kwargs)
+    return dict(_COSTS[key])
+
+
+_SPECS: dict[tuple[object, ...], dict[str, Any]] = {}
+_SPEC = TravelEnv._spec
+
+
+def _memo_spec(self: TravelEnv, tool: Tool) -> dict[str, Any]:
+    """A tool's listing remembered by (task, tool, price); the flip agent never edits it."""
+    key = (self.task, tool.name, self.costs[tool.name])
+    if key not in _SPECS:
+        _SPECS[key] = _SPEC(self, tool)
+    return _SPECS[key]
+
+
+def _patch() -> None:
+    """Benchmark-only memos of pure functions (same results, fewer recomputations)."""
+    TravelEnv.solve = _memo_solve  # type: ignore[method-assign]
+    TravelEnv._spec = _memo_spec  # type: ignore[method-assign]
+    setattr(env_module, "tool_costs", _memo_costs)  # noqa: B010
+    setattr(episode_module, "_example", functools.cache(_example))  # noqa: B010
+    _SOLVED.clear()  # one cell's queries at a time: bounded memory
+    _COSTS.clear()
+    _SPECS.clear()
+
+
+def _cell_job(job: tuple[str, Any], **kwargs: Any) -> dict[str, Any]:
+    _patch()
+    return measure_cell(job[0], job[1], **kwargs)
+
+
+def measure(reruns: int, n_queries: int, p: float, workers: int = 2) -> dict[str, Any]:
     specs = metric_specs("planning")
-    scenarios = parse_scenarios(DEFAULT_SCENARIOS)
-    alarms: dict[str, list[float]] = {"tolerance": [], "ci": []}
-    power: dict[str, list[float]] = {"tolerance": [], "ci": []}
-    emr_drop: list[float] = []
-    for task in TASKS:
-        queries = generate_queries(task, n_queries)
-        for scenario in scenarios:
-            cell_id = f"{task}-{scenario.id}"
-            base = _cell(queries, scenario, SamplingToolAgent(0, p), cell_id)
-            for rule in ("tolerance", "ci"):
-                alarms[rule].append(0.0)
-                power[rule].append(0.0)
-            for seed in range(1, reruns + 1):
-                for regressed, table in ((False, alarms), (True, power)):
-                    agent = SamplingToolAgent(seed, p_regressed if regressed else p)
-                    new = _cell(queries, scenario, agent, cell_id)
-                    tol = compare(base["scores"], new["scores"], specs)
-                    ci = compare_ci(base["scores"], new["scores"], new.get("ci", {}), specs)
-                    table["tolerance"][-1] += bool(tol) / reruns
-                    table["ci"][-1] += bool(ci) / reruns
-                    if regressed and base["scores"]["emr"] is not None:
-                        if new["scores"]["emr"] is not None:
-                            emr_drop.append(base["scores"]["emr"] - new["scores"]["emr"])
-    return {"alarms": alarms, "power": power, "emr_drop": sum(emr_drop) / max(1, len(emr_drop))}
+    jobs = [(task, scenario) for task in TASKS for scenario in parse_scenarios(DEFAULT_SCENARIOS)]
+    work = functools.partial(_cell_job, n_queries=n_queries, p=p, reruns=reruns, specs=specs)
+    with multiprocessing.Pool(workers) as pool:
+        cells = pool.map(work, jobs, chunksize=1)
+    alarms = {rule: [c["alarms"][rule] for c in cells] for rule in RULES}
+    power = {
+        kind: {rule: [c["power"][kind][rule] for c in cells if c["power"][kind]] for rule in RULES}
+        for kind in ("emr", "cost")
+    }
+    skipped = [f"{c['cell']} ({k})" for c in cells for k in ("emr", "cost") if not c["power"][k]]
+    worst = {rule: max(cells, key=lambda c: c["alarms"][rule])["cell"] for rule in RULES}
+    return {
+        "alarms": alarms,
+        "power": power,
+        "skipped": skipped,
+        "worst": worst,
+        "episodes": sum(c["episodes"] for c in cells),
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--reruns", type=int, default=20)
-    parser.add_argument("--queries", type=int, default=10, help="queries per task")
+    parser.add_argument("--queries", type=int, default=100, help="queries per task")
     parser.add_argument("--p", type=float, default=0.8, help="the agent's P(ground truth)")
-    parser.add_argument("--p-regressed", type=float, default=0.5)
+    parser.add_argument("--workers", type=int, default=2, help="processes (cells in parallel)")
     args = parser.parse_args()
     start = time.perf_counter()
-    out = measure(args.reruns, args.queries, args.p, args.p_regressed)
+    out = measure(args.reruns, args.queries, args.p, args.workers)
     took = time.perf_counter() - start
     print(
-        f"queries/task={args.queries} reruns={args.reruns} p={args.p} "
-        f"p_regressed={args.p_regressed} mean EMR drop of the regression="
-        f"{out['emr_drop']:.3f} ({took:.0f} s)"
+        f"queries/task={args.queries} reruns={args.reruns} p={args.p} cells=30 "
+        f"distinct episodes played={out['episodes']} ({took:.0f} s)"
     )
-    for rule in ("tolerance", "ci"):
-        fa, pw = out["alarms"][rule], out["power"][rule]
-        print(
+    for rule in RULES:
+        fa = out["alarms"][rule]
+        line = (
             f"  gate={rule:9s} false alarms per cell: mean {sum(fa) / len(fa):.3f}, "
-            f"worst {max(fa):.3f}; power per cell: mean {sum(pw) / len(pw):.3f}, "
-            f"worst {min(pw):.3f}"
+            f"worst {max(fa):.3f} ({out['worst'][rule]})"
         )
+        for kind in ("emr", "cost"):
+            pw = out["power"][kind][rule]
+            if pw:
+                line += f"; power ({kind}) mean {sum(pw) / len(pw):.3f}, worst {min(pw):.3f}"
+        print(line)
+    for note in out["skipped"]:
+        print(f"  regression out of reach, skipped: {note}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from syrupy.data import SnapshotCollection, SnapshotCollections
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from pytest_budget.files import write_atomic
-from pytest_budget.gating import MetricSpec, compare, compare_ci
+from pytest_budget.gating import MetricSpec, compare, compare_ci, compare_overlap
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
@@ -172,7 +172,7 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
             )
             yield f"baseline {path} was recorded with {details}; re-record with: {hint}"
             return
-        if self.gate != "ci":
+        if self.gate not in ("ci", "overlap"):
             for regression in compare(stored["scores"], new["scores"], self.specs):
                 yield regression.message()
             return
@@ -188,19 +188,31 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
                     warnings.warn(
                         BudgetBaselineWarning(
                             f"baseline {path} stores no intervals (recorded by an older "
-                            "pytest-budget or with --budget-ci-resamples=0); --budget-gate=ci "
-                            f"compares the new intervals with its values; re-record with: {hint}"
+                            "pytest-budget or with --budget-ci-resamples=0); "
+                            f"--budget-gate={self.gate} compares the new intervals with its "
+                            f"values; re-record with: {hint}"
                         ),
                         stacklevel=2,
                     )
-        for regression in compare_ci(
-            stored["scores"],
-            new["scores"],
-            new.get("ci") or {},
-            self.specs,
-            stored_ci=stored_ci,
-            level=self.level,
-        ):
+        if self.gate == "overlap":
+            regressions = compare_overlap(
+                stored["scores"],
+                new["scores"],
+                new.get("ci") or {},
+                stored_ci,
+                self.specs,
+                level=self.level,
+            )
+        else:
+            regressions = compare_ci(
+                stored["scores"],
+                new["scores"],
+                new.get("ci") or {},
+                self.specs,
+                stored_ci=stored_ci,
+                level=self.level,
+            )
+        for regression in regressions:
             yield regression.message()
 
     def _stored_path(self) -> str:

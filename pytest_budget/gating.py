@@ -7,7 +7,10 @@ tolerance.  Two rules decide what a regression is:
   and in its worse direction by at most the tolerance;
 * ``ci`` (:func:`compare_ci`): a score fails only when its whole confidence interval lies
   on the worse side of the stored value (and the score itself does too), so noise that
-  the interval covers never fails, whatever its size.
+  the interval covers never fails, whatever its size;
+* ``overlap`` (:func:`compare_overlap`, the planning suite's default): a score fails only
+  when its whole interval lies on the worse side of the stored *interval*, so the noise of
+  both runs is allowed for (the baseline, too, was one draw of a sampling agent).
 
 This module is plain Python: the syrupy extension in :mod:`pytest_budget._snapshot` and
 user scripts both call these functions.
@@ -26,6 +29,7 @@ __all__ = [
     "Regression",
     "compare",
     "compare_ci",
+    "compare_overlap",
     "parse_tolerances",
 ]
 
@@ -61,6 +65,16 @@ class MetricSpec:
             return hi < stored - 1e-12 and new < stored - 1e-12
         return lo > stored + 1e-12 and new > stored + 1e-12
 
+    def overlap_fails(
+        self, stored: tuple[float, float], new: float, interval: tuple[float, float]
+    ) -> bool:
+        """True when the interval of ``new`` lies entirely on the worse side of the stored
+        interval ``stored`` (and ``new`` is worse than the stored interval's far end)."""
+        lo, hi = interval
+        if self.direction == "higher":
+            return hi < stored[0] - 1e-12 and new < stored[0] - 1e-12
+        return lo > stored[1] + 1e-12 and new > stored[1] + 1e-12
+
     def with_tolerance(self, tolerance: float) -> MetricSpec:
         return MetricSpec(self.name, self.direction, tolerance, self.description)
 
@@ -88,6 +102,15 @@ class Regression:
             return (
                 f"{self.metric}: stored {_fmt(self.stored)}, new value missing "
                 f"({better} is better, tolerance {self.tolerance:g})"
+            )
+        if self.rule == "overlap" and self.interval is not None:
+            side = "below" if self.direction == "higher" else "above"
+            level = f"{self.level:.0%} " if self.level is not None else ""
+            return (
+                f"{self.metric} regressed: new {_fmt(self.new)} with {level}interval "
+                f"{_fmt_interval(self.interval).strip()} entirely {side} the stored "
+                f"{_fmt(self.stored)} with interval {_fmt_interval(self.stored_interval).strip()} "
+                f"({better} is better)"
             )
         if self.rule == "ci" and self.interval is not None:
             side = "below" if self.direction == "higher" else "above"
@@ -191,6 +214,43 @@ def compare_ci(
             regressions.append(
                 Regression(
                     spec.name, before, after, spec.tolerance, spec.direction, rule="ci",
+                    interval=interval, stored_interval=kept, level=level,
+                )
+            )  # fmt: skip
+    return regressions
+
+
+def compare_overlap(
+    stored: Mapping[str, object],
+    new: Mapping[str, object],
+    new_ci: Mapping[str, object],
+    stored_ci: Mapping[str, object] | None,
+    specs: Iterable[MetricSpec],
+    *,
+    level: float | None = None,
+) -> list[Regression]:
+    """Regressions under the interval-overlap rule (``--budget-gate=overlap``).
+
+    A metric fails when the new interval (``new_ci[name]``) lies entirely on the worse side
+    of the stored interval (``stored_ci[name]``), and the new value does too.  A metric
+    whose stored interval is missing is compared as :func:`compare_ci` does (new interval
+    against the stored value); one without a new interval falls back to the tolerance
+    rule; a metric the baseline leaves undefined is not gated, one the new run lost fails.
+    """
+    regressions: list[Regression] = []
+    for spec in specs:
+        kept = _interval((stored_ci or {}).get(spec.name))
+        before = _number(stored.get(spec.name))
+        after = _number(new.get(spec.name))
+        interval = _interval(new_ci.get(spec.name))
+        if kept is None or before is None or after is None or interval is None:
+            regressions += compare_ci(
+                stored, new, new_ci, (spec,), stored_ci=stored_ci, level=level
+            )
+        elif spec.overlap_fails(kept, after, interval):
+            regressions.append(
+                Regression(
+                    spec.name, before, after, spec.tolerance, spec.direction, rule="overlap",
                     interval=interval, stored_interval=kept, level=level,
                 )
             )  # fmt: skip

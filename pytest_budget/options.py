@@ -55,8 +55,16 @@ DEFAULT_ALPHAS = "0.25,0.5,0.75,1.0"
 DEFAULT_UNSOLVABLE = "0,0.5"
 #: ``tolerance`` compares with stored baselines by absolute tolerance; ``ci`` fails only when
 #: a score's whole confidence interval is on the worse side of the stored value; ``off``
-#: records scores without gating.
-GATE_MODES = ("tolerance", "ci", "off")
+#: records scores without gating; ``overlap`` fails only when a score's whole interval is on
+#: the worse side of the stored interval.
+GATE_MODES = ("tolerance", "ci", "overlap", "off")
+#: Planning: generated queries per task.  200 is what the default gate needs to tell a 20-point
+#: EMR drop from a sampling agent's noise (benchmarks/bench_planning_gate.py).
+DEFAULT_QUERY_COUNT = 200
+#: The gate of a suite when ``--budget-gate`` is not given (others: ``tolerance``).  Planning
+#: compares intervals: a sampling agent's baseline is one noisy draw too (issue 17, item 8;
+#: benchmarks/bench_planning_gate.py).
+SUITE_GATES: dict[str, str] = {"planning": "overlap"}
 #: Awareness environments with a built-in actor (``--budget-env``).
 AWARENESS_ENVS: tuple[str, ...] = (
     "sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic",
@@ -171,6 +179,7 @@ class BudgetOptions:
     model_headers: tuple[str, ...] = ()
     random_samples: int = 1000
     gate: str = "tolerance"
+    gate_given: bool = False  # --budget-gate was given (else each suite's SUITE_GATES default)
     rollouts: tuple[str, ...] = ()
     envs: tuple[str, ...] = AWARENESS_ENVS
     rollout_count: int = 128
@@ -193,7 +202,7 @@ class BudgetOptions:
         default_factory=lambda: parse_scenarios(DEFAULT_SCENARIOS)
     )
     tasks: tuple[str, ...] = PLANNING_TASKS
-    query_count: int = 10
+    query_count: int = DEFAULT_QUERY_COUNT
     queries: tuple[str, ...] = ()
     # Planning protocol (CostBench as coded by default): ban the longest tool, read the
     # metrics as eval.py codes them, no feedback on a turn without a call or answer.
@@ -210,6 +219,10 @@ class BudgetOptions:
     shard: Shard | None = None
     # --budget-max-output-chars: a longer raw agent output is invalid, not parsed.
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+
+    def gate_for(self, suite: str) -> str:
+        """The gate rule of ``suite``: ``--budget-gate`` when given, else the suite's default."""
+        return self.gate if self.gate_given else SUITE_GATES.get(suite, self.gate)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready view for the report (no secrets live here: keys come from env vars,
@@ -549,6 +562,7 @@ def parse_options(
             f"--budget-parse: unknown policy {parse!r}; choose from {', '.join(PARSE_MODES)}"
         )
 
+    gate_given = bool(get_option("budget_gate"))
     gate = str(get_option("budget_gate") or "tolerance").strip()
     if gate not in GATE_MODES:
         raise OptionError(
@@ -564,9 +578,9 @@ def parse_options(
         ),
         minimum=0,
     )
-    if gate == "ci" and ci_resamples == 0:
+    if gate in ("ci", "overlap") and ci_resamples == 0:
         raise OptionError(
-            "--budget-gate=ci needs confidence intervals: drop --budget-ci-resamples=0 "
+            f"--budget-gate={gate} needs confidence intervals: drop --budget-ci-resamples=0 "
             "(or give a positive number of resamples)"
         )
     repeat = _positive_int(
@@ -575,6 +589,7 @@ def parse_options(
 
     return BudgetOptions(
         gate=gate,
+        gate_given=gate_given,
         suites=suites,
         agents=agents,
         agents_explicit=bool(agents),
@@ -636,7 +651,9 @@ def parse_options(
         search_url=str(search_url).rstrip("/") if search_url else None,
         scenarios=parse_scenarios(get_option("budget_scenario") or DEFAULT_SCENARIOS),
         tasks=tasks or PLANNING_TASKS,
-        query_count=_positive_int("--budget-query-count", get_option("budget_query_count") or 10),
+        query_count=_positive_int(
+            "--budget-query-count", get_option("budget_query_count") or DEFAULT_QUERY_COUNT
+        ),
         queries=queries,
         planning_ban_longest=not get_option("budget_planning_keep_longest"),
         planning_reading=_planning_reading(get_option("budget_planning_reading")),

@@ -115,8 +115,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--budget-gate",
         help="tolerance: fail on regressions past tolerance against stored baselines "
-        "(default); ci: fail only when a score's whole confidence interval is on the worse "
-        "side of the stored value; off: score and report without comparing",
+        "(default, except planning); ci: fail only when a score's whole confidence interval "
+        "is on the worse side of the stored value; overlap: only when it is on the worse "
+        "side of the stored interval (planning's default); off: score and report without "
+        "comparing",
     )
     group.addoption(
         "--budget-ci-level",
@@ -192,7 +194,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--budget-task", help="planning: travel tasks, comma list (default: all six)")
     group.addoption(
-        "--budget-query-count", help="planning: generated queries per task (default 10)"
+        "--budget-query-count", help="planning: generated queries per task (default 200)"
     )
     group.addoption(
         "--budget-queries",

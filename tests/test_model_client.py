@@ -212,6 +212,7 @@ def test_anthropic_request_shape_separates_system_and_maps_tools() -> None:
                 "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
             }
         ],
+        "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
     }
 
 

@@ -22,6 +22,7 @@ from pytest_budget.planning.blocking import (
 )
 from pytest_budget.planning.env import TravelEnv
 from pytest_budget.planning.episode import run_episode
+from pytest_budget.planning.metrics import greedy_scores
 from pytest_budget.planning.queries import generate_queries, groundtruth_id
 from pytest_budget.planning.records import EpisodeRecord
 
@@ -211,3 +212,123 @@ def test_check_mode() -> None:
         check_mode("mixed", 1)
     with pytest.raises(ValueError, match=r"1\.\.3"):
         check_mode("ban_tool", 4)
+
+
+# ------------------------------------------------------------------ greedy replay (§5.4)
+LOCATIONS = generate_queries("location", 8)
+PS, FS = "Location_Preference_and_Search", "Location_Finalize_from_Search"
+D, S, SEL = "Decide_Location_Preference", "Search_Location_Candidates", "Select_Final_Location"
+# L=0, hand-set costs: greedy scores D 20, S 18, Sel 25, PS 30/2 = 15, FS 40/2 = 20.
+# Ground truth from the start: [PS, Sel] (55) against [D, FS] (60) and [D, S, Sel] (63).
+L0_COSTS = {D: 20.0, S: 18.0, SEL: 25.0, PS: 30.0, FS: 40.0}
+
+
+def hand_env(query: Any, level: int, costs: dict[str, float]) -> TravelEnv:
+    env = TravelEnv("location", level, query.query_id)
+    assert set(env.costs) == set(costs)
+    env.costs.update(costs)
+    return env
+
+
+def blocked(query: Any, level: int, costs: dict[str, float], mode: str, n: int) -> Any:
+    env = hand_env(query, level, costs)
+    record = run(query, level, mode, n, GreedyToolAgent(), env=env, pool=LOCATIONS)
+    return record
+
+
+def greedy_of(record: EpisodeRecord) -> tuple[tuple[str, ...], float, bool]:
+    path = tuple(n for seg in record.segments for n in seg.greedy_path)
+    cost = sum(seg.greedy_cost for seg in record.segments)
+    return path, cost, record.segments[-1].greedy_reached
+
+
+def test_greedy_replays_a_ban_hand_worked() -> None:
+    query = LOCATIONS[0]
+    record = blocked(query, 0, L0_COSTS, "ban_tool", 1)
+    # t0 = max(1, 2 // 2) = 1: the agent's PS is banned at turn 1.
+    assert record.block_steps == (1,)
+    # Ground truth: S0[:1] = [PS], then (PS banned) [D, FS] = 60 from the start.
+    assert [s.optimal_paths[0] for s in record.segments] == [(PS,), (D, FS)]
+    # Greedy: step 1 PS is banned (charged 30, kept on the path, no state change); step 2
+    # D (20); step 3 S (18) beats FS (20 per component); step 4 Sel (25).
+    assert greedy_of(record) == ((PS, D, S, SEL), 93.0, True)
+    row = greedy_scores([record])
+    # ED([PS, D, S, Sel], [PS, D, FS]) = 2, NED 2/4; gap 93 - (30 + 60).
+    assert (row["aed"], row["aned"], row["emr"]) == (2.0, 0.5, 0.0)
+    assert row["cost_gap"] == pytest.approx(3.0)
+
+
+def test_greedy_replays_two_bans_and_misses_the_goal() -> None:
+    record = blocked(LOCATIONS[0], 0, L0_COSTS, "ban_tool", 2)
+    # t0 = max(1, 2 // 3) = 1 (PS), t1 = 1 + max(1, len([D, FS]) // 2) = 2 (D).
+    assert record.block_steps == (1, 2)
+    # Greedy: PS banned at step 1, D banned at step 2, then nothing qualifies.
+    assert greedy_of(record) == ((PS, D), 50.0, False)
+    row = greedy_scores([record])
+    # The ground truth is [PS] + [D] + [] (nothing reachable after both bans): ED raw 0,
+    # but NED forced to 1 and no exact match because the greedy missed the goal.
+    assert (row["aed"], row["aned"], row["emr"]) == (0.0, 1.0, 0.0)
+
+
+def test_greedy_replays_a_preference_change_hand_worked() -> None:
+    record = blocked(LOCATIONS[0], 0, L0_COSTS, "preference_change", 1)
+    assert record.block_steps == (1,)
+    # Step 1 PS (30), then the reset: PS again (30) and Sel (25).
+    assert greedy_of(record) == ((PS, PS, SEL), 85.0, True)
+    # The ground truth restarts from the initial state too: [PS] + [PS, Sel].
+    assert greedy_scores([record])["emr"] == 1.0
+
+
+def test_greedy_cost_change_at_turn_1_switches_to_the_new_costs() -> None:
+    query = LOCATIONS[0]
+    (new_seed,) = block_plan(query, "cost_change", 1, 0, pool=LOCATIONS)
+    record = blocked(query, 0, L0_COSTS, "cost_change", 1)
+    assert record.block_steps == (1,)
+    new = TravelEnv("location", 0, query.query_id, seed=int(new_seed))  # type: ignore[call-overload]
+    # Step 1 PS at the old 30; then only Select consumes the raw set, at its new cost.
+    path, cost, reached = greedy_of(record)
+    assert (path, reached) == ((PS, SEL), True)
+    assert cost == 30.0 + new.costs[SEL]
+
+
+def test_greedy_cost_change_at_turn_2_keeps_the_old_costs_as_coded() -> None:
+    # L=1, atomics 10, composites 100: the ground truth is the 4 atomics, t0 = 4 // 2 = 2.
+    env = TravelEnv("location", 1, LOCATIONS[1].query_id)
+    costs = {t.name: (100.0 if t.is_composite else 10.0) for t in env.all_tool_specs}
+    record = blocked(LOCATIONS[1], 1, costs, "cost_change", 1)
+    assert record.block_steps == (2,)
+    # The 1st cost change switches to "the costs after the agent's 1st tool turn": still
+    # the old ones (the change fired at turn 2), so the greedy pays 4 x 10 exactly.
+    path, cost, reached = greedy_of(record)
+    assert path == (D, S, "Location_Refinement_Step1", SEL) and reached
+    assert cost == 40.0
+
+
+def test_greedy_removal_removes_lengths_outside_the_range() -> None:
+    # A query whose range at L=2 is [3, 5]: the blocker removes the 3-component composites
+    # (the lower bound), the greedy every composite whose length is outside [3, 5].
+    query = next(
+        q for q in LOCATIONS if removal_ranges(stable(f"42:{q.query_id}"), 2, 1) == [[3, 5]]
+    )
+    env = TravelEnv("location", 2, query.query_id)
+    price = {1: 10.0, 2: 16.0, 3: 60.0, 4: 80.0}
+    costs = {t.name: price[len(t.components)] for t in env.all_tool_specs}
+    record = blocked(query, 2, costs, "remove_tools", 1)
+    # Ground truth: 2 pairs + 1 atomic (42, 3 calls): t0 = 3 // 2 = 1.
+    assert record.block_steps == (1,)
+    # Greedy: PS (8 per component), then the pairs are gone: Step1, Step2, Sel at 10 each.
+    # (Removing only the 3-component tools would let it take Refine_to_Step2: 42, 3 calls.)
+    path, cost, reached = greedy_of(record)
+    assert path == (PS, "Location_Refinement_Step1", "Location_Refinement_Step2", SEL)
+    assert (cost, reached) == (46.0, True)
+
+
+def test_greedy_without_fired_blocks_is_the_static_greedy() -> None:
+    class Silent:
+        def act(self, observation: Any) -> Any:
+            return {"content": "no"}
+
+    env = hand_env(LOCATIONS[0], 0, L0_COSTS)
+    record = run(LOCATIONS[0], 0, "ban_tool", 1, Silent(), env=env, pool=LOCATIONS)
+    assert record.block_steps == ()
+    assert greedy_of(record) == ((PS, SEL), 55.0, True)

@@ -156,7 +156,9 @@ def test_level_and_resamples_options(pytester: pytest.Pytester) -> None:
          "intervals: drop --budget-ci-resamples=0 (or give a positive number of resamples)"),
         (("--budget-repeat=0",), "--budget-repeat: must be at least 1, got 0"),
         (("--budget-gate=cis",), "--budget-gate: unknown mode 'cis'; choose from tolerance, "
-         "ci, off"),
+         "ci, overlap, off"),
+        (("--budget-gate=overlap", "--budget-ci-resamples=0"), "--budget-gate=overlap needs "
+         "confidence intervals: drop --budget-ci-resamples=0*"),
     ],
 )  # fmt: skip
 def test_bad_values_are_one_line_usage_errors(

@@ -128,7 +128,56 @@ def test_snapshot_gate_catches_a_worse_agent(
     monkeypatch.delenv("GOOD")
     worse = run(pytester, *SMALL)
     worse.assert_outcomes(failed=1)
-    worse.stdout.fnmatch_lines(["*emr regressed: stored 1, new *"])
+    # The planning default gate compares intervals (the stored oracle's is [1, 1]).
+    worse.stdout.fnmatch_lines(
+        ["*emr regressed: new * with 95% interval * entirely below the stored 1 with interval "
+         "[[]1, 1[]]*"]
+    )  # fmt: skip
+    tolerance = run(pytester, *SMALL, "--budget-gate=tolerance")
+    tolerance.assert_outcomes(failed=1)
+    tolerance.stdout.fnmatch_lines(["*emr regressed: stored 1, new *, tolerance 0.05*"])
+
+
+def test_default_planning_gate_reads_the_noise_of_both_runs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sampling agent's rerun that moves within the noise passes the default (overlap)
+    gate, while the tolerance rule would fail it."""
+    pytester.makeconftest(
+        "import os, random, pytest\n"
+        "from pytest_budget.planning.agents import OracleToolAgent, GreedyToolAgent\n"
+        "class Coin(OracleToolAgent):\n"
+        "    name = 'coin'\n"
+        "    def choose(self, observation, view):\n"
+        "        seed = f\"{os.environ['SEED']}:{observation.query_id}:{observation.step}\"\n"
+        "        if random.Random(seed).random() < 0.7:\n"
+        "            return super().choose(observation, view)\n"
+        "        tools = [t for t in view.tools if t.name not in view.banned]\n"
+        "        from pytest_budget.planning.env import greedy_pick\n"
+        "        return greedy_pick(tools, view.costs, view.held, view.previous_output)\n"
+        "@pytest.fixture\n"
+        "def budget_tool_agent():\n"
+        "    return Coin()\n"
+    )
+    args = ["--budget-task=dining", "--budget-query-count=12", "--budget-scenario=static@2",
+            "--budget-report=r.json"]  # fmt: skip
+    monkeypatch.setenv("SEED", "0")
+    run(pytester, *args, "--snapshot-update").assert_outcomes(passed=1)
+    stored = json.loads(
+        (pytester.path / "__budget_snapshots__" / "planning" / "dining-static-L2-user.json")
+        .read_text()
+    )  # fmt: skip
+    moved = None
+    for seed in range(1, 40):  # a rerun whose EMR moved past the tolerance
+        monkeypatch.setenv("SEED", str(seed))
+        result = run(pytester, *args)
+        new = report_of(pytester, "r.json")["cells"][0]["scores"]["emr"]
+        if new < stored["scores"]["emr"] - 0.05:
+            moved = seed
+            break
+    assert moved is not None
+    result.assert_outcomes(passed=1)
+    run(pytester, *args, "--budget-gate=tolerance").assert_outcomes(failed=1)
 
 
 def test_user_query_file_replaces_generated_queries(pytester: pytest.Pytester) -> None:

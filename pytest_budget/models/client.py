@@ -446,6 +446,9 @@ class OpenAIChatClient(ChatClient):
         }
         if tools:
             body["tools"] = [tool.to_openai() for tool in tools]
+            # CostBench's request (fact sheet 4.3): one tool call per turn, asked for.
+            body["tool_choice"] = "auto"
+            body["parallel_tool_calls"] = False
         return body
 
     def parse_response(self, body: Mapping[str, Any]) -> ChatResult:
@@ -551,6 +554,8 @@ class AnthropicChatClient(ChatClient):
             body["system"] = "\n\n".join(system)
         if tools:
             body["tools"] = [tool.to_anthropic() for tool in tools]
+            # Anthropic's form of CostBench's parallel_tool_calls=False (fact sheet 4.3).
+            body["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
         return body
 
     def parse_response(self, body: Mapping[str, Any]) -> ChatResult:

@@ -43,6 +43,21 @@ holds.  A ban's tool result is one of ten ``[ERROR]`` sentences picked by
 ``Random(stable(f"{seed}:{t}:ban_tool_message"))`` plus `` Cost: X``; a later call of a
 banned tool always gets ``Random(base_seed)``'s pick plus `` Cost: X.``.  Cost changes and
 removals are silent.  The wording is ours.
+
+**Greedy baseline under blocking** (:meth:`Blocker.replay_greedy`, fact sheet §5.4): CostBench
+replays the blocks that fired in the agent's run.  Greedy step ``i`` (counted from 1) picks
+as in a static run (:func:`~pytest_budget.planning.env.greedy_pick` over the task's tools
+minus the greedy's removed ones), is charged and appended; the next replayed block fires
+when its turn equals ``i`` and the goal was not reached, and is consumed either way.  A ban
+takes the tool just picked (charged, on the path, removed from the candidates; the state
+and the previous output stay); the other modes act after the step's output is added: a
+cost change moves to the next cost snapshot, a removal of range ``[s, e]`` removes every
+composite whose component count lies *outside* ``[s, e]`` (removals accumulate), a
+preference change resets the state and clears the previous output.  The snapshots are the
+initial costs, then the costs in force after each of the agent's tool-call turns, then one
+regenerated set per replayed cost change: the k-th cost change switches to the costs after
+the agent's k-th tool turn, the new costs only if the change fired at turn k (CostBench's
+indexing, kept).  The relaxation of the chain rule App. B.2 describes never happens.
 """
 
 from __future__ import annotations
@@ -53,7 +68,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_budget.planning.costs import derive_seed, query_seed
-from pytest_budget.planning.env import TravelEnv
+from pytest_budget.planning.env import GREEDY_MAX_STEPS, TravelEnv, greedy_pick
 from pytest_budget.planning.records import Query, Segment
 
 __all__ = [
@@ -265,6 +280,10 @@ class Blocker:
         held = set(env.initial_state) | {env.all_tool_specs_by_name[n].output for n in greedy[0]}
         self._greedy_static = (tuple(greedy[0]), greedy[1], env.goal in held)
         self._scenarios = [_Scenario(self._solve(env.initial_state), dict(env.costs), None)]
+        # Costs in force after each tool turn (the greedy replay's snapshots; cost changes
+        # only, and only as many as there are blocks to replay).
+        self._turn_costs: list[dict[str, float]] = []
+        self._replayed: tuple[tuple[str, ...], float, bool] | None = None
         self._trigger: int | None = None
         self._armed_ban = False
         self._last_trigger = 0
@@ -321,11 +340,59 @@ class Blocker:
         return out
 
     def _greedy(self, index: int) -> tuple[tuple[str, ...], float, bool]:
-        # The greedy baseline of a static run (blocked runs: from the initial state of the
-        # first segment only; CostBench's replay of the agent's blocks is not reproduced).
-        if index > 0:
-            return (), 0.0, True
-        return self._greedy_static
+        # Static: the greedy of the one segment.  Blocked: the whole replay sits in the first
+        # segment (the greedy's own block steps differ from the agent's segments); every
+        # segment carries whether it reached the goal.
+        if self.mode == "static":
+            return self._greedy_static
+        path, cost, reached = self.replay_greedy()
+        return (path, cost, reached) if index == 0 else ((), 0.0, reached)
+
+    def replay_greedy(self) -> tuple[tuple[str, ...], float, bool]:
+        """CostBench's greedy baseline replaying this episode's fired blocks (module doc):
+        its path, its cost (raw float sum) and whether it reached the goal."""
+        if self._replayed is not None:
+            return self._replayed
+        env = self.env
+        tools = env.all_tool_specs
+        initial_costs = self._scenarios[0].costs
+        snapshots = [initial_costs, *self._turn_costs]
+        seeds = [self.plan[e.index] for e in self.events if e.mode == "cost_change"]
+        snapshots += [env.costs_for_seed(seed) for seed in seeds if isinstance(seed, int)]
+        costs, snapshot = initial_costs, 0
+        pending = list(self.events)
+        removed: set[str] = set()
+        state, previous = env.initial_state, None
+        path: list[str] = []
+        cost = 0.0
+        while env.goal not in state and len(path) < GREEDY_MAX_STEPS:
+            tool = greedy_pick([t for t in tools if t.name not in removed], costs, state, previous)
+            if tool is None:
+                break
+            path.append(tool.name)
+            cost += costs[tool.name]
+            step = len(path)
+            event = pending.pop(0) if pending and pending[0].step == step else None
+            if event is not None and event.mode == "ban_tool":
+                removed.add(tool.name)
+                continue
+            state, previous = state | {tool.output}, tool.output
+            if event is None or env.goal in state:
+                continue
+            if event.mode == "cost_change":
+                snapshot += 1
+                costs = snapshots[min(snapshot, len(snapshots) - 1)]
+            elif event.mode == "remove_tools":
+                target = self.plan[event.index]
+                assert isinstance(target, list)
+                low, high = target
+                removed |= {
+                    t.name for t in tools if t.is_composite and not low <= len(t.components) <= high
+                }
+            else:  # preference_change
+                state, previous = env.initial_state, None
+        self._replayed = (tuple(path), cost, env.goal in state)
+        return self._replayed
 
     def _solve(self, start: frozenset[str]) -> list[str]:
         solved = self.env.solve(start, exclude=self.gt_banned, use_bans=False)
@@ -356,6 +423,12 @@ class Blocker:
 
     def after_call(self, step: int, ok: bool) -> BlockEvent | None:
         """After turn ``step``'s first call: fire the block due here, if any."""
+        event = self._after_call(step)
+        if self.mode == "cost_change" and len(self._turn_costs) < self.block_count:
+            self._turn_costs.append(dict(self.env.costs))
+        return event
+
+    def _after_call(self, step: int) -> BlockEvent | None:
         if self._trigger != step:
             return None
         if self.mode == "ban_tool":

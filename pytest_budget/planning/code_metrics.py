@@ -31,8 +31,9 @@ Sets and aggregates (``eval``):
 Every aggregate is a ratio of sums over episodes, so pooling cells (the paper's rows pool
 all tasks) is adding their :data:`POOL_FIELDS` sums: :func:`pooled_scores`.
 
-The **greedy row** (``stimulation_metrics``) covers every static episode (blocked runs: no
-greedy row; CostBench's replay of the agent's blocks is not reproduced): AED is the mean of the
+The **greedy row** (``stimulation_metrics``) covers every episode (blocked runs: the greedy
+replays the blocks that fired in the agent's run, ``Blocker.replay_greedy``, and is scored
+against the same segmented ground truth): AED is the mean of the
 greedy's raw ED (not forced to the maximum when it misses the goal), ANED forces NED to 1 when
 it does, EMR is the share of exact matches, cost gap = mean greedy cost - mean ground-truth
 cost, where the ground-truth cost is 0 for an episode outside M (CostBench reads it from the
@@ -250,9 +251,9 @@ def greedy_sums(episodes: Iterable[EpisodeRecord]) -> dict[str, float]:
     """The :data:`GREEDY_POOL_FIELDS` sums of the greedy baseline stored in the segments."""
     sums = dict.fromkeys(GREEDY_POOL_FIELDS, 0.0)
     for episode in episodes:
-        # CostBench replays the agent's blocks for the greedy; that replay is not reproduced,
-        # so blocked episodes have no greedy row (None) rather than a wrong one.
-        if not episode.segments or episode.mode != "static":
+        # Blocked runs: the greedy replays the agent's blocks (Blocker.replay_greedy); the
+        # whole replay is stored in the first segment.
+        if not episode.segments:
             continue
         path = tuple(name for seg in episode.segments for name in seg.greedy_path)
         truth = gt_path(episode)

@@ -341,9 +341,13 @@ class TravelEnv:
         """Regenerate every cost as if the instance had been built with ``seed=global_seed``."""
         self.global_seed = global_seed
         self.seed_q = query_seed(self.query_id, global_seed)
-        self.costs = tool_costs(
+        self.costs = self.costs_for_seed(global_seed)
+
+    def costs_for_seed(self, global_seed: int) -> dict[str, float]:
+        """The costs an instance built with ``seed=global_seed`` would have (no change here)."""
+        return tool_costs(
             self._tools,
-            self.seed_q,
+            query_seed(self.query_id, global_seed),
             self.refinement_level,
             cost_range=self._cost_range,
             noise_std=self._noise_std,

@@ -1,0 +1,125 @@
+"""What the HTTP tool agent sends on the wire in a planning episode (CostBench fact sheet §4.3).
+
+CostBench makes one request per turn with ``temperature``, ``max_tokens``, the task's tools,
+``tool_choice="auto"`` and ``parallel_tool_calls=False``.  Each test runs a real episode
+through :class:`~pytest_budget.models.agents.LLMToolAgent` against the loopback
+``ScriptedServer`` and checks every request body the server received.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from scripted_server import Reply, ScriptedServer  # tests/ is on sys.path (prepend import mode)
+
+from pytest_budget.models import AnthropicChatClient, OpenAIChatClient
+from pytest_budget.models.agents import LLMToolAgent, make_llm_agent
+from pytest_budget.planning.episode import ONE_TOOL_MESSAGE, run_episode
+from pytest_budget.planning.queries import generate_queries
+from pytest_budget.planning.records import EpisodeRecord
+
+QUERY = generate_queries("dining", 1)[0]
+
+
+def _openai_call(call_id: str, name: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+def _openai_replies() -> list[Reply]:
+    """Turn 1: two calls (only the first runs); turn 2: text without calls ends the episode."""
+    calls = [
+        _openai_call("call_1", "Decide_Dining_Preference"),
+        _openai_call("call_2", "Search_Dining_Candidates"),
+    ]
+    first = {"role": "assistant", "content": None, "tool_calls": calls}
+    second = {"role": "assistant", "content": "I stop here."}
+    return [
+        Reply(json={"choices": [{"index": 0, "message": m, "finish_reason": "stop"}]})
+        for m in (first, second)
+    ]
+
+
+def _anthropic_replies() -> list[Reply]:
+    blocks = [
+        {"type": "tool_use", "id": "toolu_1", "name": "Decide_Dining_Preference", "input": {}},
+        {"type": "tool_use", "id": "toolu_2", "name": "Search_Dining_Candidates", "input": {}},
+    ]
+    first = {"type": "message", "role": "assistant", "content": blocks, "stop_reason": "tool_use"}
+    second = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "I stop here."}],
+        "stop_reason": "end_turn",
+    }
+    return [Reply(json=first), Reply(json=second)]
+
+
+def _episode(agent: LLMToolAgent) -> EpisodeRecord:
+    async def go() -> EpisodeRecord:
+        async with agent:
+            return await run_episode(QUERY, 2, "static", 0, agent)
+
+    return anyio.run(go)
+
+
+def test_openai_tool_agent_asks_for_one_call_per_turn_at_temperature_0_and_16384_tokens() -> None:
+    with ScriptedServer(_openai_replies()) as server:
+        client = OpenAIChatClient("gpt-test", server.url + "/v1")
+        record = _episode(LLMToolAgent(client))
+    bodies = [r.json for r in server.requests]
+    assert len(bodies) == 2  # one request per turn
+    for body in bodies:
+        assert body["parallel_tool_calls"] is False
+        assert body["tool_choice"] == "auto"
+        assert body["temperature"] == 0
+        assert body["max_tokens"] == 16384
+        assert len(body["tools"]) == 14  # dining at L=2 with the longest tool banned
+    # Had the model still sent two calls, only the first ran; the second got the error.
+    assert [c.name for c in record.calls] == ["Decide_Dining_Preference"]
+    tool_messages = [m for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["call_1", "call_2"]
+    assert tool_messages[1]["content"] == ONE_TOOL_MESSAGE
+
+
+def test_anthropic_tool_agent_disables_parallel_tool_use() -> None:
+    with ScriptedServer(_anthropic_replies()) as server:
+        client = AnthropicChatClient("claude-test", server.url)
+        record = _episode(LLMToolAgent(client))
+    bodies = [r.json for r in server.requests]
+    assert [r.path for r in server.requests] == ["/v1/messages"] * 2
+    for body in bodies:
+        assert body["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
+        assert "parallel_tool_calls" not in body  # not an Anthropic field
+        assert body["temperature"] == 0
+        assert body["max_tokens"] == 16384
+    assert [c.name for c in record.calls] == ["Decide_Dining_Preference"]
+    results = bodies[1]["messages"][-1]["content"]
+    assert [r["tool_use_id"] for r in results] == ["toolu_1", "toolu_2"]
+    assert results[1]["content"] == ONE_TOOL_MESSAGE
+
+
+def test_cap_and_temperature_can_be_changed_and_reach_the_wire() -> None:
+    with ScriptedServer(_openai_replies()) as server:
+        client = OpenAIChatClient("gpt-test", server.url + "/v1")
+        settings = {"max_tokens": {"tool_agent": 8192}, "temperature": 0.7}
+        agent = make_llm_agent("tool_agent", client, settings=settings)
+        assert isinstance(agent, LLMToolAgent)
+        _episode(agent)
+    for request in server.requests:
+        body = request.json
+        assert (body["max_tokens"], body["temperature"]) == (8192, 0.7)
+        assert body["parallel_tool_calls"] is False
+
+
+def test_requests_without_tools_carry_no_tool_choice() -> None:
+    """The planner, solver, estimator and actor send no tools, so no tool fields either."""
+    with ScriptedServer() as server:
+        body = OpenAIChatClient("m", server.url + "/v1").build_request(
+            [{"role": "user", "content": "hi"}], max_tokens=5
+        )
+        anthropic = AnthropicChatClient("c", server.url).build_request(
+            [{"role": "user", "content": "hi"}], max_tokens=5
+        )
+    assert not {"tools", "tool_choice", "parallel_tool_calls"} & set(body)
+    assert not {"tools", "tool_choice"} & set(anthropic)
