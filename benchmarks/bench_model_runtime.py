@@ -36,7 +36,7 @@ import anyio
 from pytest_budget.awareness.evaluate import run_awareness_cell
 from pytest_budget.awareness.rollouts import Rollout, Turn
 from pytest_budget.models.agents import LLMEstimator
-from pytest_budget.models.connections import run_in_connection_scope
+from pytest_budget.models.loop import run_on_worker_loop
 from pytest_budget.models.provider import build_chat_client
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
 
@@ -135,7 +135,7 @@ def _cpu_s() -> float:
 def _cell(rollouts: list[Rollout], estimator: object, concurrency: int) -> tuple[float, float, Any]:
     started, cpu = time.perf_counter(), _cpu_s()
     # As the suites do: one connection scope per cell, so calls reuse keep-alive connections.
-    outcome = run_in_connection_scope(
+    outcome = run_on_worker_loop(
         lambda: run_awareness_cell(rollouts, estimator, limiter=anyio.CapacityLimiter(concurrency)),
     )
     return time.perf_counter() - started, _cpu_s() - cpu, outcome

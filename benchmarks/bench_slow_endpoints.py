@@ -23,7 +23,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_budget.models.client import ModelCallError, OpenAIChatClient
-from pytest_budget.models.connections import run_in_connection_scope
+from pytest_budget.models.loop import run_on_worker_loop
 from pytest_budget.models.retry import RetryPolicy
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
 from tests.slow_server import SlowServer
@@ -47,7 +47,7 @@ def measure(mode: str, timeout: float, calls: int) -> tuple[float, float, int, s
                 for index in range(calls):
                     group.start_soon(one, index)
 
-        run_in_connection_scope(main)
+        run_on_worker_loop(main)
         posts = server.posts
     return min(failures), max(failures), posts, runtime.endpoint_down() or "(not down)"
 

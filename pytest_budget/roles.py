@@ -314,38 +314,30 @@ T = TypeVar("T")
 
 
 def run_blocking(func: Callable[[], Awaitable[T]]) -> T:
-    """Run ``func()`` to completion from synchronous code, in a new event loop.
+    """Run ``func()`` to completion from synchronous code, on the process's worker loop.
 
-    Inside a running event loop (a sync helper called from an ``async def`` test under
-    pytest-asyncio or anyio) the loop runs in a fresh thread, so the caller's loop is not
-    re-entered ("already running"); the caller blocks until it is done, and the run's
-    context (output limit, agent-error log) goes with it.
+    Every cell's work runs on that one loop (:mod:`pytest_budget.models.loop`), whatever
+    loop the caller runs: a sync helper called from an ``async def`` test (pytest-asyncio or
+    anyio) blocks until the work is done, and the caller's context (output limit, meter)
+    goes with it.  Called from a task of the worker loop itself (which must not block), the
+    work runs in a loop of its own thread instead.
     """
-    import sniffio
+    from pytest_budget.models.loop import on_worker_loop, run_on_worker_loop
 
-    from pytest_budget.models.connections import run_in_connection_scope
-
-    try:
-        sniffio.current_async_library()
-    except sniffio.AsyncLibraryNotFoundError:
-        return run_in_connection_scope(func)
+    if not on_worker_loop():
+        return run_on_worker_loop(func)
     import threading
 
     box: list[Any] = []
     context = contextvars.copy_context()
 
-    def in_thread() -> T:
-        # The copied context says which library runs the caller's loop; not this thread's.
-        sniffio.current_async_library_cvar.set(None)
-        return run_in_connection_scope(func)
-
     def target() -> None:
         try:
-            box.append((True, context.run(in_thread)))
+            box.append((True, context.run(anyio.run, func)))
         except BaseException as exc:
             box.append((False, exc))
 
-    thread = threading.Thread(target=target, name="pytest-budget-loop", daemon=True)
+    thread = threading.Thread(target=target, name="pytest-budget-nested-loop", daemon=True)
     thread.start()
     thread.join()
     ok, value = box[0]

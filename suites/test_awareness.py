@@ -31,7 +31,7 @@ from pytest_budget.fixtures.awareness import (
     awareness_cells,
 )
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
-from pytest_budget.models.connections import run_in_connection_scope
+from pytest_budget.models.loop import run_on_worker_loop
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.roles import agent_name
@@ -131,7 +131,7 @@ def test_awareness(
     preset = None if logged else WAREHOUSE_PRESETS.get(awareness_cell.env)
     if preset in LEAKING_PRESETS:
         floor["leaking_preset"] = preset
-    outcome = run_in_connection_scope(
+    outcome = run_on_worker_loop(
         lambda: run_awareness_cell(
             rollouts,
             budget_estimator,
@@ -145,7 +145,7 @@ def test_awareness(
     outcomes = (
         [outcome]
         + [
-            run_in_connection_scope(
+            run_on_worker_loop(
                 lambda estimator=estimator: run_awareness_cell(
                     rollouts,
                     estimator,

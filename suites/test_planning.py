@@ -17,7 +17,7 @@ import pytest
 
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.planning import PlanningCell, PlanningQueries, planning_cells
-from pytest_budget.models.connections import run_in_connection_scope
+from pytest_budget.models.loop import run_on_worker_loop
 from pytest_budget.options import BudgetOptions
 from pytest_budget.planning.evaluate import run_planning_cell
 from pytest_budget.planning.intervals import cell_summary
@@ -70,7 +70,7 @@ def test_planning(
 ) -> None:
     scenario = planning_cell.scenario
     queries = planning_queries.for_task(planning_cell.task)
-    outcome = run_in_connection_scope(
+    outcome = run_on_worker_loop(
         lambda: run_planning_cell(
             queries,
             scenario.level,
@@ -84,7 +84,7 @@ def test_planning(
     )
     # --budget-repeat: the agent runs every query again (a reference agent with another seed).
     outcomes = [outcome] + [
-        run_in_connection_scope(
+        run_on_worker_loop(
             lambda tool_agent=tool_agent: run_planning_cell(
                 queries,
                 scenario.level,

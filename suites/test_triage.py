@@ -16,7 +16,7 @@ import pytest
 
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
-from pytest_budget.models.connections import run_in_connection_scope
+from pytest_budget.models.loop import run_on_worker_loop
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.repeats import CellSummary
@@ -191,7 +191,7 @@ def test_triage(
     request: pytest.FixtureRequest,
 ) -> None:
     pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver, budget_record, "triage")
-    outcome = run_in_connection_scope(
+    outcome = run_on_worker_loop(
         lambda: _plan(
             pool,
             phase0,
@@ -203,7 +203,7 @@ def test_triage(
     )
     # --budget-repeat: the planner plans again (a reference planner with another seed).
     outcomes = [outcome] + [
-        run_in_connection_scope(
+        run_on_worker_loop(
             lambda planner=planner: _plan(
                 pool,
                 phase0,

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
-from pytest_budget.models.connections import run_in_connection_scope
+from pytest_budget.models.loop import run_on_worker_loop
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.suites.test_triage import _context, _fail_on_error, _phase0, _plan, _record
@@ -67,10 +67,10 @@ def test_resolve(
 
     cut: list[str] = []  # ids of re-solve replies cut at the cap, over every repeat
 
-    outcome, resolved = run_in_connection_scope(both)
+    outcome, resolved = run_on_worker_loop(both)
     # --budget-repeat: plan and re-solve again (a reference planner with another seed).
     runs = [(outcome, resolved)] + [
-        run_in_connection_scope(lambda planner=planner: both(planner))
+        run_on_worker_loop(lambda planner=planner: both(planner))
         for planner in repeat_agents(request, "planner", budget_planner)[1:]
     ]
     calls = sum(len(records) for _, records in runs)

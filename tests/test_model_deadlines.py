@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from pytest_budget.models.client import ModelCallError, OpenAIChatClient
-from pytest_budget.models.connections import run_in_connection_scope
+from pytest_budget.models.loop import run_on_worker_loop
 from pytest_budget.models.retry import RetryPolicy
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
 from tests.chat_logs import write_chat_file
@@ -46,7 +46,7 @@ def test_a_call_fails_at_its_total_deadline(mode: str, path: str) -> None:
             elapsed = anyio.run(go)
         else:
             client = OpenAIChatClient("m", server.url, timeout=1)
-            elapsed = run_in_connection_scope(lambda: call(client))
+            elapsed = run_on_worker_loop(lambda: call(client))
             anyio.run(client.aclose)
     assert 0.9 <= elapsed < 5
 
@@ -79,7 +79,7 @@ def test_an_endpoint_that_mostly_fails_stops_every_call(mode: str, tmp_path: Pat
                         group.start_soon(one, index)
 
         started = time.monotonic()
-        run_in_connection_scope(main)
+        run_on_worker_loop(main)
         elapsed = time.monotonic() - started
         posts = server.posts
     assert len(errors) == 20
@@ -113,7 +113,7 @@ def test_a_healthy_endpoint_with_a_few_failures_is_not_stopped(tmp_path: Path) -
                     pass
             return ok
 
-        assert run_in_connection_scope(go) == 11  # 4 failures: 3 for the first call, 1 retried
+        assert run_on_worker_loop(go) == 11  # 4 failures: 3 for the first call, 1 retried
     assert runtime.endpoint_down() is None
 
 

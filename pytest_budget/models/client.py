@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import anyio
 import httpx
 
-from pytest_budget.models.connections import HTTPAnswer, current_connection_scope
+from pytest_budget.models.loop import shared_http_client
 from pytest_budget.models.usage import TokenUsage, from_anthropic, from_openai
 from pytest_budget.redact import redact_text, split_credentials
 
@@ -169,7 +169,7 @@ def _truncate(text: str, limit: int = _REASON_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _error_reason(response: HTTPAnswer) -> str:
+def _error_reason(response: httpx.Response) -> str:
     """The provider's error message if the body is the usual JSON, else the body's text."""
     try:
         body = response.json()
@@ -201,8 +201,8 @@ class ChatClient:
     Use as ``async with Client(...) as client:`` or call :meth:`aclose`; an
     ``httpx.AsyncClient`` passed in as ``http_client`` is used as is and left open.
 
-    Inside :func:`~pytest_budget.models.connections.connection_scope` the calls reuse the
-    scope's keep-alive connections when ``use_connection_scope`` is true (the default when
+    On the process's worker loop (:mod:`pytest_budget.models.loop`) the calls share that
+    loop's pooled keep-alive connections when ``use_shared_pool`` is true (the default when
     no ``http_client`` is given); otherwise they go through ``http_client``.
     """
 
@@ -216,7 +216,7 @@ class ChatClient:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         http_client: httpx.AsyncClient | None = None,
-        use_connection_scope: bool | None = None,
+        use_shared_pool: bool | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         if not model:
@@ -243,9 +243,9 @@ class ChatClient:
         self._secrets = [secret for secret in secrets if secret is not None]
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else httpx.AsyncClient()
-        if use_connection_scope is None:
-            use_connection_scope = http_client is None
-        self._use_scope = use_connection_scope
+        if use_shared_pool is None:
+            use_shared_pool = http_client is None
+        self._use_pool = use_shared_pool
 
     def __repr__(self) -> str:
         key = _MASK if self._key is not None else None
@@ -379,17 +379,14 @@ class ChatClient:
             reason = _truncate(_mask(f"malformed response: {exc}", self._secrets))
             raise self._error(reason, status=response.status_code, kind="unusable") from None
 
-    async def _send(self, content: bytes) -> HTTPAnswer:
-        scope = current_connection_scope() if self._use_scope else None
-        if scope is None or not scope.direct:
-            response = await self._http.post(
-                self.endpoint,
-                content=content,
-                headers=self._headers(),
-                timeout=httpx.Timeout(self.timeout),
-            )
-            return HTTPAnswer.from_httpx(response)
-        return await scope.post(self.endpoint, self._headers(), content, self.timeout)
+    async def _send(self, content: bytes) -> httpx.Response:
+        http = shared_http_client() if self._use_pool else None
+        return await (http or self._http).post(
+            self.endpoint,
+            content=content,
+            headers=self._headers(),
+            timeout=httpx.Timeout(self.timeout),
+        )
 
     def _error(
         self,
@@ -503,7 +500,7 @@ class AnthropicChatClient(ChatClient):
         *,
         timeout: float = DEFAULT_TIMEOUT,
         http_client: httpx.AsyncClient | None = None,
-        use_connection_scope: bool | None = None,
+        use_shared_pool: bool | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
@@ -512,7 +509,7 @@ class AnthropicChatClient(ChatClient):
             api_key,
             timeout=timeout,
             http_client=http_client,
-            use_connection_scope=use_connection_scope,
+            use_shared_pool=use_shared_pool,
             extra_headers=extra_headers,
         )
 

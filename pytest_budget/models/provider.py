@@ -9,11 +9,10 @@ APIs need a key and a missing one is a one-line :class:`ProviderConfigError`; an
 :func:`provider_factory` gives the ``factory(model, role, settings)`` that
 :func:`pytest_budget.agents.register_provider` expects; nothing is registered here.
 
-Connections are not kept alive across event loops: the suites run Phase 0 and each cell in
-their own ``anyio.run`` event loop and one agent may serve several of them, and an ``httpx``
-connection pooled in one loop breaks in the next ("Event loop is closed").  Outside a
-:func:`~pytest_budget.models.connections.connection_scope` a call opens a fresh connection;
-inside one (the suites open one per loop) calls reuse keep-alive connections.
+Connections are kept alive on the process's worker loop (:mod:`pytest_budget.models.loop`),
+where the suites run every cell: one ``httpx`` pool serves them all.  An ``httpx``
+connection pooled in one loop breaks in the next ("Event loop is closed"), so a call made
+on any other loop (an async test's own) opens a fresh connection.
 """
 
 from __future__ import annotations
@@ -210,8 +209,8 @@ def build_chat_client(
     Anthropic a trailing ``/v1`` is dropped (the client adds it).  The key is read from the
     environment variable ``api_key_env`` (default :data:`DEFAULT_API_KEY_ENVS`); it is
     required for the hosted APIs and whenever ``api_key_env`` is named, optional otherwise.
-    ``keep_alive=False`` (default) opens a connection per call so the client works across
-    event loops; ``True`` pools connections (one event loop only; close the client).
+    ``keep_alive=False`` (default) shares the worker loop's pool there and opens a
+    connection per call on other loops, so the client works across event loops; ``True`` pools connections (one event loop only; close the client).
     ``header_envs`` are ``NAME=ENV_VAR`` extra headers (:func:`gateway_headers`).
     Credentials in ``base_url`` (``https://user:pass@host/v1``) are sent as Basic
     authorization and appear nowhere else.  Raises :class:`ProviderConfigError`.
@@ -230,7 +229,7 @@ def build_chat_client(
         key,
         timeout=timeout,
         http_client=http_client,
-        use_connection_scope=True,
+        use_shared_pool=True,
         extra_headers=gateway_headers(header_envs),
     )
 

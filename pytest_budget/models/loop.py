@@ -1,0 +1,287 @@
+"""One event loop per process for every cell's async work, and one HTTP pool on it.
+
+The suites' tests are synchronous; their async work (agent calls, Phase 0, episodes) runs
+on a single asyncio event loop that lives in a daemon thread of the process for the whole
+run (:func:`worker_loop`).  One loop means one ``httpx.AsyncClient`` connection pool
+(:func:`shared_http_client`) whose keep-alive connections serve every cell, one
+concurrency limit that spans cells, and work of later cells that can start while an
+earlier test is still waiting (:meth:`WorkerLoop.submit`).
+
+A call from synchronous code (:meth:`WorkerLoop.run`) carries the caller's context
+variables into the task (the current :class:`~pytest_budget.budget.Meter`, output limits,
+per-cell counters) and blocks until it is done.  ``KeyboardInterrupt`` in the caller cancels
+the task, so Ctrl-C stops the work on the loop too.  The thread is a daemon: a sync agent
+that never returns cannot keep the process alive after the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+import urllib.request
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import httpx
+import sniffio
+
+__all__ = [
+    "WorkerLoop",
+    "close_worker_loop",
+    "on_worker_loop",
+    "run_on_worker_loop",
+    "shared_http_client",
+    "worker_loop",
+]
+
+T = TypeVar("T")
+
+_LOCK = threading.Lock()
+_LOOP: WorkerLoop | None = None
+# Keep-alive connections kept per pool at least (more when the concurrency is higher).
+_MIN_KEEPALIVE = 32
+_keepalive = _MIN_KEEPALIVE
+
+
+class WorkerLoop:
+    """An asyncio event loop running in a daemon thread until :meth:`close`."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def main() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.loop.call_soon(ready.set)
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=main, name="pytest-budget-loop", daemon=True)
+        self.thread.start()
+        ready.wait()
+        self.http: httpx.AsyncClient | None = None
+
+    def is_current(self) -> bool:
+        """Whether the caller runs on this loop's thread."""
+        return threading.get_ident() == self.thread.ident
+
+    def submit(
+        self,
+        func: Callable[[], Awaitable[T]],
+        context: contextvars.Context | None = None,
+    ) -> concurrent.futures.Future[T]:
+        """Start ``func()`` on the loop now, in ``context`` (a copy of the caller's by
+        default); the returned future holds its result."""
+        if self.loop.is_closed():
+            raise RuntimeError("the worker event loop is closed")
+        ctx = context if context is not None else contextvars.copy_context()
+        # The caller's loop may be another library's; this task runs under asyncio.
+        ctx.run(sniffio.current_async_library_cvar.set, None)
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def start() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+
+            async def body() -> T:
+                return await func()
+
+            task = self.loop.create_task(body(), context=ctx)
+
+            def done(task: asyncio.Task[T]) -> None:
+                if task.cancelled():
+                    future.set_exception(concurrent.futures.CancelledError())
+                    return
+                error = task.exception()
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(task.result())
+
+            task.add_done_callback(done)
+            _TASKS[future] = task
+
+        self.loop.call_soon_threadsafe(start)
+        return future
+
+    def cancel(self, future: concurrent.futures.Future[Any]) -> None:
+        """Cancel the task behind ``future`` (from any thread)."""
+        task = _TASKS.get(future)
+        if task is not None:
+            self.loop.call_soon_threadsafe(task.cancel)
+        else:
+            future.cancel()
+
+    def wait(self, future: concurrent.futures.Future[T]) -> T:
+        """Block until ``future`` is done; Ctrl-C cancels its task and re-raises."""
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            self.cancel(future)
+            raise
+
+    def run(self, func: Callable[[], Awaitable[T]]) -> T:
+        """Run ``func()`` on the loop from synchronous code and return its result."""
+        if self.is_current():
+            raise RuntimeError("WorkerLoop.run() called from the loop's own thread")
+        return self.wait(self.submit(func))
+
+    def cancel_all(self) -> None:
+        """Cancel every task on the loop (Ctrl-C: stop the work of every cell)."""
+
+        def cancel() -> None:
+            for task in asyncio.all_tasks(self.loop):
+                task.cancel()
+
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(cancel)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Close the HTTP pool, stop the loop and wait (at most ``timeout``) for the thread."""
+        if self.loop.is_closed():
+            return
+        if self.http is not None:
+            http, self.http = self.http, None
+            try:
+                asyncio.run_coroutine_threadsafe(http.aclose(), self.loop).result(timeout)
+            except Exception:
+                pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+# Futures -> tasks, to cancel a task from another thread (entries go with their futures).
+_TASKS: weakref.WeakKeyDictionary[concurrent.futures.Future[Any], asyncio.Task[Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def worker_loop() -> WorkerLoop:
+    """The process's loop (started on first use)."""
+    global _LOOP
+    with _LOCK:
+        if _LOOP is None or _LOOP.loop.is_closed():
+            _LOOP = WorkerLoop()
+        return _LOOP
+
+
+def on_worker_loop() -> bool:
+    """Whether the caller is a task of the process's worker loop."""
+    loop = _LOOP
+    return loop is not None and loop.is_current()
+
+
+def close_worker_loop() -> None:
+    """Close the process's loop if it was started (the plugin calls it at the end)."""
+    global _LOOP
+    with _LOCK:
+        loop, _LOOP = _LOOP, None
+    if loop is not None:
+        loop.close()
+
+
+def run_on_worker_loop(func: Callable[[], Awaitable[T]]) -> T:
+    """Run ``func()`` on the process's worker loop and return its result (sync code only)."""
+    return worker_loop().run(func)
+
+
+def set_pool_size(concurrency: int) -> None:
+    """Keep at least ``concurrency`` idle keep-alive connections (before the first call)."""
+    global _keepalive
+    _keepalive = max(_MIN_KEEPALIVE, concurrency)
+
+
+class _ShardedTransport(httpx.AsyncBaseTransport):
+    """httpx's own transport, split into small pools; each request goes to the least busy.
+
+    httpcore's pool re-checks every connection (and every connection against every other
+    for the keep-alive count) on each request and each answer, so one pool of 32 busy
+    connections costs about a millisecond of CPU per call; pools of :data:`_SHARD`
+    connections keep that check small, whatever the concurrency.
+    """
+
+    def __init__(self, connections: int) -> None:
+        shards = max(1, -(-connections // _SHARD))
+        self._pools = [
+            httpx.AsyncHTTPTransport(
+                limits=httpx.Limits(max_connections=_SHARD, max_keepalive_connections=_SHARD)
+            )
+            for _ in range(shards)
+        ]
+        self._busy = [0] * shards
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        index = min(range(len(self._busy)), key=self._busy.__getitem__)
+        self._busy[index] += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._busy[index] -= 1
+
+        try:
+            response = await self._pools[index].handle_async_request(request)
+        except BaseException:
+            release()
+            raise
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_Released(response.stream, release),  # type: ignore[arg-type]
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        for pool in self._pools:
+            await pool.aclose()
+
+
+class _Released(httpx.AsyncByteStream):
+    """A response stream that frees its pool's slot when it is closed."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, release: Callable[[], None]) -> None:
+        self._stream = stream
+        self._release = release
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        finally:
+            self._release()
+
+
+_SHARD = 8  # connections per small pool
+
+
+def shared_http_client() -> httpx.AsyncClient | None:
+    """The worker loop's pooled client when called on that loop, else None.
+
+    Keep-alive connections belong to the loop that opened them, so other loops (an async
+    test's own) get None and use a client of their own.  Connections stay alive whatever
+    the proxy environment; with proxy variables set (``HTTP_PROXY``, ``NO_PROXY``...) the
+    pool is httpx's own, which honours them.
+    """
+    loop = _LOOP
+    if loop is None or not loop.is_current():
+        return None
+    if loop.http is None:
+        if urllib.request.getproxies():
+            loop.http = httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=_keepalive),
+                timeout=None,
+            )
+        else:
+            loop.http = httpx.AsyncClient(
+                transport=_ShardedTransport(_keepalive), timeout=None, trust_env=False
+            )
+    return loop.http
