@@ -210,7 +210,8 @@ def build_chat_client(
     environment variable ``api_key_env`` (default :data:`DEFAULT_API_KEY_ENVS`); it is
     required for the hosted APIs and whenever ``api_key_env`` is named, optional otherwise.
     ``keep_alive=False`` (default) shares the worker loop's pool there and opens a
-    connection per call on other loops, so the client works across event loops; ``True`` pools connections (one event loop only; close the client).
+    connection per call on other loops, so the client works across event loops; ``True``
+    pools connections in the client itself (one event loop only; close the client).
     ``header_envs`` are ``NAME=ENV_VAR`` extra headers (:func:`gateway_headers`).
     Credentials in ``base_url`` (``https://user:pass@host/v1``) are sent as Basic
     authorization and appear nowhere else.  Raises :class:`ProviderConfigError`.
