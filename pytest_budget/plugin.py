@@ -715,6 +715,24 @@ AGENT_ERRORS_KEY = pytest.StashKey[list[Any]]()
 _TRACEBACKS_SHOWN = 3
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A live run starts the work of the cells this process will run now (one concurrency
+    limit spans cells); each test then waits for its own cell's result."""
+    state = item.config.stash.get(SESSION_KEY, None)
+    if state is not None and "model-runtime-factory" in state.memo:
+        from pytest_budget.fixtures.cells import schedule_ahead
+
+        schedule_ahead(item, state)
+
+
+def pytest_keyboard_interrupt() -> None:
+    """Ctrl-C: stop the work on the process's event loop too (cells started ahead)."""
+    loop_module = sys.modules.get("pytest_budget.models.loop")
+    if loop_module is not None:
+        loop_module.cancel_worker_loop()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Collect the errors of agents called during the test (for the failure report)."""
@@ -928,8 +946,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Workers write their last buffered model-call counters before they exit."""
     state = session.config.stash.get(SESSION_KEY, None)
     runtime = state.memo.get("model-runtime-factory") if state is not None else None
+    scheduler = state.memo.get("cell-scheduler") if state is not None else None
+    if scheduler is not None:
+        scheduler.cancel_all()  # cells started ahead whose tests did not run (-x, Ctrl-C)
     if runtime is not None:
         runtime.flush()
+    loop_module = sys.modules.get("pytest_budget.models.loop")
+    if loop_module is not None:
+        loop_module.close_worker_loop()
 
 
 def pytest_assertrepr_compare(

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
 import pytest
 
 from pytest_budget.awareness.environments import WAREHOUSE_PRESETS, file_digest
@@ -31,7 +30,7 @@ from pytest_budget.fixtures.awareness import (
     awareness_cells,
 )
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
-from pytest_budget.models.loop import run_on_worker_loop
+from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.roles import agent_name
@@ -136,7 +135,7 @@ def test_awareness(
             rollouts,
             budget_estimator,
             policy=budget_options.parse,  # type: ignore[arg-type]
-            limiter=anyio.CapacityLimiter(budget_options.concurrency),
+            limiter=shared_limiter(budget_options.concurrency),
             probes=probes,
         ),
     )
@@ -150,7 +149,7 @@ def test_awareness(
                     rollouts,
                     estimator,
                     policy=budget_options.parse,  # type: ignore[arg-type]
-                    limiter=anyio.CapacityLimiter(budget_options.concurrency),
+                    limiter=shared_limiter(budget_options.concurrency),
                     probes=probes,
                 ),
             )

@@ -12,17 +12,18 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
 import pytest
 
+from pytest_budget.fixtures.cells import cell_result
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.planning import PlanningCell, PlanningQueries, planning_cells
-from pytest_budget.models.loop import run_on_worker_loop
+from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.planning.evaluate import run_planning_cell
 from pytest_budget.planning.intervals import cell_summary
 from pytest_budget.planning.records import Query
 from pytest_budget.plugin import budget_session
+from pytest_budget.roles import agent_name
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -58,6 +59,35 @@ def _samples(outcome: Any, queries: Sequence[Query], options: BudgetOptions) -> 
     return episode_samples(outcome.episodes, queries, scrubber(options_secrets(options)))
 
 
+async def _run(
+    queries: Sequence[Query], cell: PlanningCell, agent: Any, options: BudgetOptions
+) -> Any:
+    scenario = cell.scenario
+    return await run_planning_cell(
+        queries,
+        scenario.level,
+        scenario.mode,
+        scenario.blocks,
+        agent,
+        seed=options.seed,
+        limiter=shared_limiter(options.concurrency),
+        **_protocol(options),
+    )
+
+
+def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] | None:
+    """The cell's episodes, started ahead of its test (:mod:`~pytest_budget.fixtures.
+    cells`): what the test computes for repeat 0, with the same agent."""
+    from pytest_budget.fixtures.core import role_agent_for
+    from pytest_budget.fixtures.planning import PlanningQueries
+
+    params = item.callspec.params  # type: ignore[attr-defined]
+    cell, name, options = params["planning_cell"], params["budget_agent"], state.options
+    agent = role_agent_for(item.config, options, name, "tool_agent", options.seed)
+    queries = PlanningQueries(state).for_task(cell.task)
+    return (lambda: _run(queries, cell, agent, options)), (agent_name(agent),)
+
+
 def test_planning(
     planning_cell: PlanningCell,
     budget_agent: str,
@@ -70,31 +100,15 @@ def test_planning(
 ) -> None:
     scenario = planning_cell.scenario
     queries = planning_queries.for_task(planning_cell.task)
-    outcome = run_on_worker_loop(
-        lambda: run_planning_cell(
-            queries,
-            scenario.level,
-            scenario.mode,
-            scenario.blocks,
-            budget_tool_agent,
-            seed=budget_options.seed,
-            limiter=anyio.CapacityLimiter(budget_options.concurrency),
-            **_protocol(budget_options),
-        ),
+    outcome = cell_result(
+        request,
+        (agent_name(budget_tool_agent),),
+        lambda: _run(queries, planning_cell, budget_tool_agent, budget_options),
     )
     # --budget-repeat: the agent runs every query again (a reference agent with another seed).
     outcomes = [outcome] + [
         run_on_worker_loop(
-            lambda tool_agent=tool_agent: run_planning_cell(
-                queries,
-                scenario.level,
-                scenario.mode,
-                scenario.blocks,
-                tool_agent,
-                seed=budget_options.seed,
-                limiter=anyio.CapacityLimiter(budget_options.concurrency),
-                **_protocol(budget_options),
-            ),
+            lambda tool_agent=tool_agent: _run(queries, planning_cell, tool_agent, budget_options)
         )
         for tool_agent in repeat_agents(request, "tool_agent", budget_tool_agent)[1:]
     ]

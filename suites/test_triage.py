@@ -11,12 +11,17 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
 import pytest
 
+from pytest_budget.fixtures.cells import cell_result
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
-from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
-from pytest_budget.models.loop import run_on_worker_loop
+from pytest_budget.fixtures.triage import (
+    TriageCell,
+    TriageGroundTruth,
+    ground_truth_for,
+    triage_cells,
+)
+from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.repeats import CellSummary
@@ -86,12 +91,7 @@ def _phase0(
 
 
 async def _plan(
-    pool: Pool,
-    phase0: BaselineReport,
-    cell: TriageCell,
-    planner: Any,
-    options: BudgetOptions,
-    limiter: anyio.CapacityLimiter,
+    pool: Pool, phase0: BaselineReport, cell: TriageCell, planner: Any, options: BudgetOptions
 ) -> CellOutcome:
     return await run_cell(
         pool,
@@ -100,9 +100,30 @@ async def _plan(
         planner,
         seed=options.seed,
         variant=cell.variant,
-        limiter=limiter,
+        limiter=shared_limiter(options.concurrency),
         samples=options.random_samples,
     )
+
+
+def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] | None:
+    """The cell's Phase 0 and plan, started ahead of its test (:mod:`~pytest_budget.
+    fixtures.cells`): what the test computes for repeat 0, with the same agents."""
+    from pytest_budget.fixtures.core import role_agent_for
+
+    params = item.callspec.params  # type: ignore[attr-defined]
+    cell, name, options = params["triage_cell"], params["budget_agent"], state.options
+    planner = role_agent_for(item.config, options, name, "planner", options.seed)
+    solver = role_agent_for(item.config, options, name, "solver", options.seed)
+    ground_truth = ground_truth_for(state)
+
+    async def work() -> CellOutcome | None:
+        pool = ground_truth.pool(cell.pool, cell.unsolvable_ratio)
+        phase0 = await ground_truth.abaselines(pool, solver)
+        if phase0.errors and not phase0.baselines:
+            return None  # the test fails the cell
+        return await _plan(pool, phase0, cell, planner, options)
+
+    return work, (agent_name(planner), agent_name(solver))
 
 
 def _summary(
@@ -191,27 +212,15 @@ def test_triage(
     request: pytest.FixtureRequest,
 ) -> None:
     pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver, budget_record, "triage")
-    outcome = run_on_worker_loop(
-        lambda: _plan(
-            pool,
-            phase0,
-            triage_cell,
-            budget_planner,
-            budget_options,
-            anyio.CapacityLimiter(budget_options.concurrency),
-        ),
+    outcome = cell_result(
+        request,
+        (agent_name(budget_planner), agent_name(budget_solver)),
+        lambda: _plan(pool, phase0, triage_cell, budget_planner, budget_options),
     )
     # --budget-repeat: the planner plans again (a reference planner with another seed).
     outcomes = [outcome] + [
         run_on_worker_loop(
-            lambda planner=planner: _plan(
-                pool,
-                phase0,
-                triage_cell,
-                planner,
-                budget_options,
-                anyio.CapacityLimiter(budget_options.concurrency),
-            ),
+            lambda planner=planner: _plan(pool, phase0, triage_cell, planner, budget_options)
         )
         for planner in repeat_agents(request, "planner", budget_planner)[1:]
     ]

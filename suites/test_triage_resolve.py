@@ -10,12 +10,11 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import anyio
 import pytest
 
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
-from pytest_budget.models.loop import run_on_worker_loop
+from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.suites.test_triage import _context, _fail_on_error, _phase0, _plan, _record
@@ -54,11 +53,10 @@ def test_resolve(
     pool, phase0 = _phase0(
         triage_ground_truth, triage_cell, budget_solver, budget_record, "triage-resolve"
     )
-    limiter_size = budget_options.concurrency
 
     async def both(planner: Any = budget_planner) -> Any:
-        limiter = anyio.CapacityLimiter(limiter_size)
-        outcome = await _plan(pool, phase0, triage_cell, planner, budget_options, limiter)
+        limiter = shared_limiter(budget_options.concurrency)
+        outcome = await _plan(pool, phase0, triage_cell, planner, budget_options)
         records = await resolve_records(
             pool.items, phase0.baselines, outcome.plan, budget_solver, limiter=limiter,
             truncated=cut,

@@ -25,15 +25,19 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+import anyio
 import httpx
 import sniffio
 
 __all__ = [
     "WorkerLoop",
+    "cancel_worker_loop",
     "close_worker_loop",
     "on_worker_loop",
     "run_on_worker_loop",
+    "set_pool_size",
     "shared_http_client",
+    "shared_limiter",
     "worker_loop",
 ]
 
@@ -62,6 +66,7 @@ class WorkerLoop:
         self.thread.start()
         ready.wait()
         self.http: httpx.AsyncClient | None = None
+        self.limiter: anyio.CapacityLimiter | None = None
 
     def is_current(self) -> bool:
         """Whether the caller runs on this loop's thread."""
@@ -184,9 +189,29 @@ def close_worker_loop() -> None:
         loop.close()
 
 
+def cancel_worker_loop() -> None:
+    """Cancel every task of the process's loop, if it was started (Ctrl-C)."""
+    loop = _LOOP
+    if loop is not None:
+        loop.cancel_all()
+
+
 def run_on_worker_loop(func: Callable[[], Awaitable[T]]) -> T:
     """Run ``func()`` on the process's worker loop and return its result (sync code only)."""
     return worker_loop().run(func)
+
+
+def shared_limiter(total: int) -> anyio.CapacityLimiter:
+    """The one ``--budget-concurrency`` limit of every cell's agent calls on the worker loop
+    (a limiter of its own on any other loop)."""
+    loop = _LOOP
+    if loop is None or not loop.is_current():
+        return anyio.CapacityLimiter(total)
+    if loop.limiter is None:
+        loop.limiter = anyio.CapacityLimiter(total)
+    elif loop.limiter.total_tokens != total:
+        loop.limiter.total_tokens = total
+    return loop.limiter
 
 
 def set_pool_size(concurrency: int) -> None:

@@ -23,6 +23,7 @@ report it as that probe's or turn's error and the cell goes on.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import math
 import random
@@ -46,7 +47,15 @@ from pytest_budget.models.usage import TokenUsage
 from pytest_budget.roles import acquire
 from pytest_budget.tokens import count_tokens
 
-__all__ = ["AdaptiveLimit", "EndpointHealth", "ModelRuntime", "RuntimeChatModel", "RuntimeConfig"]
+__all__ = [
+    "CELL_CALLS",
+    "AdaptiveLimit",
+    "CellCalls",
+    "EndpointHealth",
+    "ModelRuntime",
+    "RuntimeChatModel",
+    "RuntimeConfig",
+]
 
 _GROW_AFTER = 20  # successes in a row before the limit grows by one
 _SHRINK_EVERY_S = 1.0  # at most one halving per second (a burst of 429s is one signal)
@@ -79,9 +88,9 @@ class RuntimeConfig:
 class AdaptiveLimit:
     """A per-process limit on calls in flight that backs off on 429s (AIMD).
 
-    anyio primitives belong to one event loop and the suites open one loop per cell, so
-    the :class:`anyio.CapacityLimiter` is rebuilt when the loop changes; the current limit
-    carries over.
+    anyio primitives belong to one event loop; the suites run every cell on the process's
+    worker loop, but a user's async test has its own, so the :class:`anyio.CapacityLimiter`
+    is rebuilt when the loop changes; the current limit carries over.
     """
 
     def __init__(self, maximum: int) -> None:
@@ -140,6 +149,38 @@ class _Stats:
     # Calls that raised after the retries (errors, missing recordings, a stopped endpoint):
     # a cell during which this grows is incomplete.
     failed: int = 0
+
+
+@dataclass
+class CellCalls:
+    """The calls of one cell that were refused (spend cap) or failed after the retries.
+
+    Cells of a process run concurrently on one event loop, so the process's counters cannot
+    say which cell a failure belongs to; each cell's work runs with its own
+    :data:`CELL_CALLS` (a context variable, inherited by the tasks it starts).
+    """
+
+    refused: int = 0
+    failed: int = 0
+
+    def add(self, other: CellCalls) -> None:
+        self.refused += other.refused
+        self.failed += other.failed
+
+
+#: The counters of the cell whose work is running (None outside a cell).
+CELL_CALLS: contextvars.ContextVar[CellCalls | None] = contextvars.ContextVar(
+    "pytest_budget_cell_calls", default=None
+)
+
+
+def _cell_failed(refused: bool = False) -> None:
+    counts = CELL_CALLS.get()
+    if counts is not None:
+        if refused:
+            counts.refused += 1
+        else:
+            counts.failed += 1
 
 
 class EndpointHealth:
@@ -347,6 +388,7 @@ class RuntimeChatModel:
         if mode == "none":
             runtime._count(not_recorded=1)
             runtime.stats.failed += 1
+            _cell_failed()
             raise self._error(
                 f"no recorded answer for this request (record mode "
                 f"{runtime.config.record_mode!r}, cache {runtime.config.cache_dir}); record it "
@@ -358,6 +400,7 @@ class RuntimeChatModel:
         ledger = runtime.ledger
         if ledger is not None and not ledger.reserve(reserved):
             runtime.stats.refused += 1
+            _cell_failed(refused=True)
             raise self._error(
                 f"spend cap ${ledger.max_usd:g} reached (${ledger.read().spent_usd:.4f} spent); "
                 "no further model calls are made",
@@ -403,6 +446,7 @@ class RuntimeChatModel:
         except ModelCallError as exc:
             runtime.stats.errors += 1
             runtime.stats.failed += 1
+            _cell_failed()
             runtime._count(release=reserved, errors=1, rate_limited=int(exc.status == 429))
             raise
         except BaseException:

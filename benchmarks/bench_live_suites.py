@@ -1,0 +1,174 @@
+"""Live suites against a local model server that answers after a fixed delay (issue 21).
+
+    python benchmarks/bench_live_suites.py                        # every suite, d 0.5 and 2, c 8 and 32
+    python benchmarks/bench_live_suites.py --suites triage --delays 0.5 --concurrency 32
+    python benchmarks/bench_live_suites.py --suites triage --inspect   # inspect_ai beside it
+
+Each run is a real ``pytest --budget-suite=S --budget-agent=openai:m`` in a subprocess, from
+an empty folder with a fresh cache, against :class:`tests.model_server.ModelServer` (an
+OpenAI-compatible server on loopback, role-aware answers, every POST answered after ``d``
+seconds) with ``--budget-concurrency=c``, under ``-n 0`` and ``-n 2``.  N is the number of
+POSTs the server received.  Printed per run: wall time (the whole pytest process, start-up
+and collection included), the wire span (first request in to last answer out, at the
+server), the bound N*d/c and both ratios.  Targets: wall <= 1.25 x bound, N equal under
+-n 0 and -n 2.
+
+``--inspect`` runs the same triage-shaped workload (N single chat calls, N from the
+triage run) with inspect_ai (``inspect eval`` of a task of N one-turn samples,
+``--max-connections c``) against the same server; inspect_ai is an optional benchmark
+dependency (``pip install inspect_ai``), never a runtime one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.model_server import ModelServer, role_answer  # noqa: E402
+
+#: Options that keep each suite's live run to some hundred calls (triage: the default grid).
+SUITE_ARGS: dict[str, list[str]] = {
+    "triage": [],
+    "planning": ["--budget-query-count=4"],
+    "awareness": ["--budget-env=sokoban-6x6", "--budget-rollout-count=8"],
+}
+
+
+class _Timed(ModelServer):
+    """The model server, with the time of the first request and of the last answer."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.first: float | None = None
+        self.last: float | None = None
+        self._stamp = threading.Lock()
+
+    def stamp(self) -> None:
+        now = time.monotonic()
+        with self._stamp:
+            if self.first is None:
+                self.first = now
+            self.last = now
+
+
+def _answer(server: _Timed) -> Any:
+    def answer(body: dict[str, Any]) -> str:
+        server.stamp()  # the request arrived
+        return role_answer(body)
+
+    return answer
+
+
+def run_suite(suite: str, delay: float, concurrency: int, workers: int) -> dict[str, float]:
+    server = _Timed(latency=delay)
+    server.answer = _answer(server)
+    with server, tempfile.TemporaryDirectory(dir=ROOT, prefix=".bench-live-") as folder:
+        command = [
+            sys.executable, "-m", "pytest", f"--budget-suite={suite}",
+            "--budget-agent=openai:m", f"--budget-base-url={server.url}",
+            f"--budget-concurrency={concurrency}", "--budget-gate=off", "-q",
+            "-p", "no:cacheprovider", f"--budget-cache-dir={folder}/cache",
+            "-n", str(workers), *SUITE_ARGS[suite],
+        ]  # fmt: skip
+        env = {**os.environ, "OPENAI_API_KEY": "", "PYTEST_ADDOPTS": ""}
+        started = time.monotonic()
+        done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
+        wall = time.monotonic() - started
+        if done.returncode not in (0, 1):
+            print(done.stdout[-3000:], done.stderr[-3000:])
+            raise SystemExit(f"pytest exited {done.returncode}")
+        calls = len(server.requests)
+        span = (server.last or 0) - (server.first or 0) + delay if calls else 0.0
+    bound = calls * delay / concurrency
+    return {"calls": calls, "wall": wall, "span": span, "bound": bound}
+
+
+_INSPECT_TASK = textwrap.dedent(
+    """
+    from inspect_ai import Task, task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.solver import generate
+
+    @task
+    def calls(n: int = 10):
+        samples = [Sample(input=f"Problem {i}: what is {i} + {i}?", target=str(2 * i))
+                   for i in range(n)]
+        return Task(dataset=samples, solver=generate(), scorer=None)
+    """
+)
+
+
+def run_inspect(calls: int, delay: float, concurrency: int) -> dict[str, float] | None:
+    inspect = shutil.which("inspect", path=str(Path(sys.executable).parent))
+    if inspect is None:
+        return None
+    server = _Timed(latency=delay)
+    server.answer = _answer(server)
+    with server, tempfile.TemporaryDirectory(dir=ROOT, prefix=".bench-inspect-") as folder:
+        (Path(folder) / "calls.py").write_text(_INSPECT_TASK)
+        env = {**os.environ, "OPENAI_API_KEY": "none", "OPENAI_BASE_URL": server.url}
+        command = [
+            inspect, "eval", "calls.py", "--model", "openai/m", "-T", f"n={calls}",
+            "--max-connections", str(concurrency), "--log-dir", f"{folder}/logs",
+            "--display", "none", "--no-log-samples",
+        ]  # fmt: skip
+        started = time.monotonic()
+        done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
+        wall = time.monotonic() - started
+        if done.returncode != 0:
+            print(done.stdout[-2000:], done.stderr[-2000:])
+            return None
+        made = len(server.requests)
+        span = (server.last or 0) - (server.first or 0) + delay if made else 0.0
+    return {"calls": made, "wall": wall, "span": span, "bound": made * delay / concurrency}
+
+
+def _line(label: str, row: dict[str, float]) -> str:
+    bound = row["bound"] or float("nan")
+    return (
+        f"{label:34} N {row['calls']:4d}  wall {row['wall']:7.2f} s  span {row['span']:7.2f} s  "
+        f"bound {row['bound']:6.2f} s  wall/bound {row['wall'] / bound:5.2f}  "
+        f"span/bound {row['span'] / bound:5.2f}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suites", default="triage,planning,awareness")
+    parser.add_argument("--delays", default="0.5,2")
+    parser.add_argument("--concurrency", default="8,32")
+    parser.add_argument("--workers", default="0,2")
+    parser.add_argument("--inspect", action="store_true", help="inspect_ai on triage's N")
+    args = parser.parse_args()
+    for suite in args.suites.split(","):
+        for delay in (float(d) for d in args.delays.split(",")):
+            for concurrency in (int(c) for c in args.concurrency.split(",")):
+                calls: dict[int, int] = {}
+                for workers in (int(n) for n in args.workers.split(",")):
+                    row = run_suite(suite, delay, concurrency, workers)
+                    calls[workers] = int(row["calls"])
+                    print(_line(f"{suite} d={delay:g} c={concurrency} -n {workers}", row))
+                    sys.stdout.flush()
+                if len(set(calls.values())) > 1:
+                    print(f"  !! N differs between worker counts: {calls}")
+                if args.inspect and suite == "triage":
+                    row = run_inspect(next(iter(calls.values())), delay, concurrency)
+                    label = f"inspect_ai d={delay:g} c={concurrency}"
+                    print(_line(label, row) if row else f"{label}: inspect_ai not installed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
