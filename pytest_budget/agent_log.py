@@ -12,9 +12,23 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["collect_agent_errors", "log_agent_error"]
+__all__ = ["agent_timeout", "collect_agent_errors", "log_agent_error", "set_agent_timeout"]
 
 _error_log: list[Any] | None = None
+# Seconds one agent call may take (--budget-agent-timeout), per process; 0: no limit.  Kept
+# here (no heavy imports) so the plugin sets it without importing anyio.
+_agent_timeout = 900.0
+
+
+def set_agent_timeout(seconds: float) -> None:
+    """The deadline of every agent call of this process (the plugin sets it at start-up)."""
+    global _agent_timeout
+    _agent_timeout = float(seconds)
+
+
+def agent_timeout() -> float:
+    """The deadline of one agent call, in seconds (0: no limit)."""
+    return _agent_timeout
 
 
 @contextlib.contextmanager

@@ -148,6 +148,11 @@ class OptionError(ValueError):
     """A bad option value; the message is one line for a usage error."""
 
 
+#: Seconds one agent call may take by default: above a model call's whole retry budget
+#: (``--budget-retry-max-s``, 300) plus one more attempt, so only a hung agent reaches it.
+DEFAULT_AGENT_TIMEOUT = 900.0
+
+
 @dataclass(frozen=True)
 class BudgetOptions:
     """Everything a run was asked to do, as plain values (safe to send to xdist workers)."""
@@ -219,6 +224,8 @@ class BudgetOptions:
     shard: Shard | None = None
     # --budget-max-output-chars: a longer raw agent output is invalid, not parsed.
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    # --budget-agent-timeout: seconds one agent call may take (0: no limit).
+    agent_timeout: float = DEFAULT_AGENT_TIMEOUT
 
     def gate_for(self, suite: str) -> str:
         """The gate rule of ``suite``: ``--budget-gate`` when given, else the suite's default."""
@@ -331,6 +338,23 @@ def _tolerance_value(value: str) -> float | None:
     if not math.isfinite(number) or number < 0:
         raise OptionError(f"budget_tolerance (ini): must be >= 0, got {text}")
     return number
+
+
+def _agent_timeout(value: object) -> float:
+    """``--budget-agent-timeout`` (ini ``budget_agent_timeout``): seconds, 0 = no limit."""
+    if value is None or value == "":
+        return DEFAULT_AGENT_TIMEOUT
+    try:
+        seconds = float(str(value))
+    except ValueError:
+        raise OptionError(
+            f"--budget-agent-timeout: {value!r} is not seconds (e.g. 600; 0 turns it off)"
+        ) from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise OptionError(
+            f"--budget-agent-timeout: must be 0 (no limit) or positive seconds, got {value}"
+        )
+    return seconds
 
 
 def parse_options(
@@ -528,6 +552,9 @@ def parse_options(
         raise OptionError(f"--budget-model-timeout: {timeout_value!r} is not seconds") from None
     if not math.isfinite(model_timeout) or model_timeout <= 0:
         raise OptionError(f"--budget-model-timeout: must be positive, got {timeout_value}")
+    agent_timeout = _agent_timeout(
+        get_option("budget_agent_timeout") or get_ini("budget_agent_timeout")
+    )
     rollout_format = str(get_option("budget_rollout_format") or "auto").strip()
     if rollout_format not in ROLLOUT_FORMATS:
         raise OptionError(
@@ -647,6 +674,7 @@ def parse_options(
         retry_max_s=retry_max_s,
         role_agents=role_agents,
         model_timeout=model_timeout,
+        agent_timeout=agent_timeout,
         rollout_cap=rollout_cap,
         search_url=str(search_url).rstrip("/") if search_url else None,
         scenarios=parse_scenarios(get_option("budget_scenario") or DEFAULT_SCENARIOS),

@@ -273,6 +273,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="give up retrying a model call after this many seconds in all (default 300)",
     )
     group.addoption(
+        "--budget-agent-timeout",
+        metavar="S",
+        help="seconds one agent call (Python or HTTP, sync or async) may take before it is "
+        "that item's error and the run goes on (default: ini budget_agent_timeout, else 900; "
+        "0: no limit)",
+    )
+    group.addoption(
         "--budget-max-output-chars",
         metavar="N",
         help="a raw agent output longer than N characters is scored invalid (the size is "
@@ -328,6 +335,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("budget_retries", "retries of a failed model call (default 5)", default="")
     parser.addini(
+        "budget_agent_timeout", "seconds one agent call may take (default 900; 0: none)", default=""
+    )
+    parser.addini(
         "budget_retry_max_s", "seconds after which a model call stops retrying", default=""
     )
 
@@ -360,6 +370,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_budget.replies import set_run_output_limit
 
     set_run_output_limit(options.max_output_chars)
+    from pytest_budget.agent_log import set_agent_timeout
+
+    set_agent_timeout(options.agent_timeout)
     session.extra["shard"] = options.shard.as_dict() if options.shard else None
     config.pluginmanager.register(_RunReporter(config, session), "budget-run")
     _check_model_agents(options)

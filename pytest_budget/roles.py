@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import anyio
 import anyio.to_thread
 
-from pytest_budget.agent_log import collect_agent_errors, log_agent_error
+from pytest_budget.agent_log import agent_timeout, collect_agent_errors, log_agent_error
 from pytest_budget.replies import reply_problem, safe_repr
 
 __all__ = [
@@ -225,7 +225,22 @@ async def call_role(
     """
     fn = role_callable(agent, role)
     name = agent_name(agent)
-    result = await _call(fn, agent, role, name, args, limiter)
+    deadline = agent_timeout()
+    if deadline > 0 and getattr(agent, "run_inline", False) is not True:
+        try:
+            with anyio.fail_after(deadline):
+                result = await _call(fn, agent, role, name, args, limiter)
+        except TimeoutError:
+            error = AgentError(
+                role,
+                name,
+                f"timed out after {deadline:g} s (--budget-agent-timeout); the call was "
+                "abandoned and the run goes on",
+            )
+            log_agent_error(error)
+            raise error from None
+    else:
+        result = await _call(fn, agent, role, name, args, limiter)
     problem = reply_problem(role, result)
     if problem is not None:
         raise InvalidOutput(role, name, problem, safe_repr(result))
@@ -254,7 +269,11 @@ async def _call(
                 return await fn(*args)
             finally:
                 limiter.release()
-        result = await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=limiter)
+        # Abandoned when its deadline passes: a sync agent that never returns cannot hold
+        # the cell (its thread is a daemon, left behind).
+        result = await anyio.to_thread.run_sync(
+            functools.partial(fn, *args), limiter=limiter, abandon_on_cancel=True
+        )
         if inspect.isawaitable(result):
             result = await _await(result)
         return result
