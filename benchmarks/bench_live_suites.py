@@ -1,6 +1,6 @@
 """Live suites against a local model server that answers after a fixed delay (issue 21).
 
-    python benchmarks/bench_live_suites.py                        # every suite, d 0.5 and 2, c 8 and 32
+    python benchmarks/bench_live_suites.py        # every suite, d 0.5 and 2, c 8 and 32
     python benchmarks/bench_live_suites.py --suites triage --delays 0.5 --concurrency 32
     python benchmarks/bench_live_suites.py --suites triage --inspect   # inspect_ai beside it
 
