@@ -122,7 +122,7 @@ def run_inspect(calls: int, delay: float, concurrency: int) -> dict[str, float] 
         command = [
             inspect, "eval", "calls.py", "--model", "openai/m", "-T", f"n={calls}",
             "--max-connections", str(concurrency), "--log-dir", f"{folder}/logs",
-            "--display", "none", "--no-log-samples",
+            "--display", "none", "--no-log-samples", "-M", "responses_api=false",
         ]  # fmt: skip
         started = time.monotonic()
         done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)

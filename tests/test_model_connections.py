@@ -134,12 +134,12 @@ def test_a_dropped_connection_is_a_transport_error_and_the_next_call_works() -> 
 
 def test_a_slow_answer_times_out_and_statuses_come_through() -> None:
     with ModelServer(lambda body: "ok") as server:
-        client = _client(server, timeout=0.2)
+        hasty, patient = _client(server, timeout=0.2), _client(server, timeout=5.0)
         server.fail(Fault("slow", seconds=1.0), Fault.http(429, {"Retry-After": "7"}))
 
         async def go() -> list[ModelCallError]:
             errors = []
-            for _ in range(2):
+            for client in (hasty, patient):
                 with pytest.raises(ModelCallError) as info:
                     await client.complete(MESSAGES, max_tokens=5)
                 errors.append(info.value)

@@ -60,7 +60,14 @@ class WorkerLoop:
         def main() -> None:
             asyncio.set_event_loop(self.loop)
             self.loop.call_soon(ready.set)
-            self.loop.run_forever()
+            while True:
+                try:
+                    self.loop.run_forever()
+                    return  # stopped by close()
+                except (KeyboardInterrupt, SystemExit):
+                    # Raised by an agent inside a task (asyncio re-raises these out of the
+                    # loop): the task holds it for whoever waits; the loop keeps serving.
+                    continue
 
         self.thread = threading.Thread(target=main, name="pytest-budget-loop", daemon=True)
         self.thread.start()
@@ -90,20 +97,27 @@ class WorkerLoop:
             if not future.set_running_or_notify_cancel():
                 return
 
-            async def body() -> T:
-                return await func()
+            async def body() -> tuple[bool, Any]:
+                try:
+                    return True, await func()
+                except (KeyboardInterrupt, SystemExit) as exc:  # to the caller, not the loop
+                    return False, exc
 
             task = self.loop.create_task(body(), context=ctx)
 
-            def done(task: asyncio.Task[T]) -> None:
+            def done(task: asyncio.Task[tuple[bool, Any]]) -> None:
                 if task.cancelled():
                     future.set_exception(concurrent.futures.CancelledError())
                     return
                 error = task.exception()
                 if error is not None:
                     future.set_exception(error)
+                    return
+                ok, value = task.result()
+                if ok:
+                    future.set_result(value)
                 else:
-                    future.set_result(task.result())
+                    future.set_exception(value)
 
             task.add_done_callback(done)
             _TASKS[future] = task
