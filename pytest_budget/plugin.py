@@ -65,7 +65,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--budget-seed", help="seed for every random choice (default 42)")
     group.addoption(
-        "--budget-concurrency", help="agent calls in flight at once inside a cell (default 8)"
+        "--budget-concurrency",
+        help="agent calls in flight at once per process, across its cells (default 8)",
     )
     group.addoption("--budget-report", metavar="PATH", help="write the run's JSON report here")
     group.addoption(
