@@ -80,3 +80,56 @@ def test_the_calls_of_different_cells_are_in_flight_together(pytester: pytest.Py
         result.assert_outcomes(passed=8)
         assert server.max_in_flight <= 8  # one limit for every cell
     assert planners["most"] >= 4
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_ctrl_c_stops_a_live_run_promptly_and_a_rerun_resumes(
+    pytester: pytest.Pytester, workers: str
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    answered: list[str] = []
+
+    def answer(body: dict[str, Any]) -> str:
+        answered.append(json.dumps(body, sort_keys=True))
+        return role_answer(body)
+
+    command = [
+        sys.executable, "-m", "pytest", "--budget-suite=triage", "--budget-agent=openai:m",
+        "--budget-pool-size=30", "--budget-alpha=0.25,0.5,0.75,1", "--budget-gate=off",
+        "--budget-concurrency=4", "--budget-cache-dir=cache", "--budget-report=r.json",
+        "-p", "no:cacheprovider", "-n", workers,
+    ]  # fmt: skip
+    env = {**os.environ, "PYTEST_ADDOPTS": ""}
+    with ModelServer(answer, latency=0.4) as server:
+        run = subprocess.Popen(
+            [*command, f"--budget-base-url={server.url}"], cwd=pytester.path, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while len(server.requests) < 12 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(server.requests) >= 12, run.communicate(timeout=30)[0][-2000:]
+        os.killpg(run.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        stopped = time.monotonic()
+        output = run.communicate(timeout=30)[0].decode()
+        took = time.monotonic() - stopped
+        first = list(answered)
+        # Our part ends within about 2 s on a loaded machine; under xdist the workers' own
+        # teardown (pytest's gc passes, execnet's exit) adds several seconds more.
+        assert took < (5 if workers == "0" else 15), (took, output[-2000:])
+        assert run.returncode == pytest.ExitCode.INTERRUPTED, output[-2000:]
+        json.loads((pytester.path / "r.json").read_text())  # the partial report is whole
+        answered.clear()
+        again = subprocess.run(
+            [*command, f"--budget-base-url={server.url}"], cwd=pytester.path, env=env,
+            capture_output=True, timeout=300,
+        )  # fmt: skip
+        assert again.returncode == 0, again.stdout[-2000:]
+    # The rerun replays what the first run finished: only calls in flight at Ctrl-C repeat.
+    repeated = set(first) & set(answered)
+    assert len(repeated) <= 12  # at most the calls in flight (4 per process), and then some
+    assert len(first) >= 12
