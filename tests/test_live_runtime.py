@@ -133,3 +133,23 @@ def test_ctrl_c_stops_a_live_run_promptly_and_a_rerun_resumes(
     repeated = set(first) & set(answered)
     assert len(repeated) <= 12  # at most the calls in flight (4 per process), and then some
     assert len(first) >= 12
+
+
+def test_a_live_planning_run_asks_each_request_once_with_and_without_xdist(
+    pytester: pytest.Pytester,
+) -> None:
+    # Cells of different scenarios send some identical requests (an episode's first turn):
+    # one live call each in the whole run, whichever process asks first.
+    runs: dict[str, Counter[str]] = {}
+    for workers in ("0", "2"):
+        with ModelServer(latency=0.05) as server:
+            result = pytester.runpytest_subprocess(
+                "--budget-suite=planning", "--budget-agent=openai:m",
+                f"--budget-base-url={server.url}", "--budget-query-count=2",
+                "--budget-gate=off", "-p", "no:cacheprovider",
+                f"--budget-cache-dir=cache-{workers}", "-n", workers,
+            )  # fmt: skip
+            assert result.ret == 0, result.stdout.str()[-2000:]
+            runs[workers] = Counter(json.dumps(b, sort_keys=True) for b in server.requests)
+    assert runs["0"] == runs["2"]
+    assert set(runs["0"].values()) == {1}

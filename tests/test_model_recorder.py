@@ -215,3 +215,15 @@ def test_processes_record_to_their_own_journals_and_all_replay(tmp_path: Path) -
             found = reader.load("openai", "m", request_key("openai", body))
             assert found is not None and found.text == f"{w}/{i}"
     assert reader.corrupt == 0
+
+
+def test_a_refresh_sees_what_another_process_recorded_meanwhile(tmp_path: Path) -> None:
+    # Two xdist workers: the second read the cassette before the first recorded the call.
+    first, second = CallRecorder(tmp_path), CallRecorder(tmp_path)
+    body = {"model": "m", "messages": [{"role": "user", "content": "shared"}]}
+    key = request_key("openai", body)
+    assert second.load("openai", "m", key, body) is None  # its index is read now
+    first.store("openai", "m", key, body, result("ok"))
+    assert second.load("openai", "m", key, body) is None  # not seen without a refresh
+    assert second.load("openai", "m", key, body, refresh=True) == result("ok")
+    assert second.corrupt == 0

@@ -242,6 +242,8 @@ class _Cassette:
         self._fd: int | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._size = 0
+        # Bytes of each journal already indexed (a refresh reads on from there).
+        self._indexed: dict[str, int] = {}
         if folder.is_dir():
             for path in sorted(str(p) for p in folder.glob(_LEGACY_GLOB)):
                 self.index[Path(path).stem] = (path, 0, -1)
@@ -249,25 +251,44 @@ class _Cassette:
             for path in sorted(str(p) for p in folder.glob(_JOURNAL_GLOB)):
                 self._read_journal(path)
 
-    def _read_journal(self, path: str) -> None:
+    def refresh(self) -> None:
+        """Index what other processes appended to their journals since the last read (an
+        xdist worker replays a call another worker has just recorded)."""
+        if not self.folder.is_dir():
+            return
+        for path in sorted(str(p) for p in self.folder.glob(_JOURNAL_GLOB)):
+            if path == self._journal:
+                continue
+            start = self._indexed.get(path, 0)
+            try:
+                size = os.path.getsize(path)
+            except OSError:
+                continue
+            if size > start:
+                self._read_journal(path, start, growing=True)
+
+    def _read_journal(self, path: str, start: int = 0, growing: bool = False) -> None:
         try:
             with open(path, "rb") as handle:
+                handle.seek(start)
                 data = handle.read()
         except OSError:
             self.corrupt += 1
             return
         offset = 0
-        prefix, start = _LINE_PREFIX, len(_LINE_PREFIX)
+        prefix, skip = _LINE_PREFIX, len(_LINE_PREFIX)
         while offset < len(data):
             end = data.find(b"\n", offset)
             if end < 0:
-                # A torn last line (the writer was killed mid-write): not a record.
-                self.corrupt += 1
+                # A torn last line (the writer was killed mid-write): not a record.  In a
+                # journal another process is writing now, the rest of a line to come.
+                if not growing:
+                    self.corrupt += 1
                 break
             line = data[offset:end]
             key = None
-            if line.startswith(prefix) and line[start + 64 : start + 65] == b'"':
-                candidate = line[start : start + 64]
+            if line.startswith(prefix) and line[skip + 64 : skip + 65] == b'"':
+                candidate = line[skip : skip + 64]
                 if _HEX.issuperset(candidate):
                     key = candidate.decode("ascii")
             if key is None:
@@ -277,10 +298,11 @@ class _Cassette:
                 except ValueError:
                     key = None
             if isinstance(key, str) and key:
-                self.index[key] = (path, offset, end - offset)
+                self.index[key] = (path, start + offset, end - offset)
             elif line.strip():
                 self.corrupt += 1
             offset = end + 1
+        self._indexed[path] = start + offset
 
     def read(self, key: str) -> dict[str, Any] | None:
         """The stored record of ``key`` (None when absent or unreadable)."""
@@ -368,10 +390,20 @@ class CallRecorder:
         return _cassette(self.root, provider, model)
 
     def load(
-        self, provider: str, model: str, key: str, body: Mapping[str, Any] | None = None
+        self,
+        provider: str,
+        model: str,
+        key: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        refresh: bool = False,
     ) -> ChatResult | None:
-        """The recorded answer to exactly this request, or None."""
+        """The recorded answer to exactly this request, or None (``refresh``: look at what
+        other processes recorded since this one read the cassette, too)."""
         cassette = self._cassette(provider, model)
+        if key not in cassette.index and refresh:
+            with self._lock:
+                cassette.refresh()
         if key not in cassette.index:
             return None
         with self._lock:

@@ -23,6 +23,7 @@ report it as that probe's or turn's error and the cell goes on.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import math
@@ -30,7 +31,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -250,11 +251,33 @@ class ModelRuntime:
         self._pending_lock = threading.Lock()
         self._flushed_at = time.monotonic()
         self._health: dict[str, EndpointHealth] = {}
+        self._claims: dict[str, anyio.Lock] = {}
 
     def wrap(self, client: ChatClient) -> RuntimeChatModel:
         return RuntimeChatModel(client, self)
 
     __call__ = wrap  # the provider factory's ``chat_model`` callable
+
+    @contextlib.asynccontextmanager
+    async def claim(self, key: str) -> AsyncIterator[None]:
+        """Hold the request ``key``: one holder per process (an anyio lock per key) and, with
+        a cache directory, per run (a file lock that other xdist workers wait for)."""
+        lock = self._claims.get(key)
+        if lock is None:
+            lock = self._claims[key] = anyio.Lock()
+        try:
+            async with lock:
+                held = None
+                if self.config.cache_dir:
+                    held = await _file_lock(f"{self.config.cache_dir}/claims/{key[:40]}.lock")
+                try:
+                    yield
+                finally:
+                    if held is not None:
+                        held.release()
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._claims.pop(key, None)
 
     def health(self, endpoint: str) -> EndpointHealth:
         with self._pending_lock:
@@ -316,6 +339,22 @@ class ModelRuntime:
             "cached_read_tokens": usage.cached_read,
             "cached_write_tokens": usage.cached_write,
         }
+
+
+async def _file_lock(path: str) -> Any:
+    """Take the file lock at ``path`` without blocking the event loop (cancellable)."""
+    import os
+
+    from filelock import FileLock, Timeout
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    lock = FileLock(path)
+    while True:
+        try:
+            lock.acquire(timeout=0)
+            return lock
+        except Timeout:
+            await anyio.sleep(0.02)
 
 
 def _charge_meter(usage: TokenUsage, cost: float) -> None:
@@ -380,11 +419,7 @@ class RuntimeChatModel:
         if recorder is not None and mode in ("new", "none"):
             recorded = recorder.load(self.provider, self.model, key, body)
             if recorded is not None:
-                runtime.stats.replayed += 1
-                runtime._count(replayed=1)  # token counters are for live (paid) calls
-                price = runtime.prices.lookup(self.provider, self.model)
-                _charge_meter(recorded.usage, price.cost(recorded.usage) if price else 0.0)
-                return recorded
+                return self._replayed(recorded)
         if mode == "none":
             runtime._count(not_recorded=1)
             runtime.stats.failed += 1
@@ -395,7 +430,34 @@ class RuntimeChatModel:
                 "with --budget-record-mode=new",
                 "not_recorded",
             )
+        if recorder is None or mode != "new":
+            return await self._live(messages, body, body_json, key, max_tokens)
+        # One live call per request in the whole run: a cell of this process or another
+        # xdist worker asking the same thing meanwhile waits and replays its answer.
+        async with runtime.claim(key):
+            recorded = recorder.load(self.provider, self.model, key, body, refresh=True)
+            if recorded is not None:
+                return self._replayed(recorded)
+            return await self._live(messages, body, body_json, key, max_tokens)
 
+    def _replayed(self, recorded: ChatResult) -> ChatResult:
+        runtime = self.runtime
+        runtime.stats.replayed += 1
+        runtime._count(replayed=1)  # token counters are for live (paid) calls
+        price = runtime.prices.lookup(self.provider, self.model)
+        _charge_meter(recorded.usage, price.cost(recorded.usage) if price else 0.0)
+        return recorded
+
+    async def _live(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        body: dict[str, Any],
+        body_json: str,
+        key: str,
+        max_tokens: int,
+    ) -> ChatResult:
+        runtime = self.runtime
+        recorder = runtime.recorder
         reserved = self._reservation(messages, max_tokens, body.get("tools"))
         ledger = runtime.ledger
         if ledger is not None and not ledger.reserve(reserved):
