@@ -503,7 +503,10 @@ def _set_up_model_runtime(config: pytest.Config, session: BudgetSession) -> None
         payload = config.workerinput.get(RUNTIME_PAYLOAD_KEY)  # type: ignore[attr-defined]
         if payload is None:
             return
-        runtime_config = config_from_payload(json.loads(payload))
+        from dataclasses import replace
+
+        # Workers share the run: the same request is sent by one of them only.
+        runtime_config = replace(config_from_payload(json.loads(payload)), claim_files=True)
     else:
         table = price_table(options)
         missing = unpriced_models(options, table)

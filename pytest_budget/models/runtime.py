@@ -81,6 +81,9 @@ class RuntimeConfig:
     # Failed attempts (of the last 10, and 80% of them) after which an endpoint counts as
     # down and the run stops (0: never).
     endpoint_failures: int = 5
+    # Other processes of the run may send the same requests (xdist workers): a file lock per
+    # request key (under the cache directory) makes one of them call and the others replay.
+    claim_files: bool = False
 
     def mode_for(self, provider: str, model: str) -> str:
         return self.resolved_modes.get(f"{provider}:{model}", self.record_mode)
@@ -268,7 +271,7 @@ class ModelRuntime:
         try:
             async with lock:
                 held = None
-                if self.config.cache_dir:
+                if self.config.claim_files and self.config.cache_dir:
                     held = await _file_lock(f"{self.config.cache_dir}/claims/{key[:40]}.lock")
                 try:
                     yield
