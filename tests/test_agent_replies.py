@@ -270,7 +270,7 @@ def test_a_tool_agent_reply_of_no_known_shape_ends_the_episode_naming_its_type(
 # --------------------------------------------------------------- sync helpers in loops
 
 
-def test_run_blocking_inside_a_running_loop_uses_a_thread_of_its_own() -> None:
+def test_run_blocking_inside_a_running_loop_uses_the_worker_loop() -> None:
     seen: list[int] = []
 
     async def work() -> str:
@@ -283,8 +283,8 @@ def test_run_blocking_inside_a_running_loop_uses_a_thread_of_its_own() -> None:
 
     assert anyio.run(main) == "done"
     assert seen and seen[0] != threading.get_ident()
-    assert run_blocking(work) == "done"  # no loop running: this thread
-    assert seen[-1] == threading.get_ident()
+    assert run_blocking(work) == "done"  # no loop running: the same worker loop
+    assert seen[-1] == seen[0] != threading.get_ident()
 
 
 def test_run_blocking_passes_errors_through() -> None:
