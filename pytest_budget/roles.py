@@ -100,6 +100,7 @@ ROLE_METHODS: dict[str, str] = {
     "estimator": "estimate",
     "actor": "act",
     "tool_agent": "act",
+    "online_actor": "act",  # act(observation, used, cap): awareness online mode
 }
 
 
