@@ -236,7 +236,7 @@ def _read_text(text: str, dims: Sequence[str], policy: str) -> ReadReply:
         acting = text
     stop = False
     for tag in _STOP_TAGS:
-        if tag in acting.lower():
+        while tag in acting.lower():
             stop = True
             index = acting.lower().index(tag)
             estimation_parts.append(acting[index : index + len(tag)])
@@ -249,8 +249,30 @@ def _read_text(text: str, dims: Sequence[str], policy: str) -> ReadReply:
     return ReadReply(acting, acting, "".join(estimation_parts), estimate, stop)
 
 
+def _action_of(action: object) -> tuple[Any, str]:
+    """(what the environment gets, its text) for a structured reply's ``action``."""
+    if action is None:
+        return "", ""
+    if isinstance(action, str):
+        return action, action
+    from pytest_budget.awareness.warehouse import WarehouseAction, format_action
+
+    if isinstance(action, WarehouseAction):
+        return action, format_action(action)
+    text = safe_repr(action)  # the environment rejects it as a malformed action
+    return text, text
+
+
 def read_online_reply(raw: Any, dims: Sequence[str], policy: str) -> ReadReply:
     """Read any reply form (see the module docstring); never raises on agent output."""
+    try:
+        return _read_reply(raw, dims, policy)
+    except Exception as exc:  # a hostile object (its methods raise): a wasted turn
+        reason = f"reading the reply ({type(raw).__name__}) raised {type(exc).__name__}"
+        return ReadReply(f"<unreadable reply: {reason}>", "", "", Invalid("", reason), False)
+
+
+def _read_reply(raw: Any, dims: Sequence[str], policy: str) -> ReadReply:
     usage: object = None
     estimation_usage: object = None
     if isinstance(raw, OnlineReply):
@@ -265,20 +287,12 @@ def read_online_reply(raw: Any, dims: Sequence[str], policy: str) -> ReadReply:
         usage = raw.get("usage")
         estimation_usage = raw.get("estimation_usage")
         if "action" in raw or "estimate" in raw or "stop" in raw:
-            action = raw.get("action")
+            action, text = _action_of(raw.get("action"))
             estimate_raw = raw.get("estimate")
-            estimate = _parse_estimate(estimate_raw, dims, policy)
             stop = raw.get("stop") is True
-            text = action if isinstance(action, str) else ("" if action is None else "")
-            if action is not None and not isinstance(action, str):
-                from pytest_budget.awareness.warehouse import WarehouseAction, format_action
-
-                text = format_action(action) if isinstance(action, WarehouseAction) else ""
-                if not isinstance(action, WarehouseAction):
-                    action = safe_repr(action)
-                    text = action
             estimation_text = _estimate_text(estimate_raw) + ("<stop/>" if stop else "")
-            read = ReadReply(action or "", text, estimation_text, estimate, stop)
+            estimate = _parse_estimate(estimate_raw, dims, policy)
+            read = ReadReply(action, text, estimation_text, estimate, stop)
         else:
             body = raw.get("text", raw.get("content", ""))
             read = _read_text(body if isinstance(body, str) else safe_repr(body), dims, policy)

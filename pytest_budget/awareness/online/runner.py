@@ -157,7 +157,7 @@ async def _estimate_call(
     from pytest_budget.awareness.evaluate import parse_answer
 
     try:
-        raw = await call_role(agent, "estimator", probe, limiter=limiter)
+        raw = await call_role(agent, "online_estimator", probe, limiter=limiter)
     except InvalidOutput as exc:
         return Invalid(exc.preview, exc.reason), float(count_tokens(probe.text))
     except AgentError as exc:
