@@ -68,8 +68,10 @@ def _run(actor: Any, cap: float = 2500.0, **kwargs: Any) -> Any:
 
 
 def _usage(inp: int, out: int, est: int) -> dict[str, Any]:
-    return {"usage": {"input_tokens": inp, "output_tokens": out},
-            "estimation_usage": {"tokens": est}}  # fmt: skip
+    return {
+        "usage": {"input_tokens": inp, "output_tokens": out},
+        "estimation_usage": {"tokens": est},
+    }
 
 
 # --------------------------------------------------------------------------- token accounting
@@ -79,8 +81,13 @@ def test_an_actor_that_never_stops_is_stopped_by_the_cap_with_tokens_kept_apart(
     # Every turn reports 300 + 20 tokens of which 12 are the estimate: 308 acting, 12
     # estimation.  Charging acting tokens, turns 1-8 fit (8 x 308 = 2464); turn 9 would
     # reach 2772 > 2500, so it is not played and the run fails at the cap.
-    actor = Scripted(lambda o: {"action": "<answer>Left</answer>", "estimate": "[100, 200]",
-                                **_usage(300, 20, 12)})  # fmt: skip
+    actor = Scripted(
+        lambda o: {
+            "action": "<answer>Left</answer>",
+            "estimate": "[100, 200]",
+            **_usage(300, 20, 12),
+        }
+    )
     run = _run(actor)
     assert run.end_reason == "cap" and not run.success
     assert [t.executed for t in run.turns] == [True] * 8 + [False]
@@ -100,8 +107,13 @@ def test_an_actor_that_never_stops_is_stopped_by_the_cap_with_tokens_kept_apart(
 
 
 def test_charging_both_counts_estimation_tokens_against_the_cap() -> None:
-    actor = Scripted(lambda o: {"action": "<answer>Left</answer>", "estimate": "[100, 200]",
-                                **_usage(300, 20, 12)})  # fmt: skip
+    actor = Scripted(
+        lambda o: {
+            "action": "<answer>Left</answer>",
+            "estimate": "[100, 200]",
+            **_usage(300, 20, 12),
+        }
+    )
     run = _run(actor, charge="both")
     # 320 per turn: 7 x 320 = 2240 fit, the 8th would make 2560
     assert [t.executed for t in run.turns] == [True] * 7 + [False]
@@ -128,12 +140,15 @@ def test_without_reported_counts_the_budget_block_and_tags_are_estimation_tokens
 
 def test_reported_counts_are_split_by_the_counted_estimation_share() -> None:
     read = read_online_reply(
-        {"text": "<answer>Up</answer><estimate>[1, 2]</estimate><stop/>",
-         "usage": {"input_tokens": 500, "output_tokens": 40}},  # fmt: skip
+        {
+            "text": "<answer>Up</answer><estimate>[1, 2]</estimate><stop/>",
+            "usage": {"input_tokens": 500, "output_tokens": 40},
+        },
         ("tokens",),
         "bagen",
     )
-    assert read.stop and read.estimate == Interval(1, 2) and read.acting_text == "<answer>Up</answer>"
+    assert read.stop and read.estimate == Interval(1, 2)
+    assert read.acting_text == "<answer>Up</answer>"
     block = "Budget so far -- tokens: used 0 of 100 (100 left)."
     est_out = count_tokens("<estimate>[1, 2]</estimate><stop/>")
     acting_in, acting_out, estimation = split_tokens(read, block)
@@ -192,9 +207,14 @@ def test_a_stop_on_a_run_that_would_have_failed_saves_its_tokens() -> None:
 
 
 def test_early_stop_outcome_over_several_runs() -> None:
-    lost_fn = (lambda o: {"estimate": "impossible", "stop": True, **_usage(100, 10, 10)}
-               if o.may_stop and o.turn == 1 else {"action": SOLVE, **_usage(100, 10, 0)})  # fmt: skip
-    kept_fn = lambda o: {"action": SOLVE, **_usage(100, 10, 0)}  # noqa: E731
+    def lost_fn(o: Any) -> Any:
+        if o.may_stop and o.turn == 1:
+            return {"estimate": "impossible", "stop": True, **_usage(100, 10, 10)}
+        return {"action": SOLVE, **_usage(100, 10, 0)}
+
+    def kept_fn(o: Any) -> Any:
+        return {"action": SOLVE, **_usage(100, 10, 0)}
+
     lost, kept = _run(Scripted(lost_fn)), _run(Scripted(kept_fn))
     out = early_stop_outcome([lost, kept], success_value=0.5)
     assert out["stop_rate"] == 0.5 and out["successes_lost"] == 0.5
@@ -215,8 +235,10 @@ def test_two_call_protocol_asks_after_each_action_and_stops_on_the_next_turn() -
         return {"action": SOLVE, **_usage(100, 10, 0)}
 
     def estimate(probe: Any) -> Any:
-        return {"text": "<answer>impossible</answer>",
-                "usage": {"input_tokens": 40, "output_tokens": 5}}  # fmt: skip
+        return {
+            "text": "<answer>impossible</answer>",
+            "usage": {"input_tokens": 40, "output_tokens": 5},
+        }
 
     actor = Scripted(fn, estimate)
     run = _run(actor, protocol="two")
@@ -277,8 +299,9 @@ def _reference_rollouts(env: str, n: int) -> list[Any]:
 @pytest.mark.parametrize("env", ["sokoban-8x8", "search"])
 def test_the_replay_pass_is_the_replay_suite_s_rollout(env: str) -> None:
     # A second method: the replay suite's own generator, same actor, same seed, same cap.
-    result = anyio.run(lambda: run_online_cell(env, reference_online_agent("always-feasible", 42),
-                                               n=6, seed=42))  # fmt: skip
+    result = anyio.run(
+        lambda: run_online_cell(env, reference_online_agent("always-feasible", 42), n=6, seed=42)
+    )
     expected = _reference_rollouts(env, 6)
     for mine, theirs in zip(result.replay_runs, expected, strict=True):
         assert mine.rollout_id == theirs.id and mine.success == theirs.success
@@ -292,8 +315,16 @@ def test_the_replay_pass_is_the_replay_suite_s_rollout(env: str) -> None:
 def test_warehouse_online_runs_follow_the_external_caps() -> None:
     from pytest_budget.awareness.online.cell import cell_caps
 
-    result = anyio.run(lambda: run_online_cell("warehouse", reference_online_agent(
-        "always-feasible", 42), n=4, seed=42, multiplier=0.5, replay=False))  # fmt: skip
+    result = anyio.run(
+        lambda: run_online_cell(
+            "warehouse",
+            reference_online_agent("always-feasible", 42),
+            n=4,
+            seed=42,
+            multiplier=0.5,
+            replay=False,
+        )
+    )
     caps = cell_caps("warehouse", 0.5)
     assert caps["time_weeks"] == 11.0
     for run in result.runs:
@@ -312,8 +343,9 @@ def test_warehouse_online_runs_follow_the_external_caps() -> None:
 def test_cap_levels_move_success_and_same_seed_same_scores() -> None:
     def cell(multiplier: float) -> dict[str, Any]:
         agent = reference_online_agent("linear-visible", 42)
-        return anyio.run(lambda: run_online_cell("sokoban-6x6", agent, n=8, seed=42,
-                                                 multiplier=multiplier)).scores  # fmt: skip
+        return anyio.run(
+            lambda: run_online_cell("sokoban-6x6", agent, n=8, seed=42, multiplier=multiplier)
+        ).scores
 
     tight, wide = cell(0.5), cell(2.0)
     assert tight["replay_success_rate"] <= wide["replay_success_rate"]
@@ -336,3 +368,25 @@ def test_reference_agent_stops_when_its_estimate_says_impossible() -> None:
 def test_hostile_estimate_objects_are_invalid_not_errors() -> None:
     read = read_online_reply({"action": SOLVE, "estimate": Interval(5, 1)}, ("tokens",), "strict")
     assert isinstance(read.estimate, Invalid) and "reversed" in read.estimate.reason
+
+
+def test_the_cap_curve_is_drawn_from_online_cells() -> None:
+    pytest.importorskip("matplotlib")
+    from pytest_budget.html.online_figures import online_charts
+
+    cells = [
+        {
+            "suite": "awareness-online",
+            "env": "sokoban-8x8",
+            "protocol": "single-call",
+            "agent": agent,
+            "cap_multiplier": cap,
+            "scores": {"success_rate": s, "replay_success_rate": s, "mre_p50": 0.4},
+        }
+        for agent in ("a", "b")
+        for cap, s in ((0.5, 0.1), (1.0, 0.4), (2.0, 0.7))
+    ]
+    (chart,) = online_charts(cells, {"a": "#0072B2", "b": "#E69F00"}, "")
+    assert chart.key == "awareness-online-caps" and chart.png
+    (empty,) = online_charts([], {}, "")
+    assert not empty.png and "no scored online cells" in empty.note

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio
 import pytest
 
 from pytest_budget.awareness.online.cell import run_online_cell
@@ -32,9 +31,14 @@ def _play(body: dict[str, Any]) -> str:
 
 def _collected(pytester: pytest.Pytester, *args: str) -> list[str]:
     result = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", "--budget-env=sokoban-6x6", "--collect-only", "-q",
-        "-p", "no:cacheprovider", *args,
-    )  # fmt: skip
+        "--budget-suite=awareness",
+        "--budget-env=sokoban-6x6",
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    )
     return [line for line in result.stdout.lines if "::" in line]
 
 
@@ -45,8 +49,12 @@ def test_the_mode_chooses_which_cells_are_collected(pytester: pytest.Pytester) -
     assert len(online) == 4  # 1 env x 1 cap x 1 protocol x 4 reference agents
     assert all("test_awareness_online.py::" in line for line in online)
     assert "test_awareness_online[sokoban-6x6-1x-single-linear-visible]" in online[0]
-    both = _collected(pytester, "--budget-awareness-mode=both", "--budget-online-caps=0.5,2",
-                      "--budget-online-protocol=single,two")  # fmt: skip
+    both = _collected(
+        pytester,
+        "--budget-awareness-mode=both",
+        "--budget-online-caps=0.5,2",
+        "--budget-online-protocol=single,two",
+    )
     assert len(both) == len(replay) + 1 * 2 * 2 * 4
 
 
@@ -71,10 +79,17 @@ def test_bad_online_options_are_one_line_usage_errors(
 
 def test_offline_online_run_records_budget_split_and_protocol(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", "--budget-awareness-mode=online", "--budget-env=sokoban-6x6",
-        "--budget-online-caps=0.5,1", "--budget-online-episodes=8", "--budget-gate=off",
-        "--budget-agent=linear-visible", "--budget-report=r.json", "-p", "no:cacheprovider",
-    )  # fmt: skip
+        "--budget-suite=awareness",
+        "--budget-awareness-mode=online",
+        "--budget-env=sokoban-6x6",
+        "--budget-online-caps=0.5,1",
+        "--budget-online-episodes=8",
+        "--budget-gate=off",
+        "--budget-agent=linear-visible",
+        "--budget-report=r.json",
+        "-p",
+        "no:cacheprovider",
+    )
     result.assert_outcomes(passed=2)
     assert "awareness online: acting under a cap while estimating" in result.stdout.str()
     cells = json.loads((pytester.path / "r.json").read_text())["cells"]
@@ -88,9 +103,7 @@ def test_offline_online_run_records_budget_split_and_protocol(pytester: pytest.P
         )
         runs = cell["runs"]
         assert len(runs) == 8
-        assert scores["acting_tokens"] == pytest.approx(
-            sum(r["acting_tokens"] for r in runs) / 8
-        )
+        assert scores["acting_tokens"] == pytest.approx(sum(r["acting_tokens"] for r in runs) / 8)
         assert "replay_macro_f1_all" in scores and "cost_model" in cell
 
 
@@ -113,8 +126,9 @@ def test_http_online_actor_keeps_acting_and_estimation_tokens_apart() -> None:
             assert turn.acting_tokens + turn.estimation_tokens == 430
     # the split, worked out independently for the first turn of the first run
     first = result.runs[0].turns[0]
-    block = budget_block(("tokens",), {"tokens": 0.0}, {"tokens": 2500.0}, protocol="single",
-                         may_stop=True)  # fmt: skip
+    block = budget_block(
+        ("tokens",), {"tokens": 0.0}, {"tokens": 2500.0}, protocol="single", may_stop=True
+    )
     assert first.estimation_tokens == count_tokens(block) + count_tokens(ESTIMATE)
     assert result.scores["estimation_tokens"] > 0
     assert result.scores["invalid_rate"] == 0.0
@@ -127,12 +141,19 @@ def test_http_online_actor_over_the_plugin_with_two_call_protocol(
 ) -> None:
     with ModelServer(_play, input_tokens=400, output_tokens=30) as server:
         result = pytester.runpytest_subprocess(
-            "--budget-suite=awareness", "--budget-awareness-mode=online",
-            "--budget-env=sokoban-6x6", "--budget-online-caps=1", "--budget-online-episodes=2",
-            "--budget-online-protocol=two", "--budget-agent=openai:m",
-            f"--budget-base-url={server.url}", "--budget-gate=off", "--budget-report=r.json",
-            "-p", "no:cacheprovider",
-        )  # fmt: skip
+            "--budget-suite=awareness",
+            "--budget-awareness-mode=online",
+            "--budget-env=sokoban-6x6",
+            "--budget-online-caps=1",
+            "--budget-online-episodes=2",
+            "--budget-online-protocol=two",
+            "--budget-agent=openai:m",
+            f"--budget-base-url={server.url}",
+            "--budget-gate=off",
+            "--budget-report=r.json",
+            "-p",
+            "no:cacheprovider",
+        )
         calls = list(server.requests)
     result.assert_outcomes(passed=1)
     (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]

@@ -78,9 +78,15 @@ async def _episodes(
         async with slots:
             session = make_session(env, seed, index, resources)
             results[index] = await run_episode(
-                session, agent, cap=caps, mode=mode, protocol=protocol, charge=charge,
-                policy=policy, limiter=limiter,
-            )  # fmt: skip
+                session,
+                agent,
+                cap=caps,
+                mode=mode,
+                protocol=protocol,
+                charge=charge,
+                policy=policy,
+                limiter=limiter,
+            )
 
     async with anyio.create_task_group() as group:
         for index in range(n):
@@ -111,8 +117,9 @@ async def run_online_cell(
     args = (env, agent, n, seed, caps, resources)
     runs = await _episodes(*args, "online", protocol, charge, policy, concurrency)
     scores, reasons, notes = score_online_runs(runs, success_value=success_value)
-    result = OnlineCellResult(agent_name(agent), PROTOCOLS[protocol], scores, runs,
-                              invalid_reasons=reasons, notes=notes)  # fmt: skip
+    result = OnlineCellResult(
+        agent_name(agent), PROTOCOLS[protocol], scores, runs, invalid_reasons=reasons, notes=notes
+    )
     errors = [r.agent_error for r in runs if r.agent_error]
     if errors and len(errors) == len(runs):
         result.outcome, result.reason = "error", f"the actor failed on every run: {errors[0]}"
@@ -120,18 +127,21 @@ async def run_online_cell(
         return result
     # Fresh resources: the replay pass must not share the online pass's searcher state.
     resources = episode_resources(env, n, seed, warehouse_demand=warehouse_demand)
-    replayed = await _episodes(env, agent, n, seed, caps, resources, "replay", protocol,
-                               charge, policy, concurrency)  # fmt: skip
+    replayed = await _episodes(
+        env, agent, n, seed, caps, resources, "replay", protocol, charge, policy, concurrency
+    )
     result.replay_runs = replayed
     scores["replay_success_rate"] = sum(r.success for r in replayed) / n if n else None
-    scores["replay_acting_tokens"] = (
-        sum(r.acting_tokens() for r in replayed) / n if n else None
-    )
+    scores["replay_acting_tokens"] = sum(r.acting_tokens() for r in replayed) / n if n else None
     has_estimate = callable(getattr(agent, "estimate", None))
     if has_estimate:
         rollouts = [run_to_rollout(r) for r in replayed]
-        outcome = await run_awareness_cell(rollouts, agent, policy=policy,  # type: ignore[arg-type]
-                                           limiter=anyio.CapacityLimiter(concurrency))  # fmt: skip
+        outcome = await run_awareness_cell(
+            rollouts,
+            agent,
+            policy=policy,  # type: ignore[arg-type]
+            limiter=anyio.CapacityLimiter(concurrency),
+        )
         for name in ESTIMATE_SCORES:
             scores[f"replay_{name}"] = outcome.scores.get(name)
         if outcome.outcome != "ok":

@@ -103,8 +103,9 @@ class SokobanSession(_TokenCounting):
         self.task: dict[str, Any] = {}
 
     def prompt(self, turn: int) -> tuple[str, Any]:
-        text = self._m.sokoban_prompt(self.state, preset=self.preset, turn=turn,
-                                      feedback=self.feedback)  # fmt: skip
+        text = self._m.sokoban_prompt(
+            self.state, preset=self.preset, turn=turn, feedback=self.feedback
+        )
         return text, self.state
 
     async def step(self, action: Any, turn: int) -> EnvTurn:
@@ -155,8 +156,15 @@ class SearchSession:
     def prompt(self, turn: int) -> tuple[str, Any]:
         m, q = self._m, self.question
         self._turn = turn
-        state = m.SearchState(q.id, q.question, q.plan, turn, self.preset.max_turns,
-                              self.preset.top_k, tuple(self.history))  # fmt: skip
+        state = m.SearchState(
+            q.id,
+            q.question,
+            q.plan,
+            turn,
+            self.preset.max_turns,
+            self.preset.top_k,
+            tuple(self.history),
+        )
         return m.search_prompt(q.question, self.history, preset=self.preset, turn=turn), state
 
     def acting_tokens(
@@ -165,8 +173,7 @@ class SearchSession:
         m, q, turn = self._m, self.question, self._turn
         read = m._new_input_tokens(q.question, self.history, preset=self.preset, turn=turn)
         resent = m._resent_tokens(q.question, self.history, preset=self.preset, turn=turn)
-        usage = m._turn_usage(read, resent, ActorReply(text), reported, self.previous_prompt,
-                              turn)  # fmt: skip
+        usage = m._turn_usage(read, resent, ActorReply(text), reported, self.previous_prompt, turn)
         self.previous_prompt = usage.prompt_tokens
         return float(usage.tokens), dict(usage.info)
 
@@ -175,8 +182,9 @@ class SearchSession:
         parsed = m.parse_action(action if isinstance(action, str) else "")
         info: dict[str, Any] = {"action": parsed.kind or "invalid"}
         if parsed.kind == "search":
-            passages = await m._search(self.searcher, parsed.text, self.preset.top_k,
-                                       self.rollout_id, turn)  # fmt: skip
+            passages = await m._search(
+                self.searcher, parsed.text, self.preset.top_k, self.rollout_id, turn
+            )
             info["query"] = parsed.text
             self.history.append(m.SearchStep(turn, "search", parsed.text, passages))
         elif parsed.kind == "answer":
@@ -218,8 +226,7 @@ class WarehouseSession(_TokenCounting):
         return self.sim.render(), self.sim.state_dict()
 
     async def step(self, action: Any, turn: int) -> EnvTurn:
-        report = self.sim.step(action if isinstance(action, str | self._m.WarehouseAction)
-                               else "")  # fmt: skip
+        report = self.sim.step(action if isinstance(action, str | self._m.WarehouseAction) else "")
         return EnvTurn(report.info(), self.sim.done, {k: float(v) for k, v in report.usage.items()})
 
     def success(self) -> bool:

@@ -45,8 +45,7 @@ class LLMOnlineActor(LLMAgent):
         temperature: float = 0.0,
     ) -> None:
         # The actor's per-call default (the online rules add a short estimate tag).
-        super().__init__(model, name=name, max_tokens=max_tokens or 1024,
-                         temperature=temperature)  # fmt: skip
+        super().__init__(model, name=name, max_tokens=max_tokens or 1024, temperature=temperature)
 
     def messages(self, observation: Any) -> list[dict[str, Any]]:
         from pytest_budget.awareness.online.prompts import online_system
@@ -54,8 +53,10 @@ class LLMOnlineActor(LLMAgent):
         system = actor_system(str(observation.env))
         if getattr(observation, "cap", None) is not None:
             system = online_system(system, str(getattr(observation, "protocol", "single")))
-        return [{"role": "system", "content": system},
-                {"role": "user", "content": str(observation.text)}]  # fmt: skip
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": str(observation.text)},
+        ]
 
     def call_cap(self, observation: Any) -> int:
         cap = env_token_cap(str(observation.env))
@@ -74,8 +75,10 @@ class LLMOnlineActor(LLMAgent):
 
     async def estimate(self, probe: Any) -> EstimateText:
         dims = tuple(getattr(probe, "dimensions", ("tokens",)))
-        messages = [{"role": "system", "content": estimator_system(dims)},
-                    {"role": "user", "content": str(probe.text)}]  # fmt: skip
+        messages = [
+            {"role": "system", "content": estimator_system(dims)},
+            {"role": "user", "content": str(probe.text)},
+        ]
         result = await self._complete(messages, self.max_tokens)
         usage = None
         if result.usage.reported:

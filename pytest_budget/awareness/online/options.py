@@ -26,7 +26,8 @@ class OnlineOptionError(ValueError):
 def _choice(option: str, value: Any, choices: tuple[str, ...], default: str) -> str:
     text = str(value if value is not None else default).strip().lower()
     if text not in choices:
-        raise OnlineOptionError(f"{option}: unknown value {text!r}; choose from {', '.join(choices)}")
+        known = ", ".join(choices)
+        raise OnlineOptionError(f"{option}: unknown value {text!r}; choose from {known}")
     return text
 
 
@@ -82,7 +83,9 @@ def parse_online_options(get_option: Callable[[str], Any]) -> dict[str, Any]:
         )
     return {
         "awareness_mode": _choice(
-            "--budget-awareness-mode", get_option("budget_awareness_mode"), AWARENESS_MODES,
+            "--budget-awareness-mode",
+            get_option("budget_awareness_mode"),
+            AWARENESS_MODES,
             "replay",
         ),
         "online_protocols": tuple(protocols) or ("single",),

@@ -25,8 +25,11 @@ __all__ = ["ONLINE_ESTIMATORS", "ReferenceOnlineAgent", "reference_online_agent"
 
 #: Reference estimators that work online (no hindsight), by agent name.
 ONLINE_ESTIMATORS: tuple[str, ...] = (
-    "linear-visible", "always-feasible", "always-impossible", "random",
-)  # fmt: skip
+    "linear-visible",
+    "always-feasible",
+    "always-impossible",
+    "random",
+)
 
 
 class ReferenceOnlineAgent:

@@ -141,13 +141,21 @@ def _probe(
     prefix = tuple(
         Turn(dict(t.usage), t.observation, t.action, t.info) for t in turns if t.executed
     )
-    return Probe(session.rollout_id, _env_label(session), len(prefix), dict(used), dict(cap),
-                 prefix, dict(session.task))  # fmt: skip
+    return Probe(
+        session.rollout_id,
+        _env_label(session),
+        len(prefix),
+        dict(used),
+        dict(cap),
+        prefix,
+        dict(session.task),
+    )
 
 
 def _env_label(session: Any) -> str:
-    return str(getattr(session, "preset", None) and getattr(session.preset, "name", None)
-               or session.env)  # fmt: skip
+    preset = getattr(session, "preset", None)
+    name = getattr(preset, "name", None) if preset is not None else None
+    return str(name or session.env)
 
 
 async def _estimate_call(
@@ -195,8 +203,18 @@ async def run_episode(
     token_env = not session.external
     used = dict.fromkeys(dims, 0.0)
     turns: list[EpisodeTurn] = []
-    run = OnlineRun(session.rollout_id, _env_label(session), mode, protocol, charge,
-                    dict(cap), turns, False, "max_turns", task=dict(session.task))  # fmt: skip
+    run = OnlineRun(
+        session.rollout_id,
+        _env_label(session),
+        mode,
+        protocol,
+        charge,
+        dict(cap),
+        turns,
+        False,
+        "max_turns",
+        task=dict(session.task),
+    )
     phase = "run"
     last_estimate: Estimate | None = None
     number = 1
@@ -211,15 +229,31 @@ async def run_episode(
         )
         text = f"{env_text}\n\n{budget_text}" if budget_text else env_text
         observation = OnlineObservation(
-            session.env, session.rollout_id, number, text, state,
-            env_text=env_text, budget_text=budget_text, mode=mode, protocol=protocol,
-            may_stop=may_stop, used=dict(used), cap=dict(cap) if online else None,
+            session.env,
+            session.rollout_id,
+            number,
+            text,
+            state,
+            env_text=env_text,
+            budget_text=budget_text,
+            mode=mode,
+            protocol=protocol,
+            may_stop=may_stop,
+            used=dict(used),
+            cap=dict(cap) if online else None,
             probe=_probe(session, turns, used, cap) if online else None,
-            last_estimate=last_estimate, task=dict(session.task),
-        )  # fmt: skip
+            last_estimate=last_estimate,
+            task=dict(session.task),
+        )
         try:
-            raw = await call_role(agent, "online_actor", observation, dict(used),
-                                  dict(cap) if online else None, limiter=limiter)  # fmt: skip
+            raw = await call_role(
+                agent,
+                "online_actor",
+                observation,
+                dict(used),
+                dict(cap) if online else None,
+                limiter=limiter,
+            )
         except InvalidOutput as exc:
             raw = f"<invalid output: {exc.reason}>"
         except AgentError as exc:
@@ -228,16 +262,26 @@ async def run_episode(
             break
         read: ReadReply = read_online_reply(raw, dims, policy)
         if not online:  # the replay pass reads the action only
-            read = ReadReply(read.action, read.acting_text, "", None, False,
-                             read.reported_input, read.reported_output)  # fmt: skip
+            read = ReadReply(
+                read.action,
+                read.acting_text,
+                "",
+                None,
+                False,
+                read.reported_input,
+                read.reported_output,
+            )
         acting_in, acting_out, estimation = split_tokens(read, budget_text)
         reported = None if acting_in is None or acting_out is None else (acting_in, acting_out)
         acting, info = session.acting_tokens(env_text, read.acting_text, reported)
-        turn = EpisodeTurn(number, phase, acting, estimation, {}, False, env_text,
-                           read.acting_text, info)  # fmt: skip
+        turn = EpisodeTurn(
+            number, phase, acting, estimation, {}, False, env_text, read.acting_text, info
+        )
         if online and phase == "run" and protocol == "single" and read.estimate is not None:
-            turn.estimate, turn.estimate_k = read.estimate, len([t for t in turns if t.executed
-                                                                 and t.phase == "run"])  # fmt: skip
+            turn.estimate, turn.estimate_k = (
+                read.estimate,
+                len([t for t in turns if t.executed and t.phase == "run"]),
+            )
             last_estimate = read.estimate
         charge_now = _charged(acting, estimation, charge)
         if token_env:

@@ -45,10 +45,16 @@ __all__ = [
 
 #: The replay metrics reported for the online estimates (and, prefixed ``replay_``, beside).
 ESTIMATE_SCORES = (
-    "macro_f1_all", "macro_f1_first", "fail_f1", "interval_score", "hit_rate", "mre_p50",
-    "mre_p90", "invalid_rate",
+    "macro_f1_all",
+    "macro_f1_first",
+    "fail_f1",
+    "interval_score",
+    "hit_rate",
+    "mre_p50",
+    "mre_p90",
+    "invalid_rate",
     *(f"{side}_bin{i}" for i in range(5) for side in ("optimistic", "conservative")),
-)  # fmt: skip
+)
 
 
 def _total(turns: Sequence[EpisodeTurn]) -> float:
@@ -108,7 +114,10 @@ def early_stop_outcome(runs: Sequence[OnlineRun], success_value: float) -> dict[
     stopped = [r for r in runs if r.stopped_at is not None]
     saved_all = sum(_total(r.phase_turns("continuation")) for r in stopped)
     failing = [r for r in runs if not r.would_succeed]
-    saved_failing = sum(_total(r.phase_turns("continuation")) for r in stopped if not r.would_succeed)
+    saved_failing = sum(
+        _total(r.phase_turns("continuation")) for r in stopped if not r.would_succeed
+    )
+
     # All tokens of a run as it would have gone: its own turns (the stop reply left out)
     # plus the continuation.
     def spent(run: OnlineRun) -> float:
