@@ -219,7 +219,7 @@ class BudgetOptions:
     shard: Shard | None = None
     # --budget-max-output-chars: a longer raw agent output is invalid, not parsed.
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
-    # Awareness online mode (awareness/online/options.py parses these).
+    # Awareness online mode (online_options.py parses these).
     awareness_mode: str = "replay"
     online_protocols: tuple[str, ...] = ("single",)
     online_caps: tuple[float, ...] = (0.5, 1.0, 2.0)
@@ -685,7 +685,7 @@ def parse_options(
 
 
 def _online_options(get_option: Callable[[str], Any]) -> dict[str, Any]:
-    from pytest_budget.awareness.online.options import OnlineOptionError, parse_online_options
+    from pytest_budget.online_options import OnlineOptionError, parse_online_options
 
     try:
         return parse_online_options(get_option)

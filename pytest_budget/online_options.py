@@ -1,4 +1,4 @@
-"""The online mode's command-line options, parsed (``options.parse_options`` calls this).
+"""The awareness online mode's command-line options, parsed (``options.parse_options`` calls this).
 
 Every bad value raises :class:`OnlineOptionError` with one line naming the option, the
 value and what is expected.  Imports nothing heavy.
