@@ -170,9 +170,12 @@ def test_a_stop_on_a_run_that_would_have_succeeded_is_a_success_lost() -> None:
     actor = Scripted(fn)
     run = _run(actor)
     assert run.stopped_at == 1 and not run.success and run.end_reason == "stopped"
-    # the continuation re-asks turn 1 with stopping unavailable, and solves
-    assert [(o.turn, o.may_stop) for o, _, _ in actor.seen] == [(1, True), (1, False)]
-    assert "Giving up is not available" in actor.seen[1][0].budget_text
+    # the continuation re-asks turn 1 in replay mode (no budget shown), and solves
+    assert [(o.turn, o.may_stop, cap) for o, _, cap in actor.seen] == [
+        (1, True, {"tokens": 2500.0}),
+        (1, False, None),
+    ]
+    assert actor.seen[1][0].budget_text == "" and actor.seen[1][0].mode == "replay"
     assert run.continuation_success is True and run.would_succeed
     scores, _, _ = score_online_runs([run], success_value=1.0)
     assert scores["stop_rate"] == 1.0 and scores["successes_lost"] == 1.0
@@ -390,3 +393,16 @@ def test_the_cap_curve_is_drawn_from_online_cells() -> None:
     assert chart.key == "awareness-online-caps" and chart.png
     (empty,) = online_charts([], {}, "")
     assert not empty.png and "no scored online cells" in empty.note
+
+
+@pytest.mark.parametrize("env", ["sokoban-8x8", "search", "warehouse"])
+def test_measured_stops_add_up_with_the_replay_pass(env: str) -> None:
+    # The reference policy acts the same whether or not it watches its budget, so every
+    # replay-mode success is either an online success or a success lost to a stop.
+    agent = reference_online_agent("linear-visible", 42)
+    scores = anyio.run(lambda: run_online_cell(env, agent, n=12, seed=42)).scores
+    assert scores["stop_rate"] > 0
+    assert scores["success_rate"] + scores["successes_lost"] == pytest.approx(
+        scores["replay_success_rate"]
+    )
+    assert scores["success_without_stops"] == pytest.approx(scores["replay_success_rate"])

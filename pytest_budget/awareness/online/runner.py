@@ -10,10 +10,13 @@ Per turn (online mode):
    and ends the run as failed (``cap``), as BAGEN ends an episode at its token cap.
    Warehouse: the step runs and a budget past its cap ends the run as failed.
 4. A reply with ``<stop/>`` ends the run as stopped (not a success); nothing in it is
-   executed.  To *measure* what stopping bought, the same agent is then asked to go on
-   from that state with stopping unavailable (the *continuation*), until the episode ends
-   or the cap stops it: a continuation that succeeds is a success lost to stopping, one that
-   fails is a failed run whose remaining tokens were saved.
+   executed.  To *measure* what stopping bought, the same agent then goes on from that
+   state in replay mode (no budget shown, ``cap=None``, only the action read: the
+   *continuation*), under the same hard cap, until the episode ends or the cap stops it: a
+   continuation that succeeds is a success lost to stopping, one that fails is a failed
+   run whose remaining tokens were saved.  (Replay mode, not "stopping unavailable": an
+   agent that keeps asking to stop would otherwise never act, and every stop would look
+   like a saving.)
 5. Two-call protocol: after an executed action that did not end the episode, the agent's
    ``estimate(probe)`` is called separately (a :class:`~pytest_budget.awareness.probes.Probe`
    of the run so far); its tokens are estimation tokens.
@@ -220,8 +223,10 @@ async def run_episode(
     number = 1
     while number <= session.max_turns:
         env_text, state = session.prompt(number)
-        online = mode == "online"
-        may_stop = online and phase == "run"
+        # The continuation after a stop is the agent acting on in replay mode (no budget
+        # shown, nothing but the action read): what it does when it does not watch its budget.
+        online = mode == "online" and phase == "run"
+        may_stop = online
         budget_text = (
             budget_block(dims, used, cap, protocol=protocol, may_stop=may_stop, task=session.task)
             if online
@@ -236,7 +241,7 @@ async def run_episode(
             state,
             env_text=env_text,
             budget_text=budget_text,
-            mode=mode,
+            mode="online" if online else "replay",
             protocol=protocol,
             may_stop=may_stop,
             used=dict(used),
