@@ -90,7 +90,7 @@ def test_awareness_online(
             "cell": online_cell.id,
             "env": online_cell.env,
             "agent": agent,
-            "mode": "online",
+            "awareness_mode": "online",
             "protocol": PROTOCOLS[online_cell.protocol],
             "charge": options.online_charge,
             "cap_multiplier": online_cell.multiplier,

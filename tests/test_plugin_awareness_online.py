@@ -4,6 +4,7 @@ online actor against the loopback OpenAI-/Anthropic-compatible test server."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from pytest_budget.tokens import count_tokens
 from tests.model_server import ModelServer
 
 ESTIMATE = "<estimate>[100, 400]</estimate>"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _play(body: dict[str, Any]) -> str:
@@ -92,7 +94,11 @@ def test_offline_online_run_records_budget_split_and_protocol(pytester: pytest.P
     )
     result.assert_outcomes(passed=2)
     assert "awareness online: acting under a cap while estimating" in result.stdout.str()
-    cells = json.loads((pytester.path / "r.json").read_text())["cells"]
+    report = json.loads((pytester.path / "r.json").read_text())
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "docs" / "reference" / "report.schema.json").read_text())
+    jsonschema.validate(report, schema)  # the published schema covers the online cells
+    cells = report["cells"]
     assert [c["budget"] for c in cells] == [{"tokens": 1250.0}, {"tokens": 2500.0}]
     for cell in cells:
         assert cell["suite"] == "awareness-online" and cell["protocol"] == "single-call"
