@@ -113,12 +113,13 @@ def test_offline_online_run_records_budget_split_and_protocol(pytester: pytest.P
         assert "replay_macro_f1_all" in scores and "cost_model" in cell
 
 
-def test_http_online_actor_keeps_acting_and_estimation_tokens_apart() -> None:
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_http_online_actor_keeps_acting_and_estimation_tokens_apart(provider: str) -> None:
     from pytest_budget.models.connections import run_in_connection_scope
     from pytest_budget.models.provider import provider_factory
 
     with ModelServer(_play, input_tokens=400, output_tokens=30) as server:
-        agent = provider_factory("openai")("m", "online_actor", {"base_url": server.url})
+        agent = provider_factory(provider)("m", "online_actor", {"base_url": server.url})
         result = run_in_connection_scope(
             lambda: run_online_cell("sokoban-6x6", agent, n=2, seed=42, multiplier=1.0)
         )
