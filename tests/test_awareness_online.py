@@ -249,7 +249,7 @@ def test_two_call_protocol_asks_after_each_action_and_stops_on_the_next_turn() -
     assert probe.k == 1 and probe.used == {"tokens": 110.0} and probe.budget == {"tokens": 2500.0}
     assert run.stopped_at == 2 and run.continuation_success
     first = run.turns[0]
-    assert first.estimation_tokens == 45 and first.estimate_k == 1
+    assert first.estimation_tokens == 0 + 45 and first.estimate_k == 1  # act call's share + call
     assert run.estimation_tokens() == 45 + 10
     (result,) = online_probe_results([run])
     # probe after turn 1 of a trajectory of 2 played turns (Left, then the solve)
@@ -406,3 +406,25 @@ def test_measured_stops_add_up_with_the_replay_pass(env: str) -> None:
         scores["replay_success_rate"]
     )
     assert scores["success_without_stops"] == pytest.approx(scores["replay_success_rate"])
+
+
+def test_two_call_without_an_estimate_method_is_invalid_and_costs_nothing() -> None:
+    run = _run(Scripted(lambda o: "<answer>Left</answer>" if o.turn == 1 else SOLVE),
+               protocol="two")  # fmt: skip
+    first = run.turns[0]
+    assert isinstance(first.estimate, Invalid) and "no estimate(probe)" in first.estimate.reason
+    # the act call's budget block only: the estimate call never happened
+    block = budget_block(
+        ("tokens",), {"tokens": 0.0}, {"tokens": 2500.0}, protocol="two", may_stop=True
+    )
+    assert run.success and first.estimation_tokens == count_tokens(block)  # fmt: skip
+
+
+def test_an_actor_that_raises_ends_its_run_and_a_cell_of_failures_is_an_error() -> None:
+    def boom(observation: Any, used: Any, cap: Any) -> Any:
+        raise RuntimeError("endpoint down")
+
+    run = _run(boom)
+    assert run.end_reason == "agent_error" and "endpoint down" in (run.agent_error or "")
+    result = anyio.run(lambda: run_online_cell("sokoban-6x6", boom, n=2, seed=42, replay=False))
+    assert result.outcome == "error" and "endpoint down" in result.reason

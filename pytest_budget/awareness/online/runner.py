@@ -167,12 +167,14 @@ async def _estimate_call(
     """Two-call protocol: the separate estimate call and its (estimation) tokens."""
     from pytest_budget.awareness.evaluate import parse_answer
 
+    if not callable(getattr(agent, "estimate", None)):
+        return Invalid("", "two-call protocol: the agent has no estimate(probe) method"), 0.0
     try:
         raw = await call_role(agent, "online_estimator", probe, limiter=limiter)
-    except InvalidOutput as exc:
+    except InvalidOutput as exc:  # it answered (the prompt was read), with nothing usable
         return Invalid(exc.preview, exc.reason), float(count_tokens(probe.text))
-    except AgentError as exc:
-        return Invalid("", f"estimate call failed: {exc.reason}"), float(count_tokens(probe.text))
+    except AgentError as exc:  # it raised: what it spent is unknown, nothing is charged
+        return Invalid("", f"estimate call failed: {exc.reason}"), 0.0
     usage = raw.get("usage") if isinstance(raw, Mapping) else getattr(raw, "usage", None)
     text = raw.get("text", "") if isinstance(raw, Mapping) else raw
     tokens: float | None = None
@@ -317,7 +319,8 @@ async def run_episode(
         if online and phase == "run" and protocol == "two":
             probe = _probe(session, turns, used, cap)
             estimate, tokens = await _estimate_call(agent, probe, dims, policy, limiter)
-            turn.estimate, turn.estimate_k, turn.estimation_tokens = estimate, probe.k, tokens
+            turn.estimate, turn.estimate_k = estimate, probe.k
+            turn.estimation_tokens += tokens  # the act call's budget block, plus this call
             last_estimate = estimate
             if charge == "both" and token_env:
                 turn.usage[dims[0]] += tokens
