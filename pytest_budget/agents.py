@@ -87,6 +87,15 @@ def _reference_actor(seed: int) -> object:
     return ReferenceActor(seed)
 
 
+def _online(name: str) -> Callable[[int], object]:
+    def make(seed: int) -> object:
+        from pytest_budget.awareness.online.reference import reference_online_agent
+
+        return reference_online_agent(name, seed)
+
+    return make
+
+
 def _reference_solver(seed: int) -> object:
     from pytest_budget.triage.domains import ReferenceSolver
 
@@ -100,13 +109,26 @@ REFERENCE_AGENTS: dict[str, dict[str, Callable[[int], object]]] = {
         "estimator": _estimator("OracleEstimator"),
         "tool_agent": _tool_agent("OracleToolAgent"),
     },
-    "random": {"planner": _random, "estimator": _estimator("RandomEstimator")},
+    "random": {
+        "planner": _random,
+        "estimator": _estimator("RandomEstimator"),
+        "online_actor": _online("random"),
+    },
     "cheapest-first": {"planner": _cheapest_first},
     "attempt-all": {"planner": _attempt_all},
     "linear-knows-T": {"estimator": _estimator("LinearEstimator")},
-    "linear-visible": {"estimator": _estimator("LinearVisibleEstimator")},
-    "always-feasible": {"estimator": _estimator("AlwaysFeasibleEstimator")},
-    "always-impossible": {"estimator": _estimator("AlwaysImpossibleEstimator")},
+    "linear-visible": {
+        "estimator": _estimator("LinearVisibleEstimator"),
+        "online_actor": _online("linear-visible"),
+    },
+    "always-feasible": {
+        "estimator": _estimator("AlwaysFeasibleEstimator"),
+        "online_actor": _online("always-feasible"),
+    },
+    "always-impossible": {
+        "estimator": _estimator("AlwaysImpossibleEstimator"),
+        "online_actor": _online("always-impossible"),
+    },
     "greedy": {"tool_agent": _tool_agent("GreedyToolAgent")},
     "random-valid": {"tool_agent": _tool_agent("RandomValidToolAgent")},
     "atomic-only": {"tool_agent": _tool_agent("AtomicOnlyToolAgent")},
@@ -130,6 +152,8 @@ _SUITE_DEFAULTS: dict[str, tuple[str, ...]] = {
         "oracle",
     ),
     "planning": ("greedy", "random-valid", "atomic-only", "oracle"),
+    # --budget-awareness-mode=online|both: the reference actors with an online estimator.
+    "awareness-online": ("linear-visible", "always-feasible", "always-impossible", "random"),
 }
 
 

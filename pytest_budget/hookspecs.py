@@ -102,3 +102,15 @@ def pytest_budget_tool_agent(config: pytest.Config) -> Any | None:
         def pytest_budget_tool_agent(config):
             return MyToolAgent()
     """
+
+
+@hookspec(firstresult=True)
+def pytest_budget_online_actor(config: pytest.Config) -> Any | None:
+    """Return the online actor the awareness suite's online mode evaluates, or None.
+
+    ``act(observation, used, cap)`` (sync or async) returns the action and, optionally, an
+    estimate or a stop (see ``pytest_budget.awareness.online.protocol``).  Example::
+
+        def pytest_budget_online_actor(config):
+            return MyOnlineActor()
+    """

@@ -31,6 +31,12 @@ SUITE_METRICS: dict[str, tuple[MetricSpec, ...]] = {
         MetricSpec("interval_score", "higher", 0.05, "mean S_k over feasible probes"),
         MetricSpec("invalid_rate", "lower", 0.05, "share of unreadable answers"),
     ),
+    "awareness-online": (
+        MetricSpec("success_rate", "higher", 0.05, "runs that succeed within the cap"),
+        MetricSpec("macro_f1_all", "higher", 0.05, "feasibility macro-F1 of online estimates"),
+        MetricSpec("fail_f1", "higher", 0.05, "F1 of the impossible class, online"),
+        MetricSpec("net_value", "higher", 0.05, "early-stop net value under the cost model"),
+    ),
     "planning": (
         MetricSpec("emr", "higher", 0.05, "exact match of the tool sequence with an optimum"),
         MetricSpec("aned", "lower", 0.05, "normalised edit distance to the nearest optimum"),

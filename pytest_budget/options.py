@@ -226,6 +226,18 @@ class BudgetOptions:
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
     # --budget-agent-timeout: seconds one agent call may take (0: no limit).
     agent_timeout: float = DEFAULT_AGENT_TIMEOUT
+    # Awareness online mode (online_options.py parses these).
+    awareness_mode: str = "replay"
+    online_protocols: tuple[str, ...] = ("single",)
+    online_caps: tuple[float, ...] = (0.5, 1.0, 2.0)
+    online_charge: str = "acting"
+    online_episodes: int = 32
+    online_success_value: float = 1.0
+
+    @property
+    def awareness_online(self) -> bool:
+        """Whether the awareness suite runs its online cells (``--budget-awareness-mode``)."""
+        return self.awareness_mode in ("online", "both")
 
     def gate_for(self, suite: str) -> str:
         """The gate rule of ``suite``: ``--budget-gate`` when given, else the suite's default."""
@@ -696,7 +708,17 @@ def parse_options(
             or get_ini("budget_max_output_chars")
             or DEFAULT_MAX_OUTPUT_CHARS,
         ),
+        **_online_options(get_option),
     )
+
+
+def _online_options(get_option: Callable[[str], Any]) -> dict[str, Any]:
+    from pytest_budget.online_options import OnlineOptionError, parse_online_options
+
+    try:
+        return parse_online_options(get_option)
+    except OnlineOptionError as exc:
+        raise OptionError(str(exc)) from None
 
 
 def _model_headers(values: Any) -> tuple[str, ...]:

@@ -36,7 +36,10 @@ CELL_KEY = pytest.StashKey[str]()
 
 _SUITE_MODULES = {name: f"test_{name}.py" for name in AVAILABLE_SUITES}
 # Optional cell types, collected only when their option is on.
-_OPTIONAL_MODULES = {"triage": [("resolve", "test_triage_resolve.py")]}
+_OPTIONAL_MODULES = {
+    "triage": [("resolve", "test_triage_resolve.py")],
+    "awareness": [("awareness_online", "test_awareness_online.py")],  # --budget-awareness-mode
+}
 
 
 #: The ``--budget-*`` option group, kept for :func:`rerun_command_for`.
@@ -182,6 +185,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--budget-warehouse-demand",
         metavar="CSV",
         help="awareness: your own Warehouse demand panel (columns week,retailer,sku,units,price)",
+    )
+    group.addoption(
+        "--budget-awareness-mode",
+        help="awareness: replay (BAGEN's rollout-replay, default), online (the agent acts "
+        "under a hard cap and estimates while it acts) or both",
+    )
+    group.addoption(
+        "--budget-online-protocol",
+        help="awareness online: single (action and estimate in one reply, default), two "
+        "(a separate estimate call after each action), or single,two",
+    )
+    group.addoption(
+        "--budget-online-caps",
+        help="awareness online: cap levels as multiples of each environment's cap, comma "
+        "list (default 0.5,1,2)",
+    )
+    group.addoption(
+        "--budget-online-charge",
+        help="awareness online: what the cap is charged with: acting (default) or both "
+        "(acting and estimation tokens)",
+    )
+    group.addoption(
+        "--budget-online-episodes", help="awareness online: episodes per cell (default 32)"
+    )
+    group.addoption(
+        "--budget-online-success-value",
+        help="awareness online: the value of one success in average runs' tokens, for the "
+        "early-stop net value (default 1)",
     )
     group.addoption(
         "--budget-parse",
@@ -582,7 +613,8 @@ def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
     folder = Path(suites_package.__file__).parent
     wanted = []
     for name in options.suites:
-        wanted.append(str(folder / _SUITE_MODULES[name]))
+        if not (name == "awareness" and options.awareness_mode == "online"):
+            wanted.append(str(folder / _SUITE_MODULES[name]))
         for flag, module in _OPTIONAL_MODULES.get(name, []):
             if getattr(options, flag):
                 wanted.append(str(folder / module))

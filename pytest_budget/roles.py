@@ -100,6 +100,8 @@ ROLE_METHODS: dict[str, str] = {
     "estimator": "estimate",
     "actor": "act",
     "tool_agent": "act",
+    "online_actor": "act",  # act(observation, used, cap): awareness online mode
+    "online_estimator": "estimate",  # its two-call estimate: text, or a mapping with usage
 }
 
 

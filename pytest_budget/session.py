@@ -27,6 +27,7 @@ def tables() -> dict[str, tuple[str, Renderer]]:
     Imported on first use (the renderers pull in numpy): a pytest run that records no cell
     never loads them.
     """
+    from pytest_budget.awareness.online.summary import online_table
     from pytest_budget.awareness.summary import awareness_table
     from pytest_budget.planning.summary import planning_table
     from pytest_budget.triage.summary import resolve_table, triage_table
@@ -36,6 +37,10 @@ def tables() -> dict[str, tuple[str, Renderer]]:
         "triage-resolve": ("triage: budget-aware re-solve (stated allocation)", resolve_table),
         "awareness": ("awareness: feasibility, interval quality and early stop", awareness_table),
         "planning": ("planning: cost-optimal tool use (CostBench)", planning_table),
+        "awareness-online": (
+            "awareness online: acting under a cap while estimating (issue 24)",
+            online_table,
+        ),
     }
 
 

@@ -59,9 +59,10 @@ PAPER_TITLES = {
     "CostBench": "CostBench: Evaluating Multi-Turn Cost-Optimal Planning",
 }
 SUITE_PAPER = {"triage": "TRIAGE", "triage-resolve": "TRIAGE", "awareness": "BAGEN",
-               "planning": "CostBench"}  # fmt: skip
+               "planning": "CostBench", "awareness-online": "BAGEN"}  # fmt: skip
 METRIC_PAGES = {"triage": "metrics.md", "triage-resolve": "metrics.md",
-                "awareness": "metrics-awareness.md", "planning": "metrics-planning.md"}  # fmt: skip
+                "awareness": "metrics-awareness.md", "planning": "metrics-planning.md",
+                "awareness-online": "metrics-awareness.md"}  # fmt: skip
 
 
 #: Plugins the checked runs do not need: without them an in-process run does not import
@@ -363,8 +364,16 @@ def suite_score_keys() -> dict[str, set[str]]:
     query = generate_queries("dining", 1)[0]
     episode = anyio.run(run_episode, query, 1, "static", 0, OracleToolAgent())
     planning = score_episodes([episode])
+    from pytest_budget.awareness.online import reference_online_agent, run_online_cell
+
+    online = anyio.run(
+        lambda: run_online_cell(
+            "sokoban-6x6", reference_online_agent("linear-visible", 1), n=2, seed=1
+        )
+    ).scores
     return {"triage": set(triage), "triage-resolve": set(resolve),
-            "awareness": set(awareness), "planning": set(planning)}  # fmt: skip
+            "awareness": set(awareness), "planning": set(planning),
+            "awareness-online": set(online)}  # fmt: skip
 
 
 def test_every_score_key_is_on_its_metrics_page() -> None:

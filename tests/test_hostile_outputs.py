@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 import anyio
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_budget.awareness.answers import Impossible, Interval, IntervalMap, Invalid
@@ -215,10 +215,16 @@ def test_solver_outputs_never_crash_phase0(value: Any) -> None:
 
 @settings(SETTINGS, max_examples=max(1, EXAMPLES // 3))
 @given(OUTPUTS)
+@example({"text": "x", "usage": {"tokens": 2501}})  # over the 6x6 cap on turn 1: no turn kept
 def test_actor_outputs_never_crash_a_rollout(value: Any) -> None:
     preset = SOKOBAN_PRESETS["sokoban-6x6"]
     rollouts = anyio.run(functools.partial(generate_rollouts, preset, 1, 5, _returns(value, "act")))
     (rollout,) = rollouts
-    assert rollout.T >= 1
+    # A first reply over the token cap ends the rollout with no turn kept (BAGEN drops the
+    # truncated turn, facts/bagen.md 3.2); otherwise at least one turn was played.
+    if rollout.meta["end_reason"] == "token_cap" and "truncated_turn" in rollout.meta:
+        assert rollout.meta["truncated_turn"]["turn"] == rollout.T + 1
+    else:
+        assert rollout.T >= 1
     if rollout.meta.get("actor_error"):
         assert isinstance(rollout.meta["actor_error"], str)

@@ -15,6 +15,7 @@ from typing import Any
 from pytest_budget.html.awareness_figures import awareness_charts
 from pytest_budget.html.drill_js import DRILL_CSS, page_script
 from pytest_budget.html.figures import Chart, agent_colors
+from pytest_budget.html.online_figures import online_charts
 from pytest_budget.html.planning_figures import planning_charts
 from pytest_budget.html.samples import SAMPLE_CAP, SampleStore
 from pytest_budget.html.tables import (
@@ -37,6 +38,7 @@ CHARTS: dict[str, ChartMaker] = {
     "triage": triage_charts,
     "awareness": awareness_charts,
     "planning": planning_charts,
+    "awareness-online": online_charts,
 }
 
 CSS = """

@@ -32,6 +32,7 @@ SUITE_TITLES: dict[str, str] = {
     "triage-resolve": "triage: budget-aware re-solve (stated allocation)",
     "awareness": "awareness: mid-rollout budget estimation (BAGEN)",
     "planning": "planning: cost-optimal tool use (CostBench)",
+    "awareness-online": "awareness, online mode: acting under a cap while estimating",
 }
 #: Suites every page mentions (``triage-resolve`` only appears when it has cells).
 CORE_SUITES = ("triage", "awareness", "planning")

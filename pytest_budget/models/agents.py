@@ -80,7 +80,9 @@ __all__ = [
 MessageFormat = Literal["openai", "anthropic"]
 
 #: The roles an LLM agent can fill (``pytest_budget.roles.ROLE_METHODS``).
-ROLES: tuple[str, ...] = ("planner", "solver", "estimator", "actor", "tool_agent")
+ROLES: tuple[str, ...] = (
+    "planner", "solver", "estimator", "actor", "tool_agent", "online_actor",
+)  # fmt: skip
 
 #: ``max_tokens`` of one call per role when the settings give none.  The triage planner
 #: and solver get 16,384: reasoning models spend thousands of tokens thinking before they
@@ -693,6 +695,17 @@ def make_llm_agent(
     mapping role -> int), ``temperature`` (default 0) and, for the tool agent,
     ``message_format`` (``"openai"``/``"anthropic"``; detected from the model when absent).
     """
+    if role == "online_actor":  # the awareness suite's online mode (its own module)
+        from pytest_budget.awareness.online.llm import LLMOnlineActor
+
+        settings = settings or {}
+        temperature = settings.get("temperature")
+        return LLMOnlineActor(
+            model,
+            name=name,
+            max_tokens=_role_max_tokens(settings.get("max_tokens"), "actor"),
+            temperature=0.0 if temperature is None else temperature,
+        )
     try:
         cls = _CLASSES[role]
     except KeyError:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import heapq
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -512,28 +513,10 @@ class TravelEnv:
         start = self.initial_state if start is None else start
         skip = set(exclude)
         listed = self._plannable if use_bans else self._visible
-        tools = [
-            (t.name, frozenset(t.inputs), t.output, self.costs[t.name])
-            for t in listed
-            if t.name not in skip
-        ]
-        heap: list[tuple[float, int, frozenset[str], list[str]]] = [(0.0, 0, start, [])]
-        visited: set[frozenset[str]] = set()
-        while heap:
-            cost, calls, state, path = heapq.heappop(heap)
-            if state in visited:
-                continue
-            visited.add(state)
-            if self.goal in state:
-                return path, cost
-            for name, needs, output, price in tools:
-                if not needs <= state:
-                    continue
-                nxt = state | {output}
-                if nxt in visited:
-                    continue
-                heapq.heappush(heap, (cost + price, calls + 1, nxt, [*path, name]))
-        return None
+        usable = tuple(t for t in listed if t.name not in skip)
+        prices = tuple(self.costs[t.name] for t in usable)
+        solved = _solve_memo(self.goal, start, usable, prices)
+        return None if solved is None else (list(solved[0]), solved[1])
 
     def optimal_path(self, start: frozenset[str] | None = None) -> tuple[list[str], float]:
         """The ground truth from ``start`` (:meth:`solve`).  A state along the last ground
@@ -591,6 +574,52 @@ class TravelEnv:
             state = state | {tool.output}
             previous = tool.output
         return path, cost
+
+
+# Ground truths are recomputed for every agent, scenario and block with the same tools and
+# costs; the search is a pure function of its inputs, so one process remembers the answers.
+_SOLVE_MEMO: OrderedDict[tuple[object, ...], tuple[tuple[str, ...], float] | None] = OrderedDict()
+_SOLVE_MEMO_SIZE = 20_000  # a key shares its tools and prices with the env: ~1 KB each
+
+
+def _solve_memo(
+    goal: str, start: frozenset[str], tools: tuple[Tool, ...], prices: tuple[float, ...]
+) -> tuple[tuple[str, ...], float] | None:
+    key = (goal, start, tools, prices)
+    if key in _SOLVE_MEMO:
+        _SOLVE_MEMO.move_to_end(key)
+        return _SOLVE_MEMO[key]
+    solved = _dijkstra(goal, start, tools, prices)
+    _SOLVE_MEMO[key] = solved
+    if len(_SOLVE_MEMO) > _SOLVE_MEMO_SIZE:
+        _SOLVE_MEMO.popitem(last=False)
+    return solved
+
+
+def _dijkstra(
+    goal: str, start: frozenset[str], tools: tuple[Tool, ...], prices: tuple[float, ...]
+) -> tuple[tuple[str, ...], float] | None:
+    """CostBench's heap search: entries (cost, calls, state, path), first goal state popped."""
+    usable = [
+        (t.name, frozenset(t.inputs), t.output, p) for t, p in zip(tools, prices, strict=True)
+    ]
+    heap: list[tuple[float, int, frozenset[str], tuple[str, ...]]] = [(0.0, 0, start, ())]
+    visited: set[frozenset[str]] = set()
+    while heap:
+        cost, calls, state, path = heapq.heappop(heap)
+        if state in visited:
+            continue
+        visited.add(state)
+        if goal in state:
+            return path, cost
+        for name, needs, output, price in usable:
+            if not needs <= state:
+                continue
+            nxt = state | {output}
+            if nxt in visited:
+                continue
+            heapq.heappush(heap, (cost + price, calls + 1, nxt, (*path, name)))
+    return None
 
 
 def _float_sum(values: Iterable[float]) -> float:
