@@ -19,7 +19,7 @@ from pytest_budget.awareness.online.cell import cell_caps, run_online_cell
 from pytest_budget.awareness.online.envs import ONLINE_ENVS
 from pytest_budget.awareness.online.protocol import PROTOCOLS
 from pytest_budget.fixtures.core import agent_axis
-from pytest_budget.models.connections import run_in_connection_scope
+from pytest_budget.models.loop import run_on_worker_loop
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin import budget_session
 from pytest_budget.roles import agent_name
@@ -66,7 +66,7 @@ def test_awareness_online(
     budget_snapshot: Any,
 ) -> None:
     options = budget_options
-    result = run_in_connection_scope(
+    result = run_on_worker_loop(
         lambda: run_online_cell(
             online_cell.env,
             budget_online_actor,

@@ -115,12 +115,12 @@ def test_offline_online_run_records_budget_split_and_protocol(pytester: pytest.P
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_http_online_actor_keeps_acting_and_estimation_tokens_apart(provider: str) -> None:
-    from pytest_budget.models.connections import run_in_connection_scope
+    from pytest_budget.models.loop import run_on_worker_loop
     from pytest_budget.models.provider import provider_factory
 
     with ModelServer(_play, input_tokens=400, output_tokens=30) as server:
         agent = provider_factory(provider)("m", "online_actor", {"base_url": server.url})
-        result = run_in_connection_scope(
+        result = run_on_worker_loop(
             lambda: run_online_cell("sokoban-6x6", agent, n=2, seed=42, multiplier=1.0)
         )
         requests = list(server.requests)
