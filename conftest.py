@@ -7,6 +7,9 @@ is an error for runs started elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 # The plugin imports numpy lazily, on first use.  pytester's in-process runs remove the
 # modules they imported when they end, and numpy cannot be imported twice in one process:
 # import it once here, before any in-process run, so every run finds it loaded.
@@ -47,3 +50,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "live" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium under Playwright, one per browser test module (skips with the
+    reason when Playwright or chromium is missing)."""
+    from tests.test_html_browser import CHROMIUM, _playwright
+
+    sync_playwright = _playwright()
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()

@@ -19,7 +19,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,17 +84,6 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )  # fmt: skip
     assert render.returncode == 0, render.stderr
     return {"page": folder / "page.html", "compare": folder / "compare.html"}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_playwright = _playwright()
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,12 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_html_browser import CHROMIUM, _keep, _playwright, _Visit
+from tests.test_html_browser import _keep, _playwright, _Visit
 
 ENV_KEY = "sk-envkey-0123456789abcdefXYZ"
 HEADER_TOKEN = "sk-hdr-abcdefghijklmnop0123"
@@ -85,17 +84,6 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     _run(folder, AWARENESS_ARGS)
     return folder
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_playwright = _playwright()
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def test_filter_to_invalid_probes_and_read_one(

@@ -289,7 +289,7 @@ def _query_too_long(query: str) -> _BadRequest:
     return _BadRequest(400, f"'query' is too long: {len(query)} characters > {MAX_QUERY_CHARS}")
 
 
-def _parse_search(body: bytes) -> tuple[str, int]:
+def _json_object(body: bytes) -> dict[str, Any]:
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError) as exc:
@@ -297,9 +297,10 @@ def _parse_search(body: bytes) -> tuple[str, int]:
         raise _BadRequest(400, f"body is not valid JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise _BadRequest(400, f"body must be a JSON object, got {type(payload).__name__}")
-    unknown = sorted(set(payload) - {"query", "k"})
-    if unknown:
-        raise _BadRequest(400, f"unknown key(s) {unknown}; expected 'query' and optional 'k'")
+    return payload
+
+
+def _checked_query(payload: dict[str, Any]) -> str:
     if "query" not in payload:
         raise _BadRequest(400, "missing 'query'")
     query = payload["query"]
@@ -309,39 +310,32 @@ def _parse_search(body: bytes) -> tuple[str, int]:
         raise _BadRequest(400, "'query' must not be empty or whitespace")
     if len(query) > MAX_QUERY_CHARS:
         raise _query_too_long(query)
-    k = payload.get("k", DEFAULT_K)
+    return query
+
+
+def _checked_k(payload: dict[str, Any], key: str, default: int) -> int:
+    k = payload.get(key, default)
     if isinstance(k, bool) or not isinstance(k, int):
-        raise _BadRequest(400, f"'k' must be an integer, got {type(k).__name__}")
+        raise _BadRequest(400, f"'{key}' must be an integer, got {type(k).__name__}")
     if not 1 <= k <= MAX_K:
-        raise _BadRequest(400, f"'k' must be within 1..{MAX_K}, got {k}")
-    return query, k
+        raise _BadRequest(400, f"'{key}' must be within 1..{MAX_K}, got {k}")
+    return k
+
+
+def _parse_search(body: bytes) -> tuple[str, int]:
+    payload = _json_object(body)
+    unknown = sorted(set(payload) - {"query", "k"})
+    if unknown:
+        raise _BadRequest(400, f"unknown key(s) {unknown}; expected 'query' and optional 'k'")
+    return _checked_query(payload), _checked_k(payload, "k", DEFAULT_K)
 
 
 def _parse_retrieve(body: bytes) -> tuple[str, int]:
     """BAGEN's ``/retrieve`` request: ``{"query": str, "top_k": int}`` (``k`` also read, as
     BAGEN's server does; other keys are ignored, as there)."""
-    try:
-        payload = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise _BadRequest(400, f"body is not valid JSON: {exc}") from None
-    if not isinstance(payload, dict):
-        raise _BadRequest(400, f"body must be a JSON object, got {type(payload).__name__}")
-    if "query" not in payload:
-        raise _BadRequest(400, "missing 'query'")
-    query = payload["query"]
-    if not isinstance(query, str):
-        raise _BadRequest(400, f"'query' must be a string, got {type(query).__name__}")
-    if not query.strip():
-        raise _BadRequest(400, "'query' must not be empty or whitespace")
-    if len(query) > MAX_QUERY_CHARS:
-        raise _query_too_long(query)
-    key = "top_k" if "top_k" in payload else "k"
-    k = payload.get(key, RETRIEVE_DEFAULT_K)
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise _BadRequest(400, f"'{key}' must be an integer, got {type(k).__name__}")
-    if not 1 <= k <= MAX_K:
-        raise _BadRequest(400, f"'{key}' must be within 1..{MAX_K}, got {k}")
-    return query, k
+    payload = _json_object(body)
+    query = _checked_query(payload)
+    return query, _checked_k(payload, "top_k" if "top_k" in payload else "k", RETRIEVE_DEFAULT_K)
 
 
 def passage_content(title: str, text: str) -> str:

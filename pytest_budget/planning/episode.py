@@ -41,6 +41,7 @@ behind an HTTP adapter never sees it.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -168,6 +169,7 @@ def example_paths(n: int) -> list[list[int]]:
     return sorted(found, key=lambda parts: (-len(parts), first_multi(parts), parts))
 
 
+@functools.cache  # a pure function of the level: built once, not once per episode
 def _example(refinement_level: int) -> str:
     n = refinement_level + 3
     letters = [chr(ord("A") + i) for i in range(n)]
