@@ -191,6 +191,8 @@ class BudgetOptions:
     parse: str = "bagen"
     warehouse_demand: str | None = None
     max_usd: float | None = None
+    max_usd_mode: str = "refuse"  # or "stop-at-cap" (see --budget-max-usd-mode)
+    dry_run: bool = False
     record_mode: str = "new"
     price_file: str | None = None
     prices: tuple[str, ...] = ()
@@ -679,6 +681,8 @@ def parse_options(
         rollout_env=(get_option("budget_rollout_env") or None),
         missing_usage=missing_usage,
         max_usd=max_usd,
+        max_usd_mode=get_option("budget_max_usd_mode") or "refuse",
+        dry_run=bool(get_option("budget_dry_run")),
         record_mode=record_mode,
         price_file=price_file,
         prices=prices,

@@ -277,6 +277,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "further model calls are made and remaining cells are skipped",
     )
     group.addoption(
+        "--budget-max-usd-mode",
+        choices=("refuse", "stop-at-cap"),
+        help="what --budget-max-usd does when the forecast's worst case exceeds it: refuse "
+        "(default: stop before any call) or stop-at-cap (start, and stop calling once the "
+        "spend reaches the cap; the remaining cells are incomplete)",
+    )
+    group.addoption(
+        "--budget-dry-run",
+        action="store_true",
+        default=False,
+        help="print the cost forecast of the run's model calls (calls, tokens, USD) and exit "
+        "without calling any model",
+    )
+    group.addoption(
         "--budget-record-mode",
         help="model-call record/replay: none, once, new (default: replay recorded calls, record "
         "new ones), all (re-record everything)",
@@ -552,7 +566,8 @@ def _set_up_model_runtime(config: pytest.Config, session: BudgetSession) -> None
             options, cache_root=cache_root, run_id=f"{os.getpid()}-{os.urandom(6).hex()}"
         )
         if options.suites:
-            _preflight(options, agents, runtime_config)
+            # After the cost forecast (pytest_sessionstart): a dry run sends nothing at all.
+            session.memo["preflight"] = (agents, runtime_config)
     session.memo["model-runtime-config"] = runtime_config
     session.memo["model-runtime-factory"] = ModelRuntime(runtime_config, price_table(options))
 
@@ -889,6 +904,16 @@ class _RunReporter:
     def pytest_sessionstart(self) -> None:
         # config.cache exists only after every plugin's pytest_configure has run.
         self.session.options = _with_cache_dir(self.session.options, self.config)
+        pending = self.session.memo.pop("preflight", None)
+        if pending is not None and not _is_worker(self.config):
+            from pytest_budget.forecast_suites import forecast_before_run
+
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_sep("=", "budget: cost forecast")
+            write = reporter.write_line if reporter is not None else print
+            forecast_before_run(self.config, self.session, write)
+            _preflight(self.session.options, *pending)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -971,6 +996,10 @@ class _RunReporter:
             terminalreporter.write_sep("=", "budget: model calls")
             for line in summary_line(runtime_config, state, self.spend_skipped):
                 terminalreporter.write_line(line)
+            from pytest_budget.forecast_suites import forecast_after_run
+
+            for line in forecast_after_run(self.session, state):
+                terminalreporter.write_line(line)
         if self.session.options.report_path:
             terminalreporter.write_line(f"budget report: {self.session.options.report_path}")
         if self.session.options.html_path:
@@ -985,6 +1014,9 @@ class _RunReporter:
             from pytest_budget.models.run import models_report
 
             self.session.extra["models"] = models_report(runtime_config, state, self.spend_skipped)
+            from pytest_budget.forecast_suites import forecast_report
+
+            self.session.extra["models"]["forecast"] = forecast_report(self.session)
         report = self.session.report()
         self.session.write_report(report)
         self.session.write_html(report)

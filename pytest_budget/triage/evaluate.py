@@ -54,6 +54,7 @@ __all__ = [
     "assemble_scores",
     "budget_for",
     "cell_notes",
+    "plan_request",
     "run_cell",
     "score_plan",
     "truncation_counts",
@@ -271,6 +272,27 @@ class CellOutcome:
     raw: object = None
 
 
+def plan_request(
+    pool: Pool, baselines: Mapping[str, Baseline], alpha: float, variant: str = "A"
+) -> PlanRequest:
+    """The planner's request for ``pool`` at budget level ``alpha`` (the items with a
+    baseline; the cost forecast builds the same request before the run)."""
+    gradeable = [item for item in pool.items if item.id in baselines]
+    budget = budget_for([baselines[item.id].tokens for item in gradeable], alpha)
+    # The planner sees texts and values (TRIAGE §4), and one domain label for the whole
+    # pool: an item's own label (an injected item's source) would give it away.
+    problems = tuple(replace(item.problem, domain=pool.domain or item.domain) for item in gradeable)
+    prompt = render_plan_prompt(
+        problems,
+        budget,
+        variant=variant,
+        domain=_DOMAIN_WORDING.get(pool.domain, "problems"),
+    )
+    return PlanRequest(
+        items=problems, budget=budget, prompt=prompt, variant=variant, pool=pool.name
+    )
+
+
 async def run_cell(
     pool: Pool,
     baselines: Mapping[str, Baseline],
@@ -284,19 +306,8 @@ async def run_cell(
 ) -> CellOutcome:
     """Ask ``planner`` for a plan over ``pool`` at budget level ``alpha`` and score it."""
     gradeable = [item for item in pool.items if item.id in baselines]
-    budget = budget_for([baselines[item.id].tokens for item in gradeable], alpha)
-    # The planner sees texts and values (TRIAGE §4), and one domain label for the whole
-    # pool: an item's own label (an injected item's source) would give it away.
-    problems = tuple(replace(item.problem, domain=pool.domain or item.domain) for item in gradeable)
-    prompt = render_plan_prompt(
-        problems,
-        budget,
-        variant=variant,
-        domain=_DOMAIN_WORDING.get(pool.domain, "problems"),
-    )
-    request = PlanRequest(
-        items=problems, budget=budget, prompt=prompt, variant=variant, pool=pool.name
-    )
+    request = plan_request(pool, baselines, alpha, variant)
+    budget = request.budget
     if isinstance(planner, OraclePlanner):
         # The oracle sees the same ground truth the scorer uses: unsolvable items never pay.
         planner = planner.with_truth(

@@ -1,0 +1,250 @@
+"""What a live run will cost, said before the first paid call (issue 21, item 4).
+
+A forecast is a list of :class:`RoleForecast` rows, one per suite, role and model: how many
+calls the run will make, their input tokens (counted on the prompts the run will send, with
+the reference tokenizer :func:`~pytest_budget.tokens.count_tokens`) and their output tokens,
+each as an *expected* figure and a *worst case*, priced with the run's price table.
+
+How the figures are made (the same rules are printed and written to the report):
+
+* **Input tokens, expected**: the reference-token count of every message's text, plus the
+  JSON of the tools offered.  Real tokenizers split finer than the reference one, so the
+  **worst case** pads it by :data:`PROMPT_PAD` (the runtime's spend-cap reservation uses the
+  same pad).
+* **Output tokens, worst case**: every call writes its whole ``max_tokens`` cap.
+  **Expected**: :data:`EXPECTED_OUTPUT_TOKENS` per role (a documented typical reply length,
+  never more than the cap).
+* **Multi-turn roles** (the planning tool agent, an awareness actor) cannot know their
+  turns in advance: the worst case runs every episode to its turn cap, the expected case to
+  :data:`EXPECTED_TURNS`; every turn re-sends the conversation so far, which grows by the
+  turn's output plus :data:`TOOL_RESULT_TOKENS` of tool result or observation.  Rows made
+  this way carry ``exact=False`` and say so.
+* **Recorded calls** (the record cache) are free: a single-shot request whose answer is
+  already recorded is counted in ``recorded`` and left out of the calls, tokens and USD.
+
+Nothing here imports pytest; the suites' rows are built by :mod:`pytest_budget.forecast_suites`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pytest_budget.models.prices import PriceTable
+from pytest_budget.models.usage import TokenUsage
+from pytest_budget.tokens import count_tokens
+
+__all__ = [
+    "EXPECTED_OUTPUT_TOKENS",
+    "EXPECTED_TURNS",
+    "PROMPT_PAD",
+    "TOOL_RESULT_TOKENS",
+    "Forecast",
+    "RoleForecast",
+    "multi_turn_tokens",
+    "prompt_tokens",
+]
+
+#: Worst-case padding of reference-token prompt counts (as the runtime's reservations).
+PROMPT_PAD = 1.5
+
+#: Expected reply length per role, in tokens (a typical reply: a JSON plan, one worked
+#: solution, one interval with a short reasoning, one move or one tool call).
+EXPECTED_OUTPUT_TOKENS: dict[str, int] = {
+    "planner": 400,
+    "solver": 600,
+    "estimator": 150,
+    "actor": 150,
+    "online_actor": 150,
+    "tool_agent": 250,
+}
+
+#: Expected turns of one multi-turn episode (planning: a few tool calls and the answer).
+EXPECTED_TURNS: dict[str, int] = {"tool_agent": 6, "actor": 10, "online_actor": 10}
+
+#: Tokens a tool result or a new observation adds to the conversation per turn.
+TOOL_RESULT_TOKENS = 200
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
+        parts = []
+        for block in content:
+            if isinstance(block, Mapping):
+                value = block.get("text") or block.get("content")
+                parts.append(_text(value) if value is not None else "")
+            else:
+                parts.append(str(block))
+        return "\n".join(parts)
+    return "" if content is None else str(content)
+
+
+def prompt_tokens(messages: Iterable[Mapping[str, Any]], tools: object = None) -> int:
+    """Reference tokens of one request: every message's text, plus the tools' JSON."""
+    total = sum(count_tokens(_text(message.get("content"))) for message in messages)
+    if tools:
+        total += count_tokens(json.dumps(tools, sort_keys=True, default=str))
+    return total
+
+
+def multi_turn_tokens(first_prompt: int, turns: int, per_turn_growth: int) -> int:
+    """Input tokens of ``turns`` turns that each re-send the conversation: the first prompt,
+    then ``per_turn_growth`` more per earlier turn (``sum(first + k * growth, k < turns)``)."""
+    return turns * first_prompt + per_turn_growth * turns * (turns - 1) // 2
+
+
+@dataclass
+class RoleForecast:
+    """The calls of one role of one suite with one model (see the module doc)."""
+
+    suite: str
+    role: str
+    model: str  # "provider:model"
+    calls: int = 0
+    calls_worst: int = 0
+    input_tokens: int = 0
+    input_worst: int = 0
+    output_tokens: int = 0
+    output_worst: int = 0
+    recorded: int = 0
+    exact: bool = True
+    assumptions: list[str] = field(default_factory=list)
+
+    def add_call(self, prompt: int, cap: int) -> None:
+        """One single-shot call with a ``prompt`` of reference tokens and a ``cap``."""
+        self.calls += 1
+        self.calls_worst += 1
+        self.input_tokens += prompt
+        self.input_worst += math.ceil(prompt * PROMPT_PAD)
+        self.output_tokens += min(cap, EXPECTED_OUTPUT_TOKENS.get(self.role, cap))
+        self.output_worst += cap
+
+    def add_episode(self, first_prompt: int, cap: int, max_turns: int) -> None:
+        """One multi-turn episode (see the module doc for the assumptions)."""
+        self.exact = False
+        expected_out = min(cap, EXPECTED_OUTPUT_TOKENS.get(self.role, cap))
+        turns = min(max_turns, EXPECTED_TURNS.get(self.role, max_turns))
+        self.calls += turns
+        self.calls_worst += max_turns
+        self.input_tokens += multi_turn_tokens(
+            first_prompt, turns, expected_out + TOOL_RESULT_TOKENS
+        )
+        self.input_worst += math.ceil(
+            multi_turn_tokens(first_prompt, max_turns, cap + TOOL_RESULT_TOKENS) * PROMPT_PAD
+        )
+        self.output_tokens += turns * expected_out
+        self.output_worst += max_turns * cap
+
+    def usd(self, prices: PriceTable) -> tuple[float | None, float | None]:
+        """(expected, worst case) USD at the price table's rates; None without a price."""
+        provider, _, model = self.model.partition(":")
+        price = prices.lookup(provider, model)
+        if price is None:
+            return None, None
+        expected = TokenUsage(input=self.input_tokens, output=self.output_tokens, reported=True)
+        worst = TokenUsage(input=self.input_worst, output=self.output_worst, reported=True)
+        return price.cost(expected), price.cost(worst)
+
+
+def _money(value: float | None) -> str:
+    return "no price" if value is None else f"${value:,.4f}"
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    total = 0.0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+@dataclass
+class Forecast:
+    """Every row of a run's forecast, priced."""
+
+    rows: list[RoleForecast]
+    prices: PriceTable
+    notes: list[str] = field(default_factory=list)
+
+    def usd(self) -> tuple[float | None, float | None]:
+        """The run's (expected, worst case) USD; None when some row has no price."""
+        pairs = [row.usd(self.prices) for row in self.rows if row.calls_worst]
+        return _sum(p[0] for p in pairs), _sum(p[1] for p in pairs)
+
+    def totals(self) -> dict[str, int]:
+        keys = ("calls", "calls_worst", "input_tokens", "input_worst", "output_tokens")
+        totals = {key: sum(getattr(row, key) for row in self.rows) for key in keys}
+        totals["output_worst"] = sum(row.output_worst for row in self.rows)
+        totals["recorded"] = sum(row.recorded for row in self.rows)
+        return totals
+
+    def as_dict(self) -> dict[str, Any]:
+        expected, worst = self.usd()
+        rows = []
+        for row in self.rows:
+            row_expected, row_worst = row.usd(self.prices)
+            rows.append({**asdict(row), "usd": row_expected, "usd_worst": row_worst})
+        return {
+            "rows": rows,
+            **self.totals(),
+            "usd": None if expected is None else round(expected, 6),
+            "usd_worst": None if worst is None else round(worst, 6),
+            "exact": all(row.exact for row in self.rows),
+            "notes": list(self.notes),
+            "rules": RULES,
+        }
+
+    def lines(self) -> list[str]:
+        """The terminal block: one line per suite and role, the total, the assumptions."""
+        out = []
+        for row in self.rows:
+            expected, worst = row.usd(self.prices)
+            calls = f"{row.calls:,}" if row.exact else f"~{row.calls:,}..{row.calls_worst:,}"
+            out.append(
+                f"{row.suite} {row.role} ({row.model}): {calls} calls, input "
+                f"{row.input_tokens:,}..{row.input_worst:,} tokens, output "
+                f"{row.output_tokens:,}..{row.output_worst:,} tokens, "
+                f"{_money(expected)}..{_money(worst)}"
+                + (f" ({row.recorded:,} more recorded: free)" if row.recorded else "")
+            )
+        expected, worst = self.usd()
+        totals = self.totals()
+        out.append(
+            f"total: {totals['calls']:,}..{totals['calls_worst']:,} live calls, "
+            f"{_money(expected)} expected, {_money(worst)} worst case"
+        )
+        for row in self.rows:
+            for assumption in row.assumptions:
+                out.append(f"  {row.suite} {row.role}: {assumption}")
+        out.extend(f"  {note}" for note in self.notes)
+        out.append(f"  {RULES}")
+        return out
+
+    def after_run(self, spent_usd: float | None, calls: int, input_tokens: int,
+                  output_tokens: int) -> list[str]:  # fmt: skip
+        """The forecast beside what the run spent (end-of-run terminal lines)."""
+        expected, worst = self.usd()
+        totals = self.totals()
+        spent = "unknown" if spent_usd is None else f"${spent_usd:,.4f}"
+        return [
+            f"forecast: {totals['calls']:,}..{totals['calls_worst']:,} calls, input "
+            f"{totals['input_tokens']:,}..{totals['input_worst']:,}, output "
+            f"{totals['output_tokens']:,}..{totals['output_worst']:,} tokens, "
+            f"{_money(expected)}..{_money(worst)}",
+            f"actual:   {calls:,} calls, input {input_tokens:,}, output {output_tokens:,} "
+            f"tokens, {spent}",
+        ]
+
+
+#: The forecast's rules in one line (printed and in the report).
+RULES = (
+    "expected..worst case: input = reference tokens of the prompts to be sent (worst x"
+    f"{PROMPT_PAD:g}); output = a typical reply per role (worst: every call's max_tokens); "
+    "calls already recorded cost nothing and are left out"
+)
