@@ -127,6 +127,7 @@ def test_the_spend_cap_holds_across_workers_and_skips_the_rest(
         "--budget-suite=awareness", _rollouts(pytester.path / "ro.jsonl", envs),
         "--budget-agent=openai:m", f"--budget-base-url={server.url}", "--budget-gate=off",
         "--budget-cache-dir=cache", "-p", "no:cacheprovider", "--budget-max-usd=2",
+        "--budget-max-usd-mode=stop-at-cap",
         "--budget-report=r.json", "-n", "2", "-rs",
     )  # fmt: skip
     outcomes = result.parseoutcomes()
