@@ -4,17 +4,34 @@ Kept apart from :mod:`pytest_budget.roles` (which imports anyio) so that the plu
 collect per test without importing anything heavy.  A process-wide list, not a context
 variable: agents run in worker threads and in event loops whose context may have been
 copied before the test started.
+
+Cells started ahead of their tests (:mod:`pytest_budget.fixtures.cells`) run while another
+test is collecting: their work gets its own list in a context variable (:data:`CELL_ERRORS`,
+set in the context the work is started with), and the cell's test takes that list over when
+it takes the cell's result.  So an agent's traceback goes to the test of the cell whose call
+raised it, never to whichever test happens to be running.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["agent_timeout", "collect_agent_errors", "log_agent_error", "set_agent_timeout"]
+__all__ = [
+    "CELL_ERRORS",
+    "agent_timeout",
+    "collect_agent_errors",
+    "log_agent_error",
+    "set_agent_timeout",
+]
 
 _error_log: list[Any] | None = None
+#: The error list of the cell whose work started ahead is running (None: the running test's).
+CELL_ERRORS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "pytest_budget_cell_errors", default=None
+)
 # Seconds one agent call may take (--budget-agent-timeout), per process; 0: no limit.  Kept
 # here (no heavy imports) so the plugin sets it without importing anyio.
 _agent_timeout = 900.0
@@ -47,7 +64,12 @@ def collect_agent_errors() -> Iterator[list[Any]]:
 
 
 def log_agent_error(error: Any) -> None:
-    """Add ``error`` to the innermost collecting block's list, if one is open."""
+    """Add ``error`` to its cell's list (work started ahead), else to the innermost
+    collecting block's list, if one is open."""
+    cell = CELL_ERRORS.get()
+    if cell is not None:
+        cell.append(error)
+        return
     log = _error_log
     if log is not None:
         log.append(error)

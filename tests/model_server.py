@@ -132,6 +132,10 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "html":
             self._send(200, b"<html>proxy error</html>", {"Content-Type": "text/html"})
             return
+        rejected = owner.reject(body) if owner.reject is not None else None
+        if rejected is not None:
+            self._send(400, json.dumps({"error": {"message": rejected}}).encode())
+            return
         text = owner.answer(body)
         anthropic = self.path.endswith("/messages")
         usage: dict[str, Any] | None
@@ -194,8 +198,11 @@ class ModelServer:
         input_tokens: int = 50,
         output_tokens: int = 7,
         report_usage: bool = True,
+        reject: Callable[[dict[str, Any]], str | None] | None = None,
     ) -> None:
         self.answer = answer or role_answer
+        # A request ``reject(body)`` names gets HTTP 400 with that message (not retried).
+        self.reject = reject
         self.latency = latency
         self.models = models
         self.api_key = api_key
