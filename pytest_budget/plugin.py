@@ -833,6 +833,12 @@ def pytest_runtest_makereport(
     if report.failed and Path(item.path).name in _SUITE_FILES:
         # The id alone is not enough when the run's options made the cell (pool, alpha...).
         report.sections.append(("budget: re-run this cell", rerun_command_for(item)))
+    if report.when == "call" and "budget_record" in getattr(item, "fixturenames", ()):
+        from pytest_budget.fixtures.core import cell_calls
+
+        counts = cell_calls(item)
+        if counts is not None:  # the cell's own calls, for the controller's progress line
+            report.budget_cell_calls = json.dumps(counts.as_dict())  # type: ignore[attr-defined]
     record = item.stash.get(CELL_KEY, None)
     if record is not None and report.when in ("setup", "call"):
         # Travels to the xdist controller with the report (plain string attribute).
@@ -887,9 +893,6 @@ def _stop_if_endpoint_down(item: pytest.Item) -> None:
         item.session.shouldstop = f"budget: {reason}"
 
 
-_PROGRESS_EVERY_S = 2.0
-
-
 class _RunReporter:
     """Registered per run in ``pytest_configure``: merges cells, prints tables, writes JSON."""
 
@@ -900,6 +903,7 @@ class _RunReporter:
         self.tests_done = 0
         self.spend_skipped = 0
         self._last_progress = -math.inf
+        self._cell_calls: dict[str, str | None] = {}  # running cells' own calls (JSON)
 
     def pytest_sessionstart(self) -> None:
         # config.cache exists only after every plugin's pytest_configure has run.
@@ -941,9 +945,11 @@ class _RunReporter:
 
             if SPEND_SKIP_MARK in str(report.longrepr):
                 self.spend_skipped += 1
+        if report.when == "call":
+            self._cell_calls[report.nodeid] = getattr(report, "budget_cell_calls", None)
         if report.when == "teardown":
             self.tests_done += 1
-            self._progress()
+            self._progress(report.nodeid)
         record = getattr(report, "budget_cell", None)
         if record is None or report.when not in ("setup", "call"):
             return
@@ -963,24 +969,32 @@ class _RunReporter:
 
         return runtime_config, SpendLedger(runtime_config.ledger_path).read()
 
-    def _progress(self) -> None:
-        """A live line of model calls, tokens and spend (throttled; silent under -q)."""
+    def _progress(self, nodeid: str = "") -> None:
+        """A live line of model calls, tokens and spend, and the finished cell's own
+        (:mod:`pytest_budget.progress`: one per cell off a terminal; silent under -q)."""
         if self.config.get_verbosity() < 0 or "model-runtime-config" not in self.session.memo:
-            return
-        now = time.monotonic()
-        if now - self._last_progress < _PROGRESS_EVERY_S:
-            return
-        runtime_config, state = self._ledger_state()
-        if state is None or not (state.count("calls") or state.count("replayed")):
             return
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None:
             return
+        from pytest_budget.progress import cell_part, due
+
+        now = time.monotonic()
+        cell = self._cell_calls.pop(nodeid, None)
+        if not due(bool(getattr(reporter, "isatty", False)), now, self._last_progress):
+            return
+        runtime_config, state = self._ledger_state()
+        if state is None or not (state.count("calls") or state.count("replayed") or cell):
+            return
         self._last_progress = now
         from pytest_budget.models.run import progress_line
 
+        line = progress_line(runtime_config, state, self.tests_done, self.tests_total)
+        writer = getattr(reporter, "_tw", None)
+        if getattr(writer, "width_of_current_line", 0):  # after xdist's progress dots
+            reporter.write("\n")
         reporter.ensure_newline()
-        reporter.write_line(progress_line(runtime_config, state, self.tests_done, self.tests_total))
+        reporter.write_line(line + cell_part(nodeid, cell))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if _is_worker(self.config):

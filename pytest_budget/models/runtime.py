@@ -166,10 +166,33 @@ class CellCalls:
 
     refused: int = 0
     failed: int = 0
+    # What the cell's calls did and cost (its progress line): live and replayed calls,
+    # live tokens and USD (replays are free).
+    calls: int = 0
+    replayed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usd: float = 0.0
 
     def add(self, other: CellCalls) -> None:
         self.refused += other.refused
         self.failed += other.failed
+        self.calls += other.calls
+        self.replayed += other.replayed
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.usd += other.usd
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "replayed": self.replayed,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "usd": round(self.usd, 6),
+            "failed": self.failed,
+            "refused": self.refused,
+        }
 
 
 #: The counters of the cell whose work is running (None outside a cell).
@@ -185,6 +208,20 @@ def _cell_failed(refused: bool = False) -> None:
             counts.refused += 1
         else:
             counts.failed += 1
+
+
+def _cell_spent(usage: TokenUsage | None = None, cost: float = 0.0) -> None:
+    """Count a live call (``usage``) or a replayed one (None) for the running cell."""
+    counts = CELL_CALLS.get()
+    if counts is None:
+        return
+    if usage is None:
+        counts.replayed += 1
+        return
+    counts.calls += 1
+    counts.input_tokens += usage.input
+    counts.output_tokens += usage.output
+    counts.usd += cost
 
 
 class EndpointHealth:
@@ -447,6 +484,7 @@ class RuntimeChatModel:
         runtime = self.runtime
         runtime.stats.replayed += 1
         runtime._count(replayed=1)  # token counters are for live (paid) calls
+        _cell_spent()
         price = runtime.prices.lookup(self.provider, self.model)
         _charge_meter(recorded.usage, price.cost(recorded.usage) if price else 0.0)
         return recorded
@@ -531,5 +569,6 @@ class RuntimeChatModel:
             unpriced=int(price is None),
             **runtime._usage_counts(result.usage),
         )
+        _cell_spent(result.usage, cost)
         _charge_meter(result.usage, cost)
         return result
