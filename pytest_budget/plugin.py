@@ -570,6 +570,10 @@ def _set_up_model_runtime(config: pytest.Config, session: BudgetSession) -> None
             session.memo["preflight"] = (agents, runtime_config)
     session.memo["model-runtime-config"] = runtime_config
     session.memo["model-runtime-factory"] = ModelRuntime(runtime_config, price_table(options))
+    if _is_worker(config):  # Ctrl-C: the worker stops at once (pytest_budget.interrupt)
+        from pytest_budget.interrupt import WorkerInterrupt
+
+        config.pluginmanager.register(WorkerInterrupt(session.memo), "budget-worker-interrupt")
 
 
 def _preflight(options: BudgetOptions, agents: list[tuple[str, str]], runtime_config: Any) -> None:

@@ -35,6 +35,8 @@ CORE_MODULES = [
     "pytest_budget.triage.intervals",
     "pytest_budget.awareness.intervals",
     "pytest_budget.planning.intervals",
+    "pytest_budget.forecast",
+    "pytest_budget.progress",
 ]
 
 

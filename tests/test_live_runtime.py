@@ -118,9 +118,10 @@ def test_ctrl_c_stops_a_live_run_promptly_and_a_rerun_resumes(
         output = run.communicate(timeout=30)[0].decode()
         took = time.monotonic() - stopped
         first = list(answered)
-        # Our part ends within about 2 s on a loaded machine; under xdist the workers' own
-        # teardown (pytest's gc passes, execnet's exit) adds several seconds more.
-        assert took < (5 if workers == "0" else 15), (took, output[-2000:])
+        # Target 5 s. Measured 2.5-3.1 s under -n 2 at load 10 on 2 cores (workers exit at
+        # once: pytest_budget.interrupt); the extra second under xdist covers the controller
+        # rendering its own KeyboardInterrupt and other plugins' end-of-session work.
+        assert took < (5 if workers == "0" else 6), (took, output[-2000:])
         assert run.returncode == pytest.ExitCode.INTERRUPTED, output[-2000:]
         json.loads((pytester.path / "r.json").read_text())  # the partial report is whole
         answered.clear()
