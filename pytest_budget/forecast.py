@@ -17,8 +17,11 @@ How the figures are made (the same rules are printed and written to the report):
 * **Multi-turn roles** (the planning tool agent, an awareness actor) cannot know their
   turns in advance: the worst case runs every episode to its turn cap, the expected case to
   :data:`EXPECTED_TURNS`; every turn re-sends the conversation so far, which grows by the
-  turn's output plus :data:`TOOL_RESULT_TOKENS` of tool result or observation.  Rows made
-  this way carry ``exact=False`` and say so.
+  turn's output plus :data:`TOOL_RESULT_TOKENS` of tool result or observation.  An awareness
+  actor that is a model is estimated from the reference actor's rollouts of the same
+  environment (their turns and observations; the estimator's probes likewise), with every
+  rollout running to the environment's turn cap as the worst case.  Rows made this way carry
+  ``exact=False`` and say so.
 * **Recorded calls** (the record cache) are free: a single-shot request whose answer is
   already recorded is counted in ``recorded`` and left out of the calls, tokens and USD.
 
@@ -139,6 +142,19 @@ class RoleForecast:
         )
         self.output_tokens += turns * expected_out
         self.output_worst += max_turns * cap
+
+    def add_estimated(self, prompts: Sequence[int], cap: int, worst_calls: int) -> None:
+        """Calls whose count is only estimated: ``prompts`` (reference tokens) are the
+        expected calls; the worst case is ``worst_calls`` calls of the largest prompt, each
+        writing its whole ``cap``."""
+        self.exact = False
+        worst_calls = max(worst_calls, len(prompts))
+        self.calls += len(prompts)
+        self.calls_worst += worst_calls
+        self.input_tokens += sum(prompts)
+        self.input_worst += math.ceil(worst_calls * max(prompts, default=0) * PROMPT_PAD)
+        self.output_tokens += len(prompts) * min(cap, EXPECTED_OUTPUT_TOKENS.get(self.role, cap))
+        self.output_worst += worst_calls * cap
 
     def usd(self, prices: PriceTable) -> tuple[float | None, float | None]:
         """(expected, worst case) USD at the price table's rates; None without a price."""

@@ -197,24 +197,75 @@ def _awareness(config: pytest.Config, state: BudgetSession, rows: _Rows) -> None
             continue
         for name, estimator in estimators:
             actor = None if logged else _agent(config, state, name, "actor")
-            if actor is not None and _model_of(actor) is not None:
-                rows.notes.append(
-                    f"awareness {cell.env}: the model actor's rollouts are not forecast "
-                    "(their turns are unknown before they run)"
-                )
-                continue
+            model_actor = actor is not None and _model_of(actor) is not None
+            if model_actor:  # the reference actor's rollouts stand in for the model's
+                from pytest_budget.agents import default_role_agent
+
+                actor_used = default_role_agent("actor", options.seed)
+            else:
+                actor_used = actor
             try:
-                rollouts = source.for_cell(cell, actor, options.search_url)
+                rollouts = source.for_cell(cell, actor_used, options.search_url)
             except Exception as exc:  # the test reports it; the forecast says it is missing
                 rows.notes.append(f"awareness {cell.env}: not forecast ({exc})")
                 continue
             chosen = _probes(rollouts)
             asked = chosen if chosen is not None else [p for r in rollouts for p in make_probes(r)]
+            if model_actor:
+                _model_actor_cell(rows, cell.env, actor, estimator, rollouts, asked)
+                continue
             for probe, _ in asked:
                 rows.call(
                     "awareness", "estimator", estimator, estimator.messages(probe),
                     estimator.max_tokens,
                 )  # fmt: skip
+
+
+def _turn_cap(env: str) -> int | None:
+    """The most turns one rollout of a built-in environment can take (None: unknown)."""
+    from pytest_budget.awareness.environments import WAREHOUSE_PRESETS
+    from pytest_budget.awareness.sokoban_env import SOKOBAN_PRESETS
+
+    if env in SOKOBAN_PRESETS:
+        return SOKOBAN_PRESETS[env].max_turns
+    if env in WAREHOUSE_PRESETS:
+        from pytest_budget.awareness.warehouse import WarehouseConfig
+
+        return WarehouseConfig().steps
+    if env == "search":
+        from pytest_budget.awareness.search_env import SearchPreset
+
+        return SearchPreset().max_turns
+    return None
+
+
+def _model_actor_cell(
+    rows: _Rows, env: str, actor: Any, estimator: Any, rollouts: Sequence[Any], asked: Any
+) -> None:
+    """A model actor's cell, estimated from the reference actor's rollouts (module doc)."""
+    from types import SimpleNamespace
+
+    cap_turns = _turn_cap(env)
+    worst_turns = len(rollouts) * cap_turns if cap_turns else sum(r.T for r in rollouts)
+    actor_prompts: list[int] = []
+    cap = actor.max_tokens
+    for rollout in rollouts:
+        for turn in rollout.turns:
+            seen = SimpleNamespace(env=env, text=turn.observation or "")
+            cap = actor.call_cap(seen)
+            actor_prompts.append(prompt_tokens(actor.messages(seen)))
+    row = rows.row("awareness", "actor", actor)
+    row.add_estimated(actor_prompts, cap, worst_turns)
+    probes = [prompt_tokens(estimator.messages(probe)) for probe, _ in asked]
+    rows.row("awareness", "estimator", estimator).add_estimated(
+        probes, estimator.max_tokens, worst_turns
+    )
+    note = (
+        f"awareness {env}: the model actor's rollouts are estimated from the reference "
+        f"actor's ({sum(r.T for r in rollouts):,} turns in {len(rollouts)} rollouts); worst "
+        f"case every rollout runs to the {cap_turns or 'logged'}-turn cap"
+    )
+    rows.notes.append(note)
 
 
 def _planning(config: pytest.Config, state: BudgetSession, rows: _Rows) -> None:

@@ -165,3 +165,12 @@ def test_multi_turn_episodes_are_forecast_by_hand() -> None:
     assert usd == pytest.approx((row.input_tokens + 2 * row.output_tokens) / 1e6)
     assert worst == pytest.approx((row.input_worst + 2 * row.output_worst) / 1e6)
     assert RoleForecast("x", "planner", "openai:unknown").usd(prices) == (None, None)
+
+
+def test_estimated_calls_take_the_largest_prompt_for_the_worst_case() -> None:
+    row = RoleForecast("awareness", "actor", "openai:m")
+    row.add_estimated([10, 30, 20], cap=100, worst_calls=5)
+    assert not row.exact
+    assert (row.calls, row.calls_worst) == (3, 5)
+    assert (row.input_tokens, row.input_worst) == (60, math.ceil(5 * 30 * 1.5))
+    assert (row.output_tokens, row.output_worst) == (3 * 100, 5 * 100)  # 150 typical > cap
