@@ -347,7 +347,21 @@ def forecast_before_run(
     import pytest
 
     options = state.options
-    forecast = build_forecast(config, state)
+    try:
+        forecast = build_forecast(config, state)
+    except (KeyboardInterrupt, pytest.UsageError):
+        raise
+    except Exception as exc:  # never a crash: the run's own checks say what is wrong
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        write(f"no cost forecast: building it failed ({reason})")
+        if options.dry_run:
+            pytest.exit("budget: dry run (--budget-dry-run): no model was called", returncode=0)
+        if options.max_usd is not None and options.max_usd_mode != "stop-at-cap":
+            raise pytest.UsageError(
+                f"--budget-max-usd: the run's cost could not be forecast ({reason}); add "
+                "--budget-max-usd-mode=stop-at-cap to run until the cap is reached"
+            ) from None
+        return
     state.memo[FORECAST_KEY] = forecast
     for line in forecast.lines():
         write(line)
