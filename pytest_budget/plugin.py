@@ -906,6 +906,7 @@ class _RunReporter:
         self.tests_total = 0
         self.tests_done = 0
         self.spend_skipped = 0
+        self.spend_incomplete: list[dict[str, str]] = []  # cells not run for the spend cap
         self._last_progress = -math.inf
         self._cell_calls: dict[str, str | None] = {}  # running cells' own calls (JSON)
 
@@ -949,6 +950,10 @@ class _RunReporter:
 
             if SPEND_SKIP_MARK in str(report.longrepr):
                 self.spend_skipped += 1
+                longrepr = report.longrepr
+                reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+                reason = reason.removeprefix("Skipped: ")
+                self.spend_incomplete.append({"nodeid": report.nodeid, "reason": reason})
         if report.when == "call":
             self._cell_calls[report.nodeid] = getattr(report, "budget_cell_calls", None)
         if report.when == "teardown":
@@ -1035,6 +1040,7 @@ class _RunReporter:
             from pytest_budget.forecast_suites import forecast_report
 
             self.session.extra["models"]["forecast"] = forecast_report(self.session)
+            self.session.extra["models"]["cells_incomplete"] = self.spend_incomplete
         report = self.session.report()
         self.session.write_report(report)
         self.session.write_html(report)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from pytest_budget.forecast import (
@@ -144,9 +146,21 @@ def test_stop_at_cap_runs_and_a_cap_above_the_worst_case_runs(
         pytester, server, "--budget-max-usd=0.0002", "--budget-max-usd-mode=stop-at-cap",
         "--budget-cache-dir=other", "--budget-report=r2.json",
     )  # fmt: skip
-    models = json.loads((pytester.path / "r2.json").read_text())["models"]
+    report = json.loads((pytester.path / "r2.json").read_text())
+    schema = Path(__file__).parent.parent / "docs" / "reference" / "report.schema.json"
+    jsonschema.validate(report, json.loads(schema.read_text(encoding="utf-8")))
+    models = report["models"]
     assert models["cap_reached"] is True
     assert models["spent_usd"] <= 0.0002 + 1e-12
+    # The planner's worst-case reservation is over the cap: no call, both cells reported.
+    assert server.requests[2:] == []
+    skipped = models["cells_incomplete"]
+    assert len(skipped) == 2 == models["cells_skipped_for_spend"]
+    assert all("budget spend cap $0.0002 reached" in cell["reason"] for cell in skipped)
+    assert {cell["nodeid"].rsplit("-a", 1)[1] for cell in skipped} == {
+        "0.5-A-openai:m]",
+        "1-A-openai:m]",
+    }
 
 
 def test_multi_turn_episodes_are_forecast_by_hand() -> None:
