@@ -39,14 +39,28 @@ def cell_sort_key(cell: Mapping[str, Any]) -> tuple[str, tuple[Any, ...], str]:
     return (str(cell.get("suite", "")), tuple(key), str(cell.get("nodeid", "")))
 
 
+# Leaves returned as they are (exact types: a subclass takes the general path).
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    return kind in _PLAIN or (kind is float and math.isfinite(value))
+
+
 def _finite(value: Any, path: str, found: list[tuple[str, float]]) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         found.append((path, value))
         return None
+    # Leaves are kept inline (a report holds millions): only containers and non-finite
+    # numbers recurse, so only they build their path.
     if isinstance(value, Mapping):
-        return {k: _finite(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
+        return {
+            k: v if _plain(v) else _finite(v, f"{path}.{k}" if path else str(k), found)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
-        return [_finite(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+        return [v if _plain(v) else _finite(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
     return value
 
 

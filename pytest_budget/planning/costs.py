@@ -15,9 +15,11 @@ sha256 rather than Python's ``hash`` so the same query id gives the same costs i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import random
+from collections import OrderedDict
 from collections.abc import Iterable
 
 import numpy as np
@@ -47,12 +49,17 @@ def query_seed(query_id: str, seed: int = 42) -> int:
 
 def atomic_cost_order(refinement_level: int) -> list[str]:
     """All six tasks' atomic names in draw order: Decides; Search + Steps per task; Selects."""
+    return list(_atomic_cost_order(refinement_level))
+
+
+@functools.cache
+def _atomic_cost_order(refinement_level: int) -> tuple[str, ...]:
     chains = [atomic_chain(task, refinement_level) for task in TASKS]
     order = [chain[0].name for chain in chains]
     for chain in chains:
         order.extend(tool.name for tool in chain[1:-1])
     order.extend(chain[-1].name for chain in chains)
-    return order
+    return tuple(order)
 
 
 def atomic_costs(
@@ -80,7 +87,44 @@ def tool_costs(
     cost_range: tuple[float, float] = (15, 25),
     noise_std: float = 0.1,
 ) -> dict[str, float]:
-    """Cost of every tool in ``tools`` (atomics from the shared stream, composites noised)."""
+    """Cost of every tool in ``tools`` (atomics from the shared stream, composites noised).
+
+    A pure function of its arguments, remembered for the process (every agent of a cell,
+    and every cost change that draws the same seed, needs the same costs): a fresh dict
+    each call, so callers may edit it.
+    """
+    listed = tuple(tools)
+    key = (
+        tuple((tool.name, tool.components) for tool in listed),
+        seed_q,
+        refinement_level,
+        tuple(cost_range),
+        noise_std,
+    )
+    found = _COSTS_MEMO.get(key)
+    if found is None:
+        found = _COSTS_MEMO[key] = _tool_costs(
+            listed, seed_q, refinement_level, cost_range, noise_std
+        )
+        if len(_COSTS_MEMO) > _COSTS_MEMO_SIZE:
+            _COSTS_MEMO.popitem(last=False)
+    else:
+        _COSTS_MEMO.move_to_end(key)
+    return dict(found)
+
+
+# (tool names and components, seed_q, level, range, noise) -> costs; ~2 KB an entry.
+_COSTS_MEMO: OrderedDict[tuple[object, ...], dict[str, float]] = OrderedDict()
+_COSTS_MEMO_SIZE = 20_000
+
+
+def _tool_costs(
+    tools: tuple[Tool, ...],
+    seed_q: int,
+    refinement_level: int,
+    cost_range: tuple[float, float],
+    noise_std: float,
+) -> dict[str, float]:
     atomic = atomic_costs(seed_q, refinement_level, cost_range)
     costs: dict[str, float] = {}
     for tool in tools:

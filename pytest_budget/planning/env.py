@@ -23,6 +23,8 @@ Behaviour as CostBench codes it (fact sheet §4.3-§4.4, §5.3-§5.4):
 
 from __future__ import annotations
 
+import copy
+import functools
 import heapq
 import json
 import re
@@ -242,57 +244,29 @@ class TravelEnv:
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """The current tool list in OpenAI function-calling format (registry order)."""
-        return [self._spec(tool) for tool in self._visible]
+        """The current tool list in OpenAI function-calling format (registry order): fresh
+        dicts the caller may keep or modify."""
+        return [copy_json(spec) for spec in self.tool_list()]
 
-    def _spec(self, tool: Tool) -> dict[str, Any]:
-        properties: dict[str, Any] = {}
-        for name in tool.inputs:
-            if name in self._enum_values:
-                dim, values = self._enum_values[name]
-                properties[name] = {
-                    "type": "string",
-                    "enum": list(values),
-                    "description": f"The user's {self.task} {dim.replace('_', ' ')}; one of: "
-                    + ", ".join(values)
-                    + ".",
-                }
-            elif name == TIME_INFO:
-                properties[name] = {
-                    "type": "string",
-                    "description": "The TimeInfo id from the user's request.",
-                }
-            elif name == LOCATION_PREFERENCE and self.task != "location":
-                properties[name] = {
-                    "type": "string",
-                    "description": "The LocationPreference id from the user's request.",
-                }
-            else:
-                properties[name] = {
-                    "type": "string",
-                    "description": f"The {name} id returned by an earlier tool.",
-                }
-        if tool.is_composite:
-            kind = "[Composite tool] "
-            parts = f" Components: {', '.join(tool.components)}."
+    def tool_list(self) -> tuple[dict[str, Any], ...]:
+        """The current tool list like :attr:`tools`, as shared dicts that must not be
+        modified (every instance with the same task, level, listed tools and costs, e.g.
+        each agent's run of a query, gets the same ones)."""
+        visible = self._visible
+        prices = tuple(self.costs[t.name] for t in visible)
+        key = (self.task, self.refinement_level, tuple(t.name for t in visible), prices)
+        if not all(type(p) is float for p in prices):
+            # 15 and 15.0 are equal keys but read differently in a description.
+            key = (*key, tuple(type(p).__name__ for p in prices))
+        specs = _SPEC_MEMO.get(key)
+        if specs is None:
+            specs = tuple(_spec(self.task, tool, price) for tool, price in zip(visible, prices))
+            _SPEC_MEMO[key] = specs
+            if len(_SPEC_MEMO) > _SPEC_MEMO_SIZE:
+                _SPEC_MEMO.popitem(last=False)
         else:
-            kind, parts = "[Atomic tool] ", ""
-        description = (
-            f"{kind}{tool.purpose}{parts} Using this tool costs {self.costs[tool.name]} units. "
-            f"Output type: {tool.output}."
-        )
-        return {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": description,
-                "parameters": {
-                    "type": "object",
-                    "properties": properties,
-                    "required": list(tool.inputs),
-                },
-            },
-        }
+            _SPEC_MEMO.move_to_end(key)
+        return specs
 
     # ------------------------------------------------------------------ blocking support
     @property
@@ -515,7 +489,7 @@ class TravelEnv:
         listed = self._plannable if use_bans else self._visible
         usable = tuple(t for t in listed if t.name not in skip)
         prices = tuple(self.costs[t.name] for t in usable)
-        solved = _solve_memo(self.goal, start, usable, prices)
+        solved = _solve_memo(self.goal, self.refinement_level, start, usable, prices)
         return None if solved is None else (list(solved[0]), solved[1])
 
     def optimal_path(self, start: frozenset[str] | None = None) -> tuple[list[str], float]:
@@ -576,6 +550,105 @@ class TravelEnv:
         return path, cost
 
 
+# (task, level, listed tool names, their costs) -> the tool list in OpenAI format.
+_SPEC_MEMO: OrderedDict[tuple[object, ...], tuple[dict[str, Any], ...]] = OrderedDict()
+_SPEC_MEMO_SIZE = 4_096  # ~40 KB an entry
+
+
+@functools.cache  # a few hundred tools in all
+def _properties(task: str, tool: Tool) -> tuple[tuple[str, dict[str, Any]], ...]:
+    enum_values = {dimension_type(task, d): (d, PREFERENCE_VALUES[task][d]) for d in DIMENSIONS}
+    properties: list[tuple[str, dict[str, Any]]] = []
+    for name in tool.inputs:
+        if name in enum_values:
+            dim, values = enum_values[name]
+            properties.append(
+                (
+                    name,
+                    {
+                        "type": "string",
+                        "enum": list(values),
+                        "description": f"The user's {task} {dim.replace('_', ' ')}; one of: "
+                        + ", ".join(values)
+                        + ".",
+                    },
+                )
+            )
+        elif name == TIME_INFO:
+            properties.append(
+                (
+                    name,
+                    {"type": "string", "description": "The TimeInfo id from the user's request."},
+                )
+            )
+        elif name == LOCATION_PREFERENCE and task != "location":
+            properties.append(
+                (
+                    name,
+                    {
+                        "type": "string",
+                        "description": "The LocationPreference id from the user's request.",
+                    },
+                )
+            )
+        else:
+            properties.append(
+                (
+                    name,
+                    {
+                        "type": "string",
+                        "description": f"The {name} id returned by an earlier tool.",
+                    },
+                )
+            )
+    return tuple(properties)
+
+
+def _spec(task: str, tool: Tool, cost: float) -> dict[str, Any]:
+    """One tool in OpenAI function format (shared parts are shared: copy before editing)."""
+    if tool.is_composite:
+        kind = "[Composite tool] "
+        parts = f" Components: {', '.join(tool.components)}."
+    else:
+        kind, parts = "[Atomic tool] ", ""
+    description = (
+        f"{kind}{tool.purpose}{parts} Using this tool costs {cost} units. "
+        f"Output type: {tool.output}."
+    )
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": dict(_properties(task, tool)),
+                "required": list(tool.inputs),
+            },
+        },
+    }
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def copy_json(value: Any) -> Any:
+    """``copy.deepcopy`` for JSON-shaped data (dicts, lists, strings, numbers, None), many
+    times faster; anything else inside is deep-copied as usual."""
+    kind = type(value)
+    if kind is dict:
+        out = dict(value)
+        for key, item in out.items():
+            if type(item) not in _ATOMS:
+                out[key] = copy_json(item)
+        return out
+    if kind is list:
+        return [item if type(item) in _ATOMS else copy_json(item) for item in value]
+    if kind in _ATOMS:
+        return value
+    return copy.deepcopy(value)
+
+
 # Ground truths are recomputed for every agent, scenario and block with the same tools and
 # costs; the search is a pure function of its inputs, so one process remembers the answers.
 _SOLVE_MEMO: OrderedDict[tuple[object, ...], tuple[tuple[str, ...], float] | None] = OrderedDict()
@@ -583,9 +656,15 @@ _SOLVE_MEMO_SIZE = 20_000  # a key shares its tools and prices with the env: ~1 
 
 
 def _solve_memo(
-    goal: str, start: frozenset[str], tools: tuple[Tool, ...], prices: tuple[float, ...]
+    goal: str,
+    level: int,
+    start: frozenset[str],
+    tools: tuple[Tool, ...],
+    prices: tuple[float, ...],
 ) -> tuple[tuple[str, ...], float] | None:
-    key = (goal, start, tools, prices)
+    # Within a task (goal) and level a tool's name stands for the tool (build_tools), and
+    # names hash and compare far faster than the dataclasses.
+    key = (goal, level, start, tuple(t.name for t in tools), prices)
     if key in _SOLVE_MEMO:
         _SOLVE_MEMO.move_to_end(key)
         return _SOLVE_MEMO[key]
@@ -613,7 +692,8 @@ def _dijkstra(
         if goal in state:
             return path, cost
         for name, needs, output, price in usable:
-            if not needs <= state:
+            # A held output leads back to this (visited) state: skipped like any visited one.
+            if output in state or not needs <= state:
                 continue
             nxt = state | {output}
             if nxt in visited:

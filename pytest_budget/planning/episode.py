@@ -40,7 +40,6 @@ behind an HTTP adapter never sees it.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from collections.abc import Mapping, Sequence
@@ -50,7 +49,7 @@ from typing import Any
 import anyio
 
 from pytest_budget.planning.blocking import MAX_TOOL_STEPS, Blocker, check_mode
-from pytest_budget.planning.env import TravelEnv, expected_answer
+from pytest_budget.planning.env import TravelEnv, copy_json, expected_answer
 from pytest_budget.planning.ids import parse_answer
 from pytest_budget.planning.records import EpisodeRecord, Query, ToolCallRecord
 from pytest_budget.planning.tools import Tool, atomic_chain, goal_type, task_label
@@ -121,6 +120,32 @@ class ToolAgentObservation:
     max_steps: int
     turn: int
     reference: ReferenceView | None = None
+
+
+class _TurnObservation(ToolAgentObservation):
+    """The loop's observation: ``messages`` and ``tools`` are copied from the turn's snapshot
+    the first time they are read (then kept), so an agent that never reads them costs
+    nothing, and what it reads is the same fresh copy an eager copy would have given."""
+
+    def __init__(
+        self,
+        *,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]],
+        **fields: Any,
+    ) -> None:
+        super().__init__(messages=[], tools=[], **fields)
+        state = self.__dict__
+        del state["messages"], state["tools"]
+        state["_sources"] = {"messages": messages, "tools": tools}
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for what is not set yet: the first read of messages or tools.
+        sources = self.__dict__.get("_sources")
+        if sources is None or name not in sources:
+            raise AttributeError(name)
+        value = [copy_json(entry) for entry in sources[name]]
+        return self.__dict__.setdefault(name, value)  # two threads reading: one copy wins
 
 
 @dataclass(frozen=True)
@@ -385,13 +410,15 @@ class _Loop:
                 previous_output=self.previous_output,
                 optimal_next=optimal_next,
             )
-        return ToolAgentObservation(
+        # The messages already sent are never edited (only appended to), so the turn's
+        # snapshot is a tuple of them; the tool list is shared until the agent reads it.
+        return _TurnObservation(
             query_id=env.query_id,
             task=env.task,
             refinement_level=env.refinement_level,
             goal=env.goal,
-            messages=copy.deepcopy(self.messages),
-            tools=env.tools,
+            messages=tuple(self.messages),
+            tools=env.tool_list(),
             step=self.step,
             max_steps=self.max_steps,
             turn=self.step + 1,

@@ -13,6 +13,7 @@ composite's inputs are the *sorted* set of its components' inputs not produced i
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 __all__ = [
@@ -227,6 +228,13 @@ def atomic_chain(task: str, refinement_level: int) -> list[Tool]:
     """The ``L + 3`` atomic tools of ``task`` in chain order."""
     _check_task(task)
     _check_level(refinement_level)
+    return list(_atomic_chain(task, refinement_level))
+
+
+# Tools are frozen and a pure function of (task, level): built once per process (checked
+# arguments only, so a bad one still raises; a bool level never reaches the cache).
+@functools.cache
+def _atomic_chain(task: str, refinement_level: int) -> tuple[Tool, ...]:
     s = task_label(task)
     loc = () if task == "location" else (LOCATION_PREFERENCE,)
     enums = tuple(dimension_type(task, d) for d in DIMENSIONS)
@@ -275,7 +283,7 @@ def atomic_chain(task: str, refinement_level: int) -> list[Tool]:
             f"Selects the final {task} from the refined candidates.",
         )
     )
-    return chain
+    return tuple(chain)
 
 
 def composite_name(task: str, roles: tuple[tuple[str, int], ...]) -> str:
@@ -334,7 +342,14 @@ def build_tools(task: str, refinement_level: int, *, ban_longest: bool = True) -
     composite by length ascending, then by start index.  ``ban_longest`` (CostBench's
     ``--ban_longest_tool``, on in every paper script) drops the composites of maximal length,
     i.e. the single tool that does the whole task."""
-    chain = atomic_chain(task, refinement_level)
+    _check_task(task)
+    _check_level(refinement_level)
+    return list(_build_tools(task, refinement_level, bool(ban_longest)))
+
+
+@functools.cache
+def _build_tools(task: str, refinement_level: int, ban_longest: bool) -> tuple[Tool, ...]:
+    chain = list(_atomic_chain(task, refinement_level))
     m = len(chain)
     tools = list(chain)
     for length in range(2, m + 1):
@@ -342,4 +357,4 @@ def build_tools(task: str, refinement_level: int, *, ban_longest: bool = True) -
             continue
         for start in range(m - length + 1):
             tools.append(_compose(task, chain[start : start + length]))
-    return tools
+    return tuple(tools)

@@ -64,6 +64,10 @@ INNER_SAMPLES = 100
 _BLOCK = 4_000_000
 #: Pools up to this size get the exact random reference per resample (as the cell does).
 _EXACT_LIMIT = 8
+#: The whole-value oracle's limits: largest value, cost and table (resamples x total value).
+_DP_VALUE_LIMIT = 2**20
+_DP_COST_LIMIT = 2**40
+_DP_CELLS = 20_000_000
 #: Relative tolerance of the eta convention (as :func:`~pytest_budget.triage.scoring.efficiency`).
 _TOLERANCE = 1e-12
 
@@ -134,12 +138,56 @@ def _oracle_values(
         order = np.flatnonzero(candidates)
         order = order[np.argsort(costs[order], kind="stable")]
         return _prefix_values(counts[:, order], costs[order], values[order], budget)
+    exact = _integer_oracle_values(counts, costs, candidates, values, budget)
+    if exact is not None:
+        return exact
     return np.array(
         [
             oracle_value(costs[row], solved[row], values[row], int(limit)).value
             for row, limit in zip(indices, budget, strict=True)
         ]
     )
+
+
+def _integer_oracle_values(
+    counts: IntArray,
+    costs: IntArray,
+    candidates: npt.NDArray[np.bool_],
+    values: FloatArray,
+    budget: IntArray,
+) -> FloatArray | None:
+    """The knapsack optimum of every resample at once when the candidates' values are
+    whole numbers: a dynamic programme over value (least cost of each total value), all
+    resamples in one array.  With whole values every exact solver finds the one optimal
+    total and the sum of its values is that whole number, so this equals
+    :func:`~pytest_budget.triage.scoring.oracle_value` row by row.  ``None`` (solve per
+    resample) for fractional values, or when the table or the costs would be too large."""
+    units = np.flatnonzero(candidates)
+    worth = values[units]
+    if not np.all(worth == np.floor(worth)) or float(worth.max()) > _DP_VALUE_LIMIT:
+        return None
+    weight = costs[units]
+    if int(weight.max(initial=0)) >= _DP_COST_LIMIT:
+        return None
+    copies = counts[:, units]
+    top = int((copies @ worth.astype(np.int64)).max(initial=0))
+    rows = counts.shape[0]
+    if rows * (top + 1) > _DP_CELLS:
+        return None
+    never = np.int64(_DP_COST_LIMIT) * (counts.shape[1] + 1)  # above any reachable cost
+    least = np.full((rows, top + 1), never, dtype=np.int64)
+    least[:, 0] = 0
+    for j, (w, v) in enumerate(zip(weight.tolist(), worth.astype(np.int64).tolist(), strict=True)):
+        # Each copy of unit j is one more 0-1 item for the resamples that drew it.
+        for copy in range(1, int(copies[:, j].max(initial=0)) + 1):
+            rows_with = np.flatnonzero(copies[:, j] >= copy)
+            block = least[rows_with]
+            block[:, v:] = np.minimum(block[:, v:], block[:, : top + 1 - v] + w)
+            least[rows_with] = block
+    fits = least <= budget[:, None]
+    best = np.where(fits, np.arange(top + 1), 0).max(axis=1)
+    out: FloatArray = best.astype(np.float64)
+    return out
 
 
 def _random_values(
