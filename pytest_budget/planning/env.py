@@ -260,7 +260,9 @@ class TravelEnv:
             key = (*key, tuple(type(p).__name__ for p in prices))
         specs = _SPEC_MEMO.get(key)
         if specs is None:
-            specs = tuple(_spec(self.task, tool, price) for tool, price in zip(visible, prices))
+            specs = tuple(
+                _spec(self.task, tool, price) for tool, price in zip(visible, prices, strict=True)
+            )
             _SPEC_MEMO[key] = specs
             if len(_SPEC_MEMO) > _SPEC_MEMO_SIZE:
                 _SPEC_MEMO.popitem(last=False)
