@@ -939,6 +939,14 @@ class _RunReporter:
             self.tests_total = len(session.items)
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any | None:
+        """``-n`` without ``--dist``: the tests that share prepared work go to one worker
+        together (:mod:`pytest_budget.distribute`)."""
+        from pytest_budget.distribute import make_scheduler
+
+        return make_scheduler(config, log, self.session.options.envs)
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.tests_total = max(self.tests_total, len(ids))
 

@@ -97,7 +97,8 @@ def _samples(rollouts: Sequence[Rollout], outcome: Any, options: BudgetOptions) 
     from pytest_budget.awareness.samples import sample_fields
     from pytest_budget.samples import options_secrets, scrubber
 
-    if not outcome.results:
+    if not outcome.results or not (options.report_path or options.html_path):
+        # Only the JSON report and the HTML page show them: not built for nothing.
         return {"samples": [], "sample_rollouts": {}}
     dimensions = tuple(outcome.results[0].probe.budget)
     scrub = scrubber(options_secrets(options))

@@ -56,6 +56,8 @@ def _samples(outcome: Any, queries: Sequence[Query], options: BudgetOptions) -> 
     from pytest_budget.planning.samples import episode_samples
     from pytest_budget.samples import options_secrets, scrubber
 
+    if not (options.report_path or options.html_path):
+        return []  # only the JSON report and the HTML page show them: not built for nothing
     return episode_samples(outcome.episodes, queries, scrubber(options_secrets(options)))
 
 

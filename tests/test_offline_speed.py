@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from typing import Any
 
 import anyio
 import numpy as np
 import pytest
 
+from pytest_budget import distribute
 from pytest_budget.bootstrap import counts_from_indices, resample_indices
 from pytest_budget.planning import costs as costs_module
 from pytest_budget.planning import env as env_module
@@ -311,3 +313,81 @@ def test_fractional_values_keep_the_per_resample_solver() -> None:
     assert intervals._oracle_values(indices, counts, costs, solved, values, budget).tolist() == (
         expected
     )
+
+
+# ---------------------------------------------------------------- xdist groups
+
+
+def test_groups_of_the_suites_cells() -> None:
+    envs = ("sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic")
+    suites = "pytest_budget/suites/"
+    cases = {
+        f"{suites}test_triage.py::test_triage[arith-u0.5-a0.25-A-cheapest-first]": (
+            "triage:arith-u0.5"
+        ),
+        f"{suites}test_triage.py::test_triage[arith-u0.5-a1-A-oracle]": "triage:arith-u0.5",
+        f"{suites}test_triage.py::test_triage[sokoban-u0-a1-A-oracle]": "triage:sokoban-u0",
+        f"{suites}test_planning.py::test_planning[dining-static-L2-greedy]": "planning:dining-L2",
+        f"{suites}test_planning.py::test_planning[shopping-ban_tool1-L5-random-valid]": (
+            "planning:shopping-L5"
+        ),
+        f"{suites}test_planning.py::test_planning[shopping-cost_change1-L5-oracle]": (
+            "planning:shopping-L5"
+        ),
+        f"{suites}test_awareness.py::test_awareness[sokoban-8x8-linear-knows-T]": (
+            "awareness:sokoban-8x8"
+        ),
+        f"{suites}test_awareness.py::test_awareness[search-oracle]": "awareness:search",
+    }
+    for nodeid, group in cases.items():
+        assert distribute.group_of(nodeid, envs) == group, nodeid
+    # Anything else is a group of one: the user's own tests, unknown envs, other suites.
+    for nodeid in (
+        "tests/test_mine.py::test_planning[dining-static-L2-greedy]",
+        f"{suites}test_awareness.py::test_awareness[my-env-oracle]",
+        f"{suites}test_triage_resolve.py::test_triage_resolve[arith-u0-a0.5-A-oracle]",
+        f"{suites}test_planning.py::test_planning",
+    ):
+        assert distribute.group_of(nodeid, envs) == nodeid
+
+
+def test_n2_runs_each_group_on_one_worker(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess(
+        "--budget-suite=planning",
+        "--budget-task=dining,shopping",
+        "--budget-query-count=3",
+        "--budget-scenario=static@1,cost_change:1@2",
+        "--budget-gate=off",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "-v",
+    )
+    result.assert_outcomes(passed=16)
+    workers: dict[str, set[str]] = {}
+    for line in result.outlines:
+        found = re.search(r"\[(gw\d)\].*test_planning\[(\w+)-.*-L(\d)-", line)
+        if found:
+            workers.setdefault(f"{found[2]}-L{found[3]}", set()).add(found[1])
+    assert sorted(workers) == ["dining-L1", "dining-L2", "shopping-L1", "shopping-L2"]
+    assert all(len(on) == 1 for on in workers.values()), workers
+    assert len(set().union(*workers.values())) == 2  # both workers had work
+
+    explicit = pytester.runpytest_subprocess(
+        "--budget-suite=planning",
+        "--budget-task=dining",
+        "--budget-query-count=3",
+        "--budget-scenario=static@1",
+        "--budget-gate=off",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "--dist",
+        "load",
+        "-v",
+    )
+    explicit.assert_outcomes(passed=4)
+    on = {m[1] for m in (re.search(r"\[(gw\d)\]", x) for x in explicit.outlines) if m}
+    assert on == {"gw0", "gw1"}  # plain load: the agents of the cell alternate
