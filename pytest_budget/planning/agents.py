@@ -72,7 +72,9 @@ def _usable(view: ReferenceView) -> list[Tool]:
     return [
         t
         for t in view.tools
-        if t.name not in view.banned and t.output not in view.held and set(t.inputs) <= view.held
+        if t.name not in view.banned
+        and t.output not in view.held
+        and view.held.issuperset(t.inputs)
     ]
 
 

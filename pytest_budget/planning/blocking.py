@@ -192,12 +192,16 @@ def block_plan(
     if mode == "remove_tools":
         return list(removal_ranges(base, refinement_level, block_count))
     plan: list[object] = []
-    same_task = [q for q in pool if q.task == query.task]
-    candidates = [q for q in same_task if q.query_id != query.query_id] or same_task or [query]
+    candidates: list[Query] = []
+    if mode == "preference_change":  # the only mode that draws from the pool
+        same_task = [q for q in pool if q.task == query.task]
+        candidates = [q for q in same_task if q.query_id != query.query_id] or same_task
+        candidates = candidates or [query]
     for b in range(block_count):
         block_seed = base + RANDOM_SEED_INTERVAL * b
         if mode == "cost_change":
-            plan.append(random.Random(block_seed).choice(list(range(1, 10000))))
+            # choice() indexes the sequence: a range draws as its list would.
+            plan.append(random.Random(block_seed).choice(range(1, 10000)))
         elif mode == "preference_change":
             plan.append(random.Random(block_seed).choice(candidates))
         else:

@@ -29,7 +29,7 @@ import heapq
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,7 +137,7 @@ def greedy_pick(
     best: Tool | None = None
     best_score = 0.0
     for tool in tools:
-        if not set(tool.inputs) <= state:
+        if not state.issuperset(tool.inputs):
             continue
         if previous is not None and previous not in tool.inputs:
             continue
@@ -252,23 +252,12 @@ class TravelEnv:
         """The current tool list like :attr:`tools`, as shared dicts that must not be
         modified (every instance with the same task, level, listed tools and costs, e.g.
         each agent's run of a query, gets the same ones)."""
-        visible = self._visible
-        prices = tuple(self.costs[t.name] for t in visible)
-        key = (self.task, self.refinement_level, tuple(t.name for t in visible), prices)
-        if not all(type(p) is float for p in prices):
-            # 15 and 15.0 are equal keys but read differently in a description.
-            key = (*key, tuple(type(p).__name__ for p in prices))
-        specs = _SPEC_MEMO.get(key)
-        if specs is None:
-            specs = tuple(
-                _spec(self.task, tool, price) for tool, price in zip(visible, prices, strict=True)
-            )
-            _SPEC_MEMO[key] = specs
-            if len(_SPEC_MEMO) > _SPEC_MEMO_SIZE:
-                _SPEC_MEMO.popitem(last=False)
-        else:
-            _SPEC_MEMO.move_to_end(key)
-        return specs
+        return tool_list_for(self.task, self.refinement_level, self._visible, self.costs)
+
+    def tool_source(self) -> tuple[str, int, list[Tool], dict[str, float]]:
+        """What :meth:`tool_list` is built from now, for building it later
+        (:func:`tool_list_for`): a snapshot, unchanged by later bans, removals or costs."""
+        return self.task, self.refinement_level, self._visible, dict(self.costs)
 
     # ------------------------------------------------------------------ blocking support
     @property
@@ -550,6 +539,27 @@ class TravelEnv:
             state = state | {tool.output}
             previous = tool.output
         return path, cost
+
+
+def tool_list_for(
+    task: str, level: int, visible: Sequence[Tool], costs: Mapping[str, float]
+) -> tuple[dict[str, Any], ...]:
+    """The tool list of ``visible`` (in order) at ``costs``, in OpenAI function format, as
+    shared dicts (:meth:`TravelEnv.tool_list`)."""
+    prices = tuple(costs[t.name] for t in visible)
+    key: tuple[object, ...] = (task, level, tuple(t.name for t in visible), prices)
+    if not all(type(p) is float for p in prices):
+        # 15 and 15.0 are equal keys but read differently in a description.
+        key = (*key, tuple(type(p).__name__ for p in prices))
+    specs = _SPEC_MEMO.get(key)
+    if specs is None:
+        specs = tuple(_spec(task, tool, price) for tool, price in zip(visible, prices, strict=True))
+        _SPEC_MEMO[key] = specs
+        if len(_SPEC_MEMO) > _SPEC_MEMO_SIZE:
+            _SPEC_MEMO.popitem(last=False)
+    else:
+        _SPEC_MEMO.move_to_end(key)
+    return specs
 
 
 # (task, level, listed tool names, their costs) -> the tool list in OpenAI format.

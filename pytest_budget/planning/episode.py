@@ -42,14 +42,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
 from pytest_budget.planning.blocking import MAX_TOOL_STEPS, Blocker, check_mode
-from pytest_budget.planning.env import TravelEnv, copy_json, expected_answer
+from pytest_budget.planning.env import TravelEnv, copy_json, expected_answer, tool_list_for
 from pytest_budget.planning.ids import parse_answer
 from pytest_budget.planning.records import EpisodeRecord, Query, ToolCallRecord
 from pytest_budget.planning.tools import Tool, atomic_chain, goal_type, task_label
@@ -131,7 +131,7 @@ class _TurnObservation(ToolAgentObservation):
         self,
         *,
         messages: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]],
+        tools: Callable[[], Sequence[dict[str, Any]]],
         **fields: Any,
     ) -> None:
         super().__init__(messages=[], tools=[], **fields)
@@ -144,8 +144,17 @@ class _TurnObservation(ToolAgentObservation):
         sources = self.__dict__.get("_sources")
         if sources is None or name not in sources:
             raise AttributeError(name)
-        value = [copy_json(entry) for entry in sources[name]]
+        if name == "messages":
+            value = [_copy_message(message) for message in sources[name]]
+        else:
+            value = [copy_json(spec) for spec in sources[name]()]
         return self.__dict__.setdefault(name, value)  # two threads reading: one copy wins
+
+
+def _copy_message(message: dict[str, Any]) -> dict[str, Any]:
+    # The loop builds every message: only an assistant's tool_calls nest, every other
+    # value is a string or None, so a flat copy is a deep one.
+    return copy_json(message) if "tool_calls" in message else dict(message)
 
 
 @dataclass(frozen=True)
@@ -418,7 +427,7 @@ class _Loop:
             refinement_level=env.refinement_level,
             goal=env.goal,
             messages=tuple(self.messages),
-            tools=env.tool_list(),
+            tools=functools.partial(tool_list_for, *env.tool_source()),
             step=self.step,
             max_steps=self.max_steps,
             turn=self.step + 1,

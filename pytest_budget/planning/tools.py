@@ -174,13 +174,26 @@ LOCATION_PREFERENCE = "LocationPreference"
 
 def task_label(task: str) -> str:
     """``S`` in CostBench's names: the capitalised task, e.g. ``Location``."""
-    _check_task(task)
-    return task.capitalize()
+    label = _LABELS.get(task) if isinstance(task, str) else None
+    if label is None:
+        _check_task(task)
+    return label or task.capitalize()
 
 
 def dimension_type(task: str, dimension: str) -> str:
     """Type (and parameter) name of an enum dimension, e.g. ``DiningFeaturePackage``."""
-    return task_label(task) + "".join(part.capitalize() for part in dimension.split("_"))
+    found = _DIMENSION_TYPES.get((task, dimension)) if isinstance(task, str) else None
+    if found is None:
+        found = task_label(task) + "".join(part.capitalize() for part in dimension.split("_"))
+    return found
+
+
+_LABELS = {task: task.capitalize() for task in TASKS}
+_DIMENSION_TYPES = {
+    (task, d): _LABELS[task] + "".join(part.capitalize() for part in d.split("_"))
+    for task in TASKS
+    for d in DIMENSIONS
+}
 
 
 def goal_type(task: str) -> str:
