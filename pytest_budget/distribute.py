@@ -62,7 +62,7 @@ def make_scheduler(config: Any, log: Any, envs: Sequence[str]) -> Any | None:
     """The grouping scheduler for ``-n`` without ``--dist`` (None: xdist's own)."""
     if config.getvalue("dist") != "load" or _explicit_dist(config):
         return None
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
     class BudgetScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
