@@ -5,6 +5,11 @@ Run from the repository root with the project's virtualenv::
     .venv/bin/python benchmarks/bench_offline_suites.py                 # all, -n 0 then -n 2
     .venv/bin/python benchmarks/bench_offline_suites.py --suites planning,triage,awareness,all
     .venv/bin/python benchmarks/bench_offline_suites.py --workers 0,2,4
+    .venv/bin/python benchmarks/bench_offline_suites.py --before /tmp/old   # before/after
+
+``--before DIR`` also times the package found in DIR (a checkout of an older commit whose
+``pytest_budget/suites`` and ``pytest_budget/fixtures`` link to its ``suites/`` and
+``fixtures/``, put first on ``PYTHONPATH``), run by run right before the current one.
 
 Each run is ``pytest --budget-suite=SUITE -p no:cacheprovider -q -n N`` in a fresh empty
 temporary directory (so the default run gates against the packaged baselines, as the offline
@@ -19,6 +24,7 @@ invocation, not figures across invocations.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -31,14 +37,20 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_suite(suite: str, workers: int) -> tuple[float, float, int, str]:
-    """Wall and CPU seconds of one run, its exit status and its last output line."""
+def run_suite(suite: str, workers: int, path: str | None = None) -> tuple[float, float, int, str]:
+    """Wall and CPU seconds of one run, its exit status and its last output line (``path``:
+    put first on ``PYTHONPATH``)."""
+    env = dict(os.environ)
+    if path:
+        env["PYTHONPATH"] = path
     command = [sys.executable, "-m", "pytest", f"--budget-suite={suite}", "-p", "no:cacheprovider"]
     command += ["-q", "-n", str(workers)]
     with tempfile.TemporaryDirectory(prefix="bench-offline-") as directory:
         cpu = _children_cpu()
         start = time.perf_counter()
-        done = subprocess.run(command, cwd=directory, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            command, cwd=directory, capture_output=True, text=True, check=False, env=env
+        )
         wall = time.perf_counter() - start
         cpu = _children_cpu() - cpu
     lines = [line for line in done.stdout.splitlines() if line.strip()]
@@ -49,22 +61,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", default="all", help="comma-separated (default: all)")
     parser.add_argument("--workers", default="0,2", help="comma-separated -n values")
+    parser.add_argument("--before", default=None, help="also time the package in this dir")
     args = parser.parse_args()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     workers = [int(w) for w in args.workers.split(",") if w.strip()]
     failed = False
-    print(f"{'suite':<10} {'-n':>3} {'wall s':>8} {'cpu s':>8} {'speed-up':>9}  result")
+    print(f"{'suite':<10} {'code':<7} {'-n':>3} {'wall s':>8} {'cpu s':>8} {'speed-up':>9}  result")
     for suite in suites:
-        first_wall: float | None = None
+        first: dict[str, float] = {}
         for n in workers:
-            wall, cpu, status, last = run_suite(suite, n)
-            first_wall = wall if first_wall is None else first_wall
-            failed |= status != 0
-            print(
-                f"{suite:<10} {n:>3} {wall:8.1f} {cpu:8.1f} {first_wall / wall:8.2f}x  "
-                f"{'ok' if status == 0 else f'FAILED ({status})'}: {last}",
-                flush=True,
-            )
+            for label, path in [("before", args.before), ("now", None)]:
+                if label == "before" and not path:
+                    continue
+                wall, cpu, status, last = run_suite(suite, n, path)
+                first.setdefault(label, wall)
+                failed |= status != 0
+                print(
+                    f"{suite:<10} {label:<7} {n:>3} {wall:8.1f} {cpu:8.1f} "
+                    f"{first[label] / wall:8.2f}x  "
+                    f"{'ok' if status == 0 else f'FAILED ({status})'}: {last}",
+                    flush=True,
+                )
     return 1 if failed else 0
 
 
