@@ -9,7 +9,8 @@ the resampled pool every score is recomputed as the cell computes it:
 * B* = floor(alpha * sum of c_i over the resampled items), the cell's own budget rule;
 * V_U and V_E execute the plan (with its copies) under the regime rules;
 * V_oracle is the knapsack optimum of the resampled pool (with equal values the
-  cheapest-first prefix, for all resamples at once; otherwise solved per resample);
+  cheapest-first prefix, with whole values a dynamic programme over value, both for all
+  resamples at once; otherwise solved per resample);
 * V_random is the expected regime-U value of a random ordering of the resampled pool:
   exact where every ordering scores the same (all of it fits, or nothing has value) or for
   at most 8 items, else the mean over ``inner_samples`` orderings (fewer than the cell's
