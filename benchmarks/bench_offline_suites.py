@@ -7,6 +7,10 @@ Run from the repository root with the project's virtualenv::
     .venv/bin/python benchmarks/bench_offline_suites.py --workers 0,2,4
     .venv/bin/python benchmarks/bench_offline_suites.py --before /tmp/old   # before/after
 
+``--oracle`` instead times the triage bootstrap's V_oracle for one cell whose 30 items carry
+their own whole values (1,000 resamples): the dynamic programme over value against the
+exact solver per resample, checking they agree.
+
 ``--before DIR`` also times the package found in DIR (a checkout of an older commit whose
 ``pytest_budget/suites`` and ``pytest_budget/fixtures`` link to its ``suites/`` and
 ``fixtures/``, put first on ``PYTHONPATH``), run by run right before the current one.
@@ -57,12 +61,47 @@ def run_suite(suite: str, workers: int, path: str | None = None) -> tuple[float,
     return wall, cpu, done.returncode, lines[-1] if lines else done.stderr.strip()[-200:]
 
 
+def oracle_cell(repeat: int = 3) -> None:
+    """Per-cell V_oracle with whole values: all resamples at once vs one by one."""
+    import numpy as np
+
+    from pytest_budget.bootstrap import counts_from_indices, resample_indices
+    from pytest_budget.triage import intervals
+    from pytest_budget.triage.scoring import oracle_value
+
+    rng = np.random.default_rng(3)
+    costs = rng.integers(50, 4000, size=30).astype(np.int64)
+    solved = rng.random(30) < 0.7
+    values = rng.choice([1.0, 2.0, 3.0, 5.0, 8.0], size=30)
+    indices = resample_indices(30, 1000, 7)
+    counts = counts_from_indices(indices, 30)
+    for alpha in (0.25, 0.5, 0.75):
+        budget = np.floor(alpha * (counts @ costs).astype(np.float64) + 1e-9).astype(np.int64)
+        fast = slow = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            got = intervals._oracle_values(indices, counts, costs, solved, values, budget)
+            fast = min(fast, time.perf_counter() - start)
+        start = time.perf_counter()
+        want = [oracle_value(costs[r], solved[r], values[r], int(b)).value for r, b in zip(
+            indices, budget, strict=True
+        )]  # fmt: skip
+        slow = time.perf_counter() - start
+        assert got.tolist() == want
+        print(f"alpha {alpha}: all resamples at once {fast * 1000:7.1f} ms, "
+              f"per resample {slow * 1000:7.1f} ms, equal")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", default="all", help="comma-separated (default: all)")
     parser.add_argument("--workers", default="0,2", help="comma-separated -n values")
     parser.add_argument("--before", default=None, help="also time the package in this dir")
+    parser.add_argument("--oracle", action="store_true", help="time the triage V_oracle only")
     args = parser.parse_args()
+    if args.oracle:
+        oracle_cell()
+        return 0
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     workers = [int(w) for w in args.workers.split(",") if w.strip()]
     failed = False
