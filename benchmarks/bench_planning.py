@@ -10,7 +10,8 @@ Workloads (all at refinement level 5, the largest tool set: 8 atomics + 28 compo
 
 * building one query's ``TravelEnv`` (tools, costs) and its Dijkstra optimal path - the
   per-query setup every planning cell pays (target: well under 10 ms);
-* the segmented reference trajectory (``simulate_reference``) under three blocks;
+* a query's blocking set-up (``Blocker``: CostBench's precomputed plan, trigger steps and the
+  initial optimal and greedy paths) under three blocks;
 * a full oracle episode through ``run_episode`` (messages, tool specs, the reference channel
   with a Dijkstra per step; the reference agent runs inline), static and with 3 blocks;
 * 120 oracle episodes run sequentially and concurrently (capacity 8) in one event loop;
@@ -35,23 +36,18 @@ from collections.abc import Callable
 import anyio
 
 from pytest_budget.planning.agents import OracleToolAgent
-from pytest_budget.planning.blocking import simulate_reference
+from pytest_budget.planning.blocking import Blocker
 from pytest_budget.planning.env import TravelEnv
 from pytest_budget.planning.episode import run_episode
+from pytest_budget.planning.queries import generate_queries
 from pytest_budget.planning.records import Query
-from pytest_budget.planning.tools import DIMENSIONS, PREFERENCE_VALUES, TASKS
+from pytest_budget.planning.tools import TASKS
 
 LEVEL = 5
 
 
-def _query(task: str, i: int) -> Query:
-    values = PREFERENCE_VALUES[task]
-    prefs = {d: values[d][(i + k) % 4] for k, d in enumerate(DIMENSIONS)}
-    location = None if task == "location" else "Lisbon"
-    return Query(f"<Query{i:05d}>", task, prefs, "2025-06-01 to 2025-06-04", location, "A trip.")
-
-
-QUERIES = [_query(task, i) for i in range(1, 21) for task in TASKS]  # 120 queries
+# The built-in generator's first 20 queries of each task: 120 queries.
+QUERIES = [query for task in TASKS for query in generate_queries(task, 20)]
 
 
 def _timings(fn: Callable[[Query], object], repeat: int) -> list[float]:
@@ -75,8 +71,8 @@ def _env_and_path(query: Query) -> object:
     return env.optimal_path()
 
 
-def _simulate(query: Query, mode: str) -> object:
-    return simulate_reference(query, LEVEL, mode, 3)
+def _blocker(query: Query, mode: str) -> object:
+    return Blocker(TravelEnv(query.task, LEVEL, query.query_id), query, mode, 3)
 
 
 def _episode(mode: str, count: int) -> Callable[[Query], object]:
@@ -151,8 +147,8 @@ def main() -> None:
     )
     for mode in ("cost_change", "ban_tool", "preference_change"):
         _report(
-            f"simulate_reference(L=5, {mode}, 3 blocks)",
-            _timings(functools.partial(_simulate, mode=mode), repeat),
+            f"TravelEnv + Blocker set-up (L=5, {mode}, 3 blocks)",
+            _timings(functools.partial(_blocker, mode=mode), repeat),
         )
     _report("oracle episode (L=5, static)", _timings(_episode("static", 0), repeat))
     _report("oracle episode (L=5, ban_tool, 3 blocks)", _timings(_episode("ban_tool", 3), repeat))
