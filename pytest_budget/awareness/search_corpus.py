@@ -53,7 +53,6 @@ import math
 import os
 import re
 import string
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -61,6 +60,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from pytest_budget.files import write_atomic
 
 __all__ = [
     "ABSTAIN_ALIASES",
@@ -1237,17 +1238,8 @@ def dump_corpus(
     else:
         targets.append((Path(questions_path), question_records))
     for target, records in targets:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                for record in records:
-                    handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-                    handle.write("\n")
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        lines = (json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
+        write_atomic(target, "".join(lines))
     return Path(path)
 
 
