@@ -91,9 +91,9 @@ from pytest_budget.awareness.search_corpus import (
     normalize_answer,
     title_entity,
 )
-from pytest_budget.awareness.tags import blocks as tag_blocks
-from pytest_budget.awareness.tags import count_opens, strip_blocks
 from pytest_budget.roles import AgentError, call_role
+from pytest_budget.textscan import blocks as tag_blocks
+from pytest_budget.textscan import count_opens, strip_blocks
 from pytest_budget.tokens import count_tokens
 
 if TYPE_CHECKING:

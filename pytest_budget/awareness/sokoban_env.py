@@ -55,8 +55,6 @@ from pytest_budget.awareness.rollouts import (
     Turn,
     actor_reply,
 )
-from pytest_budget.awareness.tags import blocks as tag_blocks
-from pytest_budget.awareness.tags import count_opens
 from pytest_budget.roles import AgentError, call_role
 from pytest_budget.sokoban import (
     ACTIONS,
@@ -69,6 +67,8 @@ from pytest_budget.sokoban import (
     solve,
     step,
 )
+from pytest_budget.textscan import blocks as tag_blocks
+from pytest_budget.textscan import count_opens
 from pytest_budget.tokens import count_tokens
 
 __all__ = [

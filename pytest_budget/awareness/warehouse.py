@@ -120,9 +120,9 @@ import numpy as np
 
 from pytest_budget.awareness.answers import WAREHOUSE_DIMENSIONS
 from pytest_budget.awareness.rollouts import ActorObservation, Rollout, Turn, actor_reply
-from pytest_budget.awareness.tags import blocks as tag_blocks
-from pytest_budget.awareness.tags import strip_blocks
 from pytest_budget.roles import AgentError, call_role
+from pytest_budget.textscan import blocks as tag_blocks
+from pytest_budget.textscan import strip_blocks
 
 __all__ = [
     "CHALLENGE_PRESETS",
