@@ -211,11 +211,10 @@ class WarehouseSession(_TokenCounting):
 
     def __init__(self, seed: int, index: int, panel: Any, target: float) -> None:
         from pytest_budget.awareness import warehouse
+        from pytest_budget.awareness.warehouse_env import _rng_seed
 
         self._m = warehouse
-        self.sim = warehouse.WarehouseEnv(
-            panel, seed=warehouse._rng_seed("warehouse-rollout", seed, index)
-        )
+        self.sim = warehouse.WarehouseEnv(panel, seed=_rng_seed("warehouse-rollout", seed, index))
         self.rollout_id = warehouse.make_rollout_id(seed, index)
         self.env = warehouse.ENV_NAME
         self.max_turns = self.sim.config.steps
