@@ -31,6 +31,25 @@ def test_no_private_fixture_api_in_the_plugin() -> None:
     assert hits == []
 
 
+def test_every_role_fixture_of_the_plugin_requests_its_marker() -> None:
+    """Each plugin fixture ``budget_<role>`` (a role of ``ROLE_METHODS``) takes
+    ``_budget_own_<role>``, else its own use would read as an override."""
+    import ast
+
+    from pytest_budget.roles import ROLE_METHODS
+
+    found = {}
+    for path in sorted((ROOT / "fixtures").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("budget_"):
+                role = node.name.removeprefix("budget_")
+                if role in ROLE_METHODS:
+                    found[role] = [a.arg for a in node.args.args]
+    assert set(found) >= {"planner", "solver", "estimator", "actor", "tool_agent"}
+    missing = sorted(r for r, args in found.items() if own_fixture_mark(r) not in args)
+    assert missing == []
+
+
 def test_overridden_reads_the_closure() -> None:
     own = ["request", "budget_planner", own_fixture_mark("planner"), "budget_options"]
     assert not overridden(own, "planner")
