@@ -34,8 +34,8 @@ import numpy as np
 import numpy.typing as npt
 
 # Resamples per cell and coverage unless --budget-ci-resamples/--budget-ci-level say
-# otherwise; defined with the options, which must not import numpy.
-from pytest_budget.options import DEFAULT_LEVEL, DEFAULT_RESAMPLES
+# otherwise (a module of their own: the options must not import numpy).
+from pytest_budget.ci_defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES
 
 __all__ = [
     "DEFAULT_LEVEL",

@@ -244,7 +244,7 @@ def merge_reports(
 
 def _table_lines(report: Mapping[str, Any]) -> list[str]:
     """The score tables the unsharded run prints, from the merged cells."""
-    from pytest_budget.session import tables
+    from pytest_budget.summary_tables import tables
 
     grouped: dict[str, list[Mapping[str, Any]]] = {}
     for cell in report.get("cells") or []:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_budget.ci_defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES
 from pytest_budget.option_checks import (
     MAXIMUMS,
     OPTION_DESTS,
@@ -46,10 +47,6 @@ __all__ = [
 
 #: Suites this version ships; ``all`` expands to these.
 AVAILABLE_SUITES: tuple[str, ...] = ("triage", "awareness", "planning")
-#: Bootstrap resamples per cell unless ``--budget-ci-resamples`` says otherwise.
-DEFAULT_RESAMPLES = 1000
-#: Two-sided coverage of the intervals unless ``--budget-ci-level`` says otherwise.
-DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 42
 DEFAULT_ALPHAS = "0.25,0.5,0.75,1.0"
 DEFAULT_UNSOLVABLE = "0,0.5"

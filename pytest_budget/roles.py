@@ -21,8 +21,8 @@ import functools
 import inspect
 import os
 import traceback
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 import anyio
 import anyio.to_thread
@@ -30,15 +30,29 @@ import anyio.to_thread
 from pytest_budget.agent_log import agent_timeout, collect_agent_errors, log_agent_error
 from pytest_budget.replies import reply_problem, safe_repr
 
+if TYPE_CHECKING:
+    # Types only: the role layer must not import the suites at run time.
+    from pytest_budget.awareness.answers import Estimate
+    from pytest_budget.awareness.probes import Probe
+    from pytest_budget.awareness.rollouts import ActorObservation, ActorReply
+    from pytest_budget.planning.episode import ToolAgentObservation
+    from pytest_budget.triage.types import Plan, PlanRequest, Problem, Solution
+
 __all__ = [
     "ROLE_METHODS",
+    "ActReply",
     "Actor",
     "AgentError",
+    "EstimateReply",
     "Estimator",
     "InvalidOutput",
+    "PlanReply",
     "Planner",
+    "SolveReply",
     "Solver",
+    "SupportsModelDump",
     "ToolAgent",
+    "ToolAgentReply",
     "acquire",
     "agent_name",
     "agent_traceback",
@@ -50,6 +64,30 @@ __all__ = [
 ]
 
 
+class SupportsModelDump(Protocol):
+    """An SDK reply object (pydantic): its ``model_dump()`` has the OpenAI wire layout."""
+
+    def model_dump(self) -> Any: ...
+
+
+# What each role may answer (the suites parse all of these; raw LLM text always works).
+# A role method may be ``async``: it then returns an awaitable of the same.
+#: A :class:`~pytest_budget.triage.Plan`, ``{"plan": [{"id": ..., "tokens": ...}]}``, a
+#: list of such entries, or raw text.
+PlanReply: TypeAlias = "Plan | Mapping[str, Any] | Sequence[Any] | str"
+#: A :class:`~pytest_budget.triage.Solution`, a mapping with ``text``/``tokens``/``answer``,
+#: or raw text.
+SolveReply: TypeAlias = "Solution | Mapping[str, Any] | str"
+#: An interval, interval map, ``impossible`` (:mod:`pytest_budget.awareness.answers`) or
+#: raw text.
+EstimateReply: TypeAlias = "Estimate | str"
+#: An :class:`~pytest_budget.awareness.rollouts.ActorReply`, a mapping with ``text`` and
+#: ``usage``, or raw text.
+ActReply: TypeAlias = "ActorReply | Mapping[str, Any] | str"
+#: An OpenAI-style message (or whole completion) as a mapping, an SDK object, or raw text.
+ToolAgentReply: TypeAlias = "Mapping[str, Any] | SupportsModelDump | str"
+
+
 @runtime_checkable
 class Planner(Protocol):
     """Triage planner: returns an ordered plan with per-item token allocations.
@@ -58,7 +96,7 @@ class Planner(Protocol):
     ``{"plan": [{"id": "p1", "tokens": 300}]}``, or the raw text an LLM would write.
     """
 
-    def plan(self, request: Any) -> Any: ...
+    def plan(self, request: PlanRequest) -> PlanReply | Awaitable[PlanReply]: ...
 
 
 @runtime_checkable
@@ -69,28 +107,32 @@ class Solver(Protocol):
     ``answer``, or raw text (tokens are then counted with the reference tokenizer).
     """
 
-    def solve(self, problem: Any, max_tokens: int | None = None) -> Any: ...
+    def solve(
+        self, problem: Problem, max_tokens: int | None = None
+    ) -> SolveReply | Awaitable[SolveReply]: ...
 
 
 @runtime_checkable
 class Estimator(Protocol):
     """Answers an awareness probe with an interval, ``impossible`` or raw text."""
 
-    def estimate(self, probe: Any) -> Any: ...
+    def estimate(self, probe: Probe) -> EstimateReply | Awaitable[EstimateReply]: ...
 
 
 @runtime_checkable
 class Actor(Protocol):
     """Acts in an environment: observation in, action (or raw text) out."""
 
-    def act(self, observation: Any) -> Any: ...
+    def act(self, observation: ActorObservation) -> ActReply | Awaitable[ActReply]: ...
 
 
 @runtime_checkable
 class ToolAgent(Protocol):
     """Multi-turn tool caller for the travel-planning environment."""
 
-    def act(self, observation: Any) -> Any: ...
+    def act(
+        self, observation: ToolAgentObservation
+    ) -> ToolAgentReply | Awaitable[ToolAgentReply]: ...
 
 
 #: The method each role calls on an agent object.

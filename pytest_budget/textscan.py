@@ -1,12 +1,15 @@
-"""Linear-time scans of agent text: tag contents, tag blocks and balanced ``\\boxed{}``.
+"""Linear-time scans of agent text: tag blocks, tag contents and balanced ``\\boxed{}``.
 
-The obvious regular expressions for these (``<answer>(.*?)</answer>``,
-``<(think|...)>.*?</\\1>``, a brace walk from every ``\\boxed{``) are quadratic on hostile
-text: every unclosed opening tag scans to the end of the text again.  The functions here
-find each opening and closing tag once (``re.finditer`` over a literal pattern, linear) and
-pair them with a binary search, with exactly the regular expressions' results
-(non-overlapping, leftmost first, case-insensitive tags).  Plain Python and numpy: no
-pytest.
+The one tag scanner of the package (the triage graders and plan parser, the model agents
+and the awareness parsers all read tags through it).  The obvious regular expressions for
+these (``<answer>(.*?)</answer>`` with ``findall`` or ``sub``, ``<(think|...)>.*?</\\1>``,
+a brace walk from every ``\\boxed{``) are quadratic on hostile text: every unclosed
+opening tag makes the engine scan to the end of the text again, so 125 KB of repeated
+``<answer>`` took seconds and 10 MB ran for hours.  Here every function finds each opening
+tag once and the first closing tag after it once, so the work is linear in the text; the
+results are those of the regular expressions (leftmost opening tag, nearest closing tag,
+non-overlapping, tags matched case-insensitively unless asked otherwise).  Plain Python
+and numpy: no pytest.
 """
 
 from __future__ import annotations
@@ -14,16 +17,36 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["last_balanced_boxed", "last_tag_content", "remove_tag_blocks", "tag_contents"]
+__all__ = [
+    "Block",
+    "blocks",
+    "count_opens",
+    "first_block",
+    "last_balanced_boxed",
+    "last_tag_content",
+    "remove_tag_blocks",
+    "strip_blocks",
+    "tag_contents",
+]
 
 
-@lru_cache(maxsize=32)
-def _literal(tag: str) -> re.Pattern[str]:
-    return re.compile(re.escape(tag), re.IGNORECASE)
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One complete block: ``text[start:end]`` is ``<tag>content</tag>``."""
+
+    start: int
+    end: int
+    content: str
+
+
+@lru_cache(maxsize=64)
+def _literal(tag: str, case_sensitive: bool = False) -> re.Pattern[str]:
+    return re.compile(re.escape(tag), 0 if case_sensitive else re.IGNORECASE)
 
 
 @lru_cache(maxsize=32)
@@ -33,32 +56,60 @@ def _closing(name: str) -> re.Pattern[str]:
     return re.compile(f"</{re.escape(name)}\\s*+>", re.IGNORECASE)
 
 
-def _spans(text: str, open_tag: str, close_tag: str) -> Iterator[tuple[int, int, int, int]]:
-    """(open start, content start, content end, close end) of each pair, as
-    ``re.finditer(open + "(.*?)" + close, DOTALL | IGNORECASE)`` would find them."""
-    opens = _literal(open_tag).finditer(text)  # lazily: a run of unclosed tags stops early
-    closes: list[tuple[int, int]] | None = None
-    close_starts: list[int] = []
-    position = 0
-    for match in opens:
-        start, end = match.span()
-        if start < position:
-            continue  # inside the previous match
-        if closes is None:
-            closes = [m.span() for m in _literal(close_tag).finditer(text, end)]
-            close_starts = [begin for begin, _ in closes]
-        index = bisect_left(close_starts, end)
-        if index == len(close_starts):
-            return  # no close after this open, so none after any later open either
-        close_start, close_end = closes[index]
-        yield start, end, close_start, close_end
-        position = close_end
+def _pairs(
+    text: str, open_tag: str, close_tag: str, case_sensitive: bool = False
+) -> Iterator[Block]:
+    """Each ``open_tag ... close_tag`` pair as ``re.finditer(open + "(.*?)" + close,
+    DOTALL)`` finds them (literal tags): the leftmost opening from where the last pair
+    ended, then the first closing after it; linear in ``len(text)``."""
+    opening = _literal(open_tag, case_sensitive)
+    closing = _literal(close_tag, case_sensitive)
+    pos = 0
+    while True:
+        found = opening.search(text, pos)
+        if found is None:
+            return
+        close = closing.search(text, found.end())
+        if close is None:
+            # No closing tag after this opening tag: none after a later one either.
+            return
+        yield Block(found.start(), close.end(), text[found.end() : close.start()])
+        pos = close.end()
+
+
+def blocks(text: str, name: str, *, case_sensitive: bool = False) -> Iterator[Block]:
+    """Every complete ``<name>...</name>`` block, left to right, as ``re.finditer`` of
+    ``<name>(.*?)</name>`` (DOTALL) would give them; linear in ``len(text)``."""
+    return _pairs(text, f"<{name}>", f"</{name}>", case_sensitive)
+
+
+def first_block(text: str, name: str, *, case_sensitive: bool = False) -> Block | None:
+    """The first complete block (``re.search`` of ``<name>(.*?)</name>``), or ``None``."""
+    return next(blocks(text, name, case_sensitive=case_sensitive), None)
+
+
+def strip_blocks(text: str, name: str, replacement: str = "") -> str:
+    """``text`` with every complete ``<name>...</name>`` block replaced (``re.sub``, any
+    case); :func:`remove_tag_blocks` does several names at once."""
+    parts: list[str] = []
+    pos = 0
+    for block in blocks(text, name):
+        parts.append(text[pos : block.start])
+        parts.append(replacement)
+        pos = block.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def count_opens(text: str, name: str) -> int:
+    """How many ``<name>`` opening tags ``text`` holds (any case)."""
+    return sum(1 for _ in _literal(f"<{name}>").finditer(text))
 
 
 def tag_contents(text: str, open_tag: str, close_tag: str) -> list[str]:
     """What ``re.findall(open + "(.*?)" + close, text, DOTALL | IGNORECASE)`` returns for
     literal tags, in linear time (``<answer>`` ... ``</answer>``)."""
-    return [text[content:end] for _, content, end, _ in _spans(text, open_tag, close_tag)]
+    return [block.content for block in _pairs(text, open_tag, close_tag)]
 
 
 @lru_cache(maxsize=32)

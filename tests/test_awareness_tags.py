@@ -1,4 +1,4 @@
-"""Linear-time tag reading (tags.py) gives what the regular expressions it replaces gave."""
+"""Linear-time tag reading (textscan.py) gives what the regular expressions it replaces gave."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_budget.awareness.answers import WAREHOUSE_DIMENSIONS, Invalid, parse_strict
-from pytest_budget.awareness.tags import blocks, count_opens, first_block, strip_blocks
 from pytest_budget.awareness.warehouse import ActionError, parse_action
+from pytest_budget.textscan import blocks, count_opens, first_block, strip_blocks
 
 # Text made of tag fragments, so that opening/closing tags (in any case) are common.
 _pieces = st.sampled_from(

@@ -66,6 +66,45 @@ def test_write_atomic_gives_the_mode_of_a_new_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "plain.txt", "r.json"]
 
 
+def test_every_writer_of_the_run_gives_the_umask_mode(tmp_path: Path) -> None:
+    """Rollouts, corpora, the spend ledger and the Phase 0 cache go through the one helper:
+    none is left with ``mkstemp``'s private 0600."""
+    from pytest_budget.awareness.rollouts import Rollout, Turn, read_rollouts, write_rollouts
+    from pytest_budget.awareness.search_corpus import build_corpus, dump_corpus, load_corpus
+    from pytest_budget.models.ledger import SpendLedger
+
+    old = os.umask(0o022)
+    try:
+        rollout = Rollout(
+            id="r1", env="search", budget={"tokens": 5}, success=True, turns=(Turn({"tokens": 3}),)
+        )
+        rollouts = write_rollouts(tmp_path / "r.jsonl", [rollout])
+        corpus = build_corpus(seed=0, n_questions=2)
+        docs = dump_corpus(corpus, tmp_path / "docs.jsonl", tmp_path / "questions.jsonl")
+        ledger = SpendLedger(tmp_path / "ledger.json", max_usd=1.0)
+        assert ledger.reserve(0.25)
+    finally:
+        os.umask(old)
+    assert read_rollouts(rollouts)[0].id == "r1"
+    assert len(load_corpus(docs, tmp_path / "questions.jsonl").questions) == 2
+    assert ledger.read().reserved_usd == 0.25
+    written = sorted(p for p in tmp_path.iterdir() if p.suffix != ".lock")
+    assert [p.name for p in written] == ["docs.jsonl", "ledger.json", "questions.jsonl", "r.jsonl"]
+    assert {p.name: oct(mode(p)) for p in written} == {p.name: oct(0o644) for p in written}
+
+
+def test_one_atomic_write_helper() -> None:
+    """Temporary file + rename lives in ``pytest_budget/files.py`` only."""
+    package = Path(__file__).resolve().parents[1] / "pytest_budget"
+    copies = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path.name != "files.py"
+        and any(word in path.read_text(encoding="utf-8") for word in ("mkstemp", "os.replace("))
+    )
+    assert copies == []
+
+
 @pytest.mark.parametrize(
     ("cell_id", "expected"),
     [

@@ -31,7 +31,7 @@ Three parsers, each following one of BAGEN's (fact sheet ``bagen.md`` §1):
   ``impossible`` in any case, else the first ``[int, int]`` pair (never swapped), else an
   answer that is exactly one integer is a scalar; anything else is invalid.
 
-Every parser runs in time linear in the text (see :mod:`pytest_budget.awareness.tags`) and
+Every parser runs in time linear in the text (see :mod:`pytest_budget.textscan`) and
 never raises on any text.
 """
 
@@ -43,7 +43,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pytest_budget.awareness.tags import first_block, strip_blocks
+from pytest_budget.textscan import first_block, strip_blocks
 
 __all__ = [
     "WAREHOUSE_DIMENSIONS",

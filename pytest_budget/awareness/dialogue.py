@@ -64,6 +64,7 @@ __all__ = [
     "WAREHOUSE_ESTIMATION_SYSTEM",
     "ProbeTurn",
     "actor_system_prompt",
+    "answer_format",
     "estimator_messages",
     "estimator_question",
     "fallback_system",
@@ -197,10 +198,27 @@ def _count(value: float | None) -> str:
     return "unknown" if value is None else _whole(value)
 
 
+def answer_format(dimensions: Sequence[str]) -> str:
+    """The answer instructions for one or several budget dimensions."""
+    if len(dimensions) == 1:
+        return (
+            "Answer with the remaining amount as an interval, "
+            "<answer>[low, high]</answer>, for example <answer>[300, 650]</answer>; or, if "
+            "you believe the agent cannot succeed within the budget, <answer>impossible"
+            "</answer>. You may reason first inside <think>...</think>; write nothing after "
+            "the answer tag."
+        )
+    example = ", ".join(f"{dim}:[low, high]" for dim in dimensions)
+    return (
+        "Answer with one interval per budget, exactly in this form: "
+        f"<answer>{example}</answer>; or, if you believe the target cannot be reached within "
+        "all budgets, <answer>impossible</answer>. You may reason first inside "
+        "<think>...</think>; write nothing after the answer tag."
+    )
+
+
 def token_question(turns: Sequence[ProbeTurn], cap: float) -> str:
     """The last user message for a token budget (BAGEN §3.4's content and order)."""
-    from pytest_budget.awareness.probes import answer_format
-
     k = len(turns)
     usage = "; ".join(
         f"Turn {t.index}: input {_count(t.input_tokens)} tokens, output "
@@ -239,8 +257,6 @@ def _day(weeks: float) -> int:
 
 def warehouse_question(probe: Probe) -> str:
     """The last user message for Warehouse (BAGEN §5's content and order)."""
-    from pytest_budget.awareness.probes import answer_format
-
     dims = [d for d in _WAREHOUSE_DIMS if d in probe.budget] or list(probe.budget)
     k = probe.k
     weeks = probe.used.get("time_weeks", 0.0)

@@ -41,16 +41,49 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from pytest_budget.awareness.answers import (
     Estimate,
-    Impossible,
     Interval,
     IntervalMap,
     Invalid,
-    RLInterval,
-    parse_rl,
+)
+from pytest_budget.awareness.metrics_probes import (
+    KIND_IMPOSSIBLE,
+    KIND_INTERVAL,
+    KIND_INVALID,
+    ClassF1,
+    FloatArray,
+    IntArray,
+    MissBins,
+    ProbeRecord,
+    Probes,
+    ProbeTable,
+    _table,
+    class_f1,
+    contains,
+    fail_f1,
+    hit_rate,
+    interval_score,
+    interval_scores,
+    invalid_rate,
+    macro_f1,
+    midpoint_relative_error,
+    miss_bins,
+)
+from pytest_budget.awareness.metrics_rollouts import (
+    EarlyStop,
+    LateRecognition,
+    LinearBaseline,
+    _first_impossible,
+    _per_rollout,
+    early_stop,
+    late_recognition,
+    linear_baseline,
+    linear_extrapolation,
+    reward,
+    reward_from_text,
+    rewards,
 )
 
 __all__ = [
@@ -66,6 +99,7 @@ __all__ = [
     "ProbeRecord",
     "ProbeTable",
     "class_f1",
+    "contains",
     "early_stop",
     "fail_f1",
     "hit_rate",
@@ -89,499 +123,6 @@ __all__ = [
     "score_notes",
     "score_probes",
 ]
-
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int64]
-
-KIND_INTERVAL = 0
-KIND_IMPOSSIBLE = 1
-KIND_INVALID = 2
-
-REWARD_COVERED = 1.8
-REWARD_IMPOSSIBLE = 0.2
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeRecord:
-    """One probe of a replayed rollout (single budget dimension)."""
-
-    rollout_id: str
-    k: int
-    T: int
-    used: float
-    total: float
-    budget: float
-    success: bool
-    feasible: bool
-    estimate: Estimate
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeTable:
-    """Column form of a probe list; ``rollout`` holds dense rollout codes 0..n_rollouts-1."""
-
-    rollout: IntArray
-    k: IntArray
-    T: IntArray
-    used: FloatArray
-    total: FloatArray
-    budget: FloatArray
-    success: BoolArray
-    feasible: BoolArray
-    kind: IntArray
-    lo: FloatArray
-    hi: FloatArray
-    rollout_ids: tuple[str, ...]
-
-    @classmethod
-    def from_records(cls, records: Sequence[ProbeRecord]) -> ProbeTable:
-        kinds: list[int] = []
-        los: list[float] = []
-        his: list[float] = []
-        for rec in records:
-            est = rec.estimate
-            if isinstance(est, Interval):
-                kinds.append(KIND_INTERVAL)
-                los.append(est.lo)
-                his.append(est.hi)
-            elif isinstance(est, Impossible):
-                kinds.append(KIND_IMPOSSIBLE)
-                los.append(np.nan)
-                his.append(np.nan)
-            elif isinstance(est, IntervalMap):
-                raise TypeError("multi-dimension estimates need one ProbeRecord per dimension")
-            else:
-                kinds.append(KIND_INVALID)
-                los.append(np.nan)
-                his.append(np.nan)
-        ids, codes = np.unique(
-            np.array([r.rollout_id for r in records], dtype=object).astype(str),
-            return_inverse=True,
-        )
-        return cls(
-            rollout=codes.astype(np.int64).reshape(-1),
-            k=np.fromiter((r.k for r in records), np.int64, len(records)),
-            T=np.fromiter((r.T for r in records), np.int64, len(records)),
-            used=np.fromiter((r.used for r in records), np.float64, len(records)),
-            total=np.fromiter((r.total for r in records), np.float64, len(records)),
-            budget=np.fromiter((r.budget for r in records), np.float64, len(records)),
-            success=np.fromiter((r.success for r in records), np.bool_, len(records)),
-            feasible=np.fromiter((r.feasible for r in records), np.bool_, len(records)),
-            kind=np.array(kinds, dtype=np.int64),
-            lo=np.array(los, dtype=np.float64),
-            hi=np.array(his, dtype=np.float64),
-            rollout_ids=tuple(str(i) for i in ids),
-        )
-
-    def __len__(self) -> int:
-        return int(self.kind.shape[0])
-
-    @property
-    def remaining(self) -> FloatArray:
-        """R_k = C_T - C_k."""
-        return self.total - self.used
-
-    @property
-    def n_rollouts(self) -> int:
-        return len(self.rollout_ids)
-
-    def subset(self, mask: BoolArray) -> ProbeTable:
-        return ProbeTable(
-            rollout=self.rollout[mask],
-            k=self.k[mask],
-            T=self.T[mask],
-            used=self.used[mask],
-            total=self.total[mask],
-            budget=self.budget[mask],
-            success=self.success[mask],
-            feasible=self.feasible[mask],
-            kind=self.kind[mask],
-            lo=self.lo[mask],
-            hi=self.hi[mask],
-            rollout_ids=self.rollout_ids,
-        )
-
-    def first_turn_mask(self) -> BoolArray:
-        """True on the k = 1 probes whose answer is valid (BAGEN's first-turn metric keeps
-        the probe after the first completed turn and drops invalid answers; §2.1)."""
-        mask: BoolArray = (self.k == 1) & (self.kind != KIND_INVALID)
-        return mask
-
-
-Probes = ProbeTable | Sequence[ProbeRecord]
-
-
-def _table(probes: Probes) -> ProbeTable:
-    return probes if isinstance(probes, ProbeTable) else ProbeTable.from_records(probes)
-
-
-def _mean(values: FloatArray) -> float | None:
-    return float(values.mean()) if values.size else None
-
-
-# --------------------------------------------------------------------------- feasibility
-
-
-@dataclass(frozen=True, slots=True)
-class ClassF1:
-    precision: float
-    recall: float
-    f1: float
-    support: int
-    note: str | None = None
-
-
-def class_f1(probes: Probes, positive: str) -> ClassF1:
-    """F1 of one class, ``positive`` = ``"feasible"`` or ``"impossible"``.
-
-    An invalid answer is a false negative for its true class and no class's false positive.
-    Undefined precision or recall (empty denominators) counts as 0 and is named in ``note``.
-    """
-    t = _table(probes)
-    if positive == "feasible":
-        truth, pred = t.feasible, t.kind == KIND_INTERVAL
-    elif positive == "impossible":
-        truth, pred = ~t.feasible, t.kind == KIND_IMPOSSIBLE
-    else:
-        raise ValueError(f"positive must be 'feasible' or 'impossible', not {positive!r}")
-    tp = int(np.count_nonzero(truth & pred))
-    n_pred = int(np.count_nonzero(pred))
-    n_true = int(np.count_nonzero(truth))
-    notes = []
-    if n_true == 0:
-        notes.append(f"no probe is truly {positive}")
-    if n_pred == 0:
-        notes.append(f"no probe is predicted {positive}")
-    precision = tp / n_pred if n_pred else 0.0
-    recall = tp / n_true if n_true else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
-    return ClassF1(precision, recall, f1, n_true, "; ".join(notes) or None)
-
-
-def macro_f1(probes: Probes, *, first_turn: bool = False) -> float:
-    """(F1_feasible + F1_impossible) / 2, over all probes or first-turn probes only."""
-    t = _table(probes)
-    if first_turn:
-        t = t.subset(t.first_turn_mask())
-    return (class_f1(t, "feasible").f1 + class_f1(t, "impossible").f1) / 2.0
-
-
-def fail_f1(probes: Probes) -> ClassF1:
-    """F1 on the impossible class (BAGEN's Fail-F1), with precision and recall."""
-    return class_f1(probes, "impossible")
-
-
-def invalid_rate(probes: Probes) -> float | None:
-    t = _table(probes)
-    return _mean((t.kind == KIND_INVALID).astype(np.float64))
-
-
-# --------------------------------------------------------------------------- intervals
-
-
-def _coverage_and_tightness(
-    lo: FloatArray, hi: FloatArray, r: FloatArray, is_interval: BoolArray
-) -> tuple[BoolArray, FloatArray]:
-    width = hi - lo
-    zero = r == 0
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        covered = is_interval & np.where(zero, (lo == 0) & (hi == 0), (lo <= r) & (r <= hi))
-        tight = np.where(zero, 1.0, np.maximum(0.0, 1.0 - width / np.where(zero, 1.0, r)))
-    return covered, np.where(covered, tight, 0.0)
-
-
-def contains(t: ProbeTable) -> BoolArray:
-    """The answer is an interval with lo <= R_k <= hi (plain containment, any R_k)."""
-    r = t.remaining
-    with np.errstate(invalid="ignore"):
-        inside: BoolArray = (t.kind == KIND_INTERVAL) & (t.lo <= r) & (r <= t.hi)
-    return inside
-
-
-def interval_scores(probes: Probes) -> FloatArray:
-    """BAGEN's S_k for every probe (§2.3, as the code behind Table 1 computes it).
-
-    Feasible probe: 1[lo <= R_k <= hi] * max(0, 1 - (hi - lo)/R_k); 0 for ``impossible``,
-    an invalid answer, or R_k <= 0 (the paper's formula is undefined there; BAGEN's
-    evaluation code gives 0, even for ``[0, 0]``).  Probe of a rollout that succeeded over
-    budget: 1 for ``impossible``, else 0 (the paper does not mention this case; its numbers
-    include it).  Probe of an unsuccessful rollout: 0 (not in :func:`interval_score`).
-    """
-    t = _table(probes)
-    r = t.remaining
-    positive = r > 0
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        tight = np.maximum(0.0, 1.0 - (t.hi - t.lo) / np.where(positive, r, 1.0))
-    feasible_part = np.where(contains(t) & positive, tight, 0.0)
-    over_budget = np.where(t.kind == KIND_IMPOSSIBLE, 1.0, 0.0)
-    out: FloatArray = np.where(t.feasible, feasible_part, np.where(t.success, over_budget, 0.0))
-    return out
-
-
-def interval_score(probes: Probes) -> float | None:
-    """Mean S_k over every probe of a successful rollout, over budget or not (§2.3: the
-    caption says "trajectories that ultimately succeed"; the reported numbers also score
-    the over-budget ones).  ``None`` when no rollout succeeded."""
-    t = _table(probes)
-    return _mean(interval_scores(t)[t.success])
-
-
-def hit_rate(probes: Probes) -> float | None:
-    """Share of the probes of successful rollouts whose interval contains R_k (§2.4;
-    ``impossible`` and invalid answers miss; containment is tested against R_k even on
-    over-budget probes).  Warehouse: see :func:`joint_hit_rate`."""
-    t = _table(probes)
-    return _mean(contains(t)[t.success].astype(np.float64))
-
-
-def midpoint_relative_error(
-    probes: Probes, percentiles: Sequence[float] = (50.0, 90.0)
-) -> tuple[float | None, ...]:
-    """Percentiles of |midpoint - R_k| / R_k (feasible probes, interval answers, R_k > 0)."""
-    t = _table(probes)
-    r = t.remaining
-    mask = t.feasible & (t.kind == KIND_INTERVAL) & (r > 0)
-    if not mask.any():
-        return tuple(None for _ in percentiles)
-    # a tiny R_k gives an infinite relative error: allowed, without a warning
-    with np.errstate(over="ignore", invalid="ignore"):
-        mre = np.abs((t.lo[mask] + t.hi[mask]) / 2.0 - r[mask]) / r[mask]
-        values = np.percentile(mre, list(percentiles))
-        # Interpolating between two infinite errors gives NaN (inf - inf); the percentile
-        # is infinite then, as the nearest-rank value says.
-        values = np.where(
-            np.isnan(values), np.percentile(mre, list(percentiles), method="higher"), values
-        )
-    return tuple(float(v) for v in values)
-
-
-@dataclass(frozen=True, slots=True)
-class MissBins:
-    """Per progress bin (k/T in [i/n, (i+1)/n), last bin closed): interval probe counts and
-    the shares of them that miss low (optimistic, hi < R_k) or high (conservative, lo > R_k).
-    """
-
-    edges: tuple[float, ...]
-    n: tuple[int, ...]
-    optimistic: tuple[float | None, ...]
-    conservative: tuple[float | None, ...]
-
-
-def miss_bins(probes: Probes, bins: int = 5) -> MissBins:
-    """Optimistic vs conservative misses by rollout progress (§2.6): the population is the
-    probes of successful rollouts answered with an interval; optimistic = hi < R_k,
-    conservative = lo > R_k."""
-    t = _table(probes)
-    r = t.remaining
-    mask = t.success & (t.kind == KIND_INTERVAL)
-    progress = t.k[mask] / np.maximum(t.T[mask], 1)
-    idx = np.clip((progress * bins).astype(np.int64), 0, bins - 1)
-    with np.errstate(invalid="ignore"):
-        low = (t.hi < r)[mask]
-        high = (t.lo > r)[mask]
-    n = np.bincount(idx, minlength=bins)
-    n_low = np.bincount(idx, weights=low.astype(np.float64), minlength=bins)
-    n_high = np.bincount(idx, weights=high.astype(np.float64), minlength=bins)
-    return MissBins(
-        edges=tuple(float(e) for e in np.linspace(0.0, 1.0, bins + 1)),
-        n=tuple(int(v) for v in n),
-        optimistic=tuple(float(a / c) if c else None for a, c in zip(n_low, n, strict=True)),
-        conservative=tuple(float(a / c) if c else None for a, c in zip(n_high, n, strict=True)),
-    )
-
-
-# --------------------------------------------------------------------------- early failure
-
-
-def _first_impossible(t: ProbeTable) -> tuple[IntArray, FloatArray]:
-    """Per rollout code: smallest k answered impossible (-1 if none) and C_k at that k."""
-    big = np.iinfo(np.int64).max
-    first_k = np.full(t.n_rollouts, big, dtype=np.int64)
-    imp = t.kind == KIND_IMPOSSIBLE
-    np.minimum.at(first_k, t.rollout[imp], t.k[imp])
-    used_at = np.full(t.n_rollouts, np.nan)
-    hit = imp & (t.k == first_k[t.rollout])
-    used_at[t.rollout[hit]] = t.used[hit]
-    return np.where(first_k == big, -1, first_k), used_at
-
-
-def _per_rollout(t: ProbeTable, values: FloatArray) -> FloatArray:
-    out = np.full(t.n_rollouts, np.nan)
-    out[t.rollout] = values
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class LateRecognition:
-    """On failed rollouts: C_k / budget at the first ``impossible`` answer."""
-
-    shares: tuple[float, ...]
-    n_failed: int
-    n_flagged: int
-    mean: float | None
-    median: float | None
-
-
-def late_recognition(probes: Probes) -> LateRecognition:
-    """Share of budget consumed when the estimator first says impossible, per failed rollout.
-
-    Rollouts never flagged are counted in ``n_failed`` but have no share.
-    """
-    t = _table(probes)
-    first_k, used_at = _first_impossible(t)
-    feasible = _per_rollout(t, t.feasible.astype(np.float64)) == 1.0
-    present = np.zeros(t.n_rollouts, dtype=np.bool_)
-    present[t.rollout] = True
-    budget = _per_rollout(t, t.budget)
-    failed = present & ~feasible
-    flagged = failed & (first_k >= 0)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        shares = used_at[flagged] / budget[flagged]
-    return LateRecognition(
-        shares=tuple(float(s) for s in shares),
-        n_failed=int(failed.sum()),
-        n_flagged=int(flagged.sum()),
-        mean=float(shares.mean()) if shares.size else None,
-        median=float(np.median(shares)) if shares.size else None,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class EarlyStop:
-    """The stop-at-first-impossible policy (§2.8; worked back from BAGEN's table).
-
-    ``false_abort_rate``: ``impossible`` answers on truly feasible probes divided by **all**
-    probes (the caption says "of successful rollouts"; the reported numbers, e.g. Sokoban
-    GPT 7/661, divide by every probe; the numerator is inferred).  Failed rollouts are the
-    unsuccessful ones.  ``failed_stopped``: failed rollouts with at least one ``impossible``
-    answer; ``failed_rollouts``: failed rollouts among the probed ones (pass the whole set's
-    count to :func:`score_probes` for the rate over all failed rollouts, those without a
-    probe included).  ``saved_token_share``: over failed rollouts, sum of (C_T - C_k at the
-    first ``impossible``) over sum of C_T.
-    """
-
-    false_abort_rate: float | None
-    false_abort_count: int
-    feasible_probes: int
-    saved_token_share: float | None
-    failed_stopped: int
-    failed_rollouts: int
-    succeeded_stopped: int
-
-
-def early_stop(probes: Probes) -> EarlyStop:
-    t = _table(probes)
-    imp = t.kind == KIND_IMPOSSIBLE
-    n_feas = int(t.feasible.sum())
-    n_false = int((imp & t.feasible).sum())
-    first_k, used_at = _first_impossible(t)
-    present = np.zeros(t.n_rollouts, dtype=np.bool_)
-    present[t.rollout] = True
-    feasible = _per_rollout(t, t.feasible.astype(np.float64)) == 1.0
-    succeeded = _per_rollout(t, t.success.astype(np.float64)) == 1.0
-    total = _per_rollout(t, t.total)
-    failed = present & ~succeeded
-    stopped = first_k >= 0
-    # clamped at 0 in case a rollout's probes disagree on C_T (they should not)
-    saved = np.where(failed & stopped, np.maximum(total - np.nan_to_num(used_at), 0.0), 0.0)
-    denom = float(total[failed].sum())
-    return EarlyStop(
-        false_abort_rate=n_false / len(t) if len(t) else None,
-        false_abort_count=n_false,
-        feasible_probes=n_feas,
-        saved_token_share=float(saved[failed].sum()) / denom if denom > 0 else None,
-        failed_stopped=int((failed & stopped).sum()),
-        failed_rollouts=int(failed.sum()),
-        succeeded_stopped=int((present & feasible & stopped).sum()),
-    )
-
-
-# --------------------------------------------------------------------------- linear baseline
-
-
-def linear_extrapolation(probes: Probes) -> FloatArray:
-    """R_lin = (C_k / k) * T - C_k per probe (k >= 1)."""
-    t = _table(probes)
-    k = np.maximum(t.k, 1).astype(np.float64)
-    result: FloatArray = (t.used / k) * t.T - t.used
-    return result
-
-
-@dataclass(frozen=True, slots=True)
-class LinearBaseline:
-    """Agent midpoint vs R_lin on feasible interval probes, absolute errors against R_k.
-
-    ``mean_reduction`` = mean(|R_lin - R_k| - |midpoint - R_k|): positive when the agent
-    is closer. ``win_rate``: share of probes where the agent is strictly closer.
-    """
-
-    n: int
-    mae_agent: float | None
-    mae_linear: float | None
-    mean_reduction: float | None
-    win_rate: float | None
-
-
-def linear_baseline(probes: Probes) -> LinearBaseline:
-    t = _table(probes)
-    mask = t.feasible & (t.kind == KIND_INTERVAL)
-    r = t.remaining[mask]
-    agent = np.abs((t.lo[mask] + t.hi[mask]) / 2.0 - r)
-    lin = np.abs(linear_extrapolation(t)[mask] - r)
-    return LinearBaseline(
-        n=int(mask.sum()),
-        mae_agent=_mean(agent),
-        mae_linear=_mean(lin),
-        mean_reduction=_mean(lin - agent),
-        win_rate=_mean((agent < lin).astype(np.float64)),
-    )
-
-
-# --------------------------------------------------------------------------- RL reward
-
-
-def rewards(probes: Probes) -> FloatArray:
-    """BAGEN's RL reward per probe.
-
-    Feasible probe: 1.8 * max(0, 1 - (H - L)/r) when the interval covers r (r = 0: only
-    [0, 0], reward 1.8), else 0. Infeasible probe: 0.2 for ``impossible``, else 0. Invalid
-    answers score 0; to score a reversed interval as malformed, as the RL reward does,
-    parse with ``reversed_policy="invalid"`` (or use :func:`reward_from_text`).
-    """
-    t = _table(probes)
-    _, tight = _coverage_and_tightness(t.lo, t.hi, t.remaining, t.kind == KIND_INTERVAL)
-    feasible_part = REWARD_COVERED * tight
-    return np.where(
-        t.feasible,
-        feasible_part,
-        np.where(t.kind == KIND_IMPOSSIBLE, REWARD_IMPOSSIBLE, 0.0),
-    )
-
-
-def reward(probes: Probes) -> float | None:
-    """Mean RL reward over all probes."""
-    return _mean(rewards(probes))
-
-
-def reward_from_text(text: str, remaining: float, feasible: bool) -> float:
-    """BAGEN's RL reward of one raw reply (§2.9), read with the RL parser (§1c,
-    :func:`~pytest_budget.awareness.answers.parse_rl`).
-
-    Invalid -> 0.  Truly impossible: 0.2 for ``impossible``, else 0.  Truly possible:
-    ``impossible``, a scalar or a reversed interval -> 0; r = 0 -> 1.8 only for [0, 0];
-    lo <= r <= hi -> 1.8 * max(0, 1 - (hi - lo)/r); not covered -> 0.
-    """
-    est = parse_rl(text)
-    if not feasible:
-        return REWARD_IMPOSSIBLE if isinstance(est, Impossible) else 0.0
-    if not isinstance(est, RLInterval) or est.lo > est.hi:
-        return 0.0
-    r = np.array([remaining], dtype=np.float64)
-    lo, hi = np.array([float(est.lo)]), np.array([float(est.hi)])
-    _, score = _coverage_and_tightness(lo, hi, r, np.array([True]))
-    return float(REWARD_COVERED * score[0])
-
 
 # --------------------------------------------------------------------------- all at once
 

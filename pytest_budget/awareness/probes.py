@@ -13,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pytest_budget.awareness.dialogue import (
+    ProbeTurn,
+    answer_format,
+    estimator_messages,
+    estimator_question,
+    probe_turns,
+)
 from pytest_budget.awareness.rollouts import Rollout, Turn
-
-if TYPE_CHECKING:
-    from pytest_budget.awareness.dialogue import ProbeTurn
 
 __all__ = [
     "Probe",
@@ -83,22 +87,16 @@ class Probe:
     @cached_property
     def turns(self) -> tuple[ProbeTurn, ...]:
         """Turns 1..k with their per-turn input/output token split."""
-        from pytest_budget.awareness.dialogue import probe_turns
-
         return probe_turns(self.prefix)
 
     @cached_property
     def question(self) -> str:
         """The estimation question: the last message of :attr:`messages`."""
-        from pytest_budget.awareness.dialogue import estimator_question
-
         return estimator_question(self)
 
     @cached_property
     def messages(self) -> tuple[Mapping[str, str], ...]:
         """The chat an LLM estimator is sent: ``({"role": ..., "content": ...}, ...)``."""
-        from pytest_budget.awareness.dialogue import estimator_messages
-
         return tuple(estimator_messages(self))
 
 
@@ -123,25 +121,6 @@ def _clip(text: str) -> str:
 def _number(value: float) -> str:
     # Plain digits (never 1.5e+06): estimators read these numbers back.
     return str(int(value)) if value == int(value) else f"{value:.2f}".rstrip("0").rstrip(".")
-
-
-def answer_format(dimensions: Sequence[str]) -> str:
-    """The answer instructions for one or several budget dimensions."""
-    if len(dimensions) == 1:
-        return (
-            "Answer with the remaining amount as an interval, "
-            "<answer>[low, high]</answer>, for example <answer>[300, 650]</answer>; or, if "
-            "you believe the agent cannot succeed within the budget, <answer>impossible"
-            "</answer>. You may reason first inside <think>...</think>; write nothing after "
-            "the answer tag."
-        )
-    example = ", ".join(f"{dim}:[low, high]" for dim in dimensions)
-    return (
-        "Answer with one interval per budget, exactly in this form: "
-        f"<answer>{example}</answer>; or, if you believe the target cannot be reached within "
-        "all budgets, <answer>impossible</answer>. You may reason first inside "
-        "<think>...</think>; write nothing after the answer tag."
-    )
 
 
 def probe_prompt(

@@ -23,11 +23,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pytest_budget.files import write_atomic
 
 __all__ = [
     "ROLLOUT_SCHEMA_VERSION",
@@ -331,19 +332,8 @@ def read_rollouts(path: str | os.PathLike[str]) -> list[Rollout]:
 
 def write_rollouts(path: str | os.PathLike[str], rollouts: Iterable[Rollout]) -> Path:
     """Write rollouts as JSONL atomically (a reader never sees a half-written file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for rollout in rollouts:
-                handle.write(json.dumps(rollout_to_dict(rollout), separators=(",", ":")))
-                handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    lines = (json.dumps(rollout_to_dict(r), separators=(",", ":")) + "\n" for r in rollouts)
+    return write_atomic(path, "".join(lines))
 
 
 def as_read_back(rollouts: Iterable[Rollout]) -> list[Rollout]:

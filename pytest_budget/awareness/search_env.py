@@ -61,14 +61,10 @@ Plain Python, numpy and anyio: no pytest here.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -81,25 +77,37 @@ from pytest_budget.awareness.rollouts import (
     Turn,
     actor_reply,
 )
+from pytest_budget.awareness.search_actor import SearchReferenceActor
 from pytest_budget.awareness.search_corpus import (
-    RELATIONS,
-    UNKNOWN_ANSWER,
     Question,
-    QuestionPlan,
     SearchCorpus,
-    extract_facts,
     normalize_answer,
-    title_entity,
 )
-from pytest_budget.awareness.tags import blocks as tag_blocks
-from pytest_budget.awareness.tags import count_opens, strip_blocks
+from pytest_budget.awareness.search_steps import (
+    ANSWER_F1_THRESHOLD,
+    ENV_NAME,
+    MAX_QUERY_CHARS,
+    SEARCH_PRESET,
+    IndexSearcher,
+    ParsedAction,
+    PassageLike,
+    SearchEnvError,
+    Searcher,
+    SearchPassage,
+    SearchPreset,
+    SearchState,
+    SearchStep,
+    _hash_int,
+    corpus_index,
+    exact_match,
+    parse_action,
+    token_f1,
+)
 from pytest_budget.roles import AgentError, call_role
 from pytest_budget.tokens import count_tokens
 
-if TYPE_CHECKING:
-    from pytest_budget.awareness.retrieval import BM25Index
-
 __all__ = [
+    "ANSWER_F1_THRESHOLD",
     "ENV_NAME",
     "MAX_QUERY_CHARS",
     "SEARCH_PRESET",
@@ -124,201 +132,6 @@ __all__ = [
     "search_prompt",
     "token_f1",
 ]
-
-ENV_NAME = "search"
-#: Longest query sent to the searcher (the retrieval server accepts up to 2,000 characters).
-MAX_QUERY_CHARS = 1000
-
-
-# --------------------------------------------------------------------------- preset
-
-
-@dataclass(frozen=True)
-class SearchPreset:
-    """The token budget, the turn limit and how many passages a search returns."""
-
-    name: str = "search"
-    token_cap: int = 3500
-    max_turns: int = 10
-    top_k: int = 3
-
-    def __post_init__(self) -> None:
-        for field_name in ("token_cap", "max_turns", "top_k"):
-            if getattr(self, field_name) < 1:
-                raise ValueError(f"{field_name} must be >= 1, got {getattr(self, field_name)}")
-
-    @property
-    def budget(self) -> dict[str, float]:
-        return {"tokens": self.token_cap}
-
-
-#: BAGEN's answer check: exact match, or token F1 at least this (fact sheet §6).
-ANSWER_F1_THRESHOLD = 0.3
-
-#: BAGEN's Search-R1 setting: 3,500 tokens; one search or one answer per turn.
-SEARCH_PRESET = SearchPreset()
-
-
-# --------------------------------------------------------------------------- searching
-
-
-class PassageLike(Protocol):
-    """What a searcher returns per hit (``retrieval.Passage`` fits)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def title(self) -> str: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def score(self) -> float: ...
-
-
-class Searcher(Protocol):
-    """Anything with ``async search(query, k)``: ``retrieval.RetrievalClient`` (HTTP) or
-    :class:`IndexSearcher` (in process)."""
-
-    async def search(self, query: str, k: int) -> Sequence[PassageLike]: ...
-
-
-class _SyncIndex(Protocol):
-    def search(self, query: str, k: int) -> Sequence[PassageLike]: ...
-
-
-class IndexSearcher:
-    """An in-process :class:`Searcher` over any index with ``search(query, k)``
-    (e.g. ``retrieval.BM25Index``); no HTTP involved."""
-
-    def __init__(self, index: _SyncIndex) -> None:
-        self.index = index
-
-    async def search(self, query: str, k: int) -> Sequence[PassageLike]:
-        return self.index.search(query, k)
-
-
-@lru_cache(maxsize=4)
-def corpus_index(corpus: SearchCorpus) -> BM25Index:
-    """A ``retrieval.BM25Index`` over the corpus documents (serve it, or wrap it in
-    :class:`IndexSearcher`).
-
-    Cached within the process (the index is immutable): an equal corpus, e.g. the same
-    :func:`~pytest_budget.awareness.search_corpus.build_corpus` result, gets the same index
-    object back without rebuilding it.
-    """
-    from pytest_budget.awareness.retrieval import BM25Index, Document
-
-    return BM25Index(Document(d.id, d.title, d.text) for d in corpus.documents)
-
-
-@dataclass(frozen=True)
-class SearchPassage:
-    """A retrieved passage as the environment keeps it."""
-
-    id: str
-    title: str
-    text: str
-    score: float = 0.0
-
-
-@dataclass(frozen=True)
-class SearchStep:
-    """One earlier turn: ``action`` is ``"search"``, ``"answer"`` or ``"invalid"``."""
-
-    turn: int
-    action: str
-    query: str | None = None
-    passages: tuple[SearchPassage, ...] = ()
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class SearchState:
-    """``observation.state``: the structured view for programmatic actors.
-
-    ``plan`` is the question's :class:`QuestionPlan` (start entity and relation chain): a
-    side channel for *reference* actors only.  Model-backed actors must read ``text``,
-    which never shows the plan.
-    """
-
-    question_id: str
-    question: str
-    plan: QuestionPlan | None
-    turn: int
-    max_turns: int
-    top_k: int
-    history: tuple[SearchStep, ...] = ()
-
-
-class SearchEnvError(RuntimeError):
-    """The environment itself failed (the searcher raised); the message is one line."""
-
-
-# --------------------------------------------------------------------------- replies
-
-
-@dataclass(frozen=True)
-class ParsedAction:
-    """A reply read: ``kind`` is ``"search"`` or ``"answer"`` with its ``text``, or ``None``
-    with an ``error`` (a no-op turn)."""
-
-    kind: str | None
-    text: str = ""
-    error: str | None = None
-
-
-def parse_action(reply: str) -> ParsedAction:
-    """Read exactly one ``<search>`` or ``<answer>`` block (``<think>`` blocks are skipped)."""
-    # Linear time on any text (tags.py); the same results as the regular expressions.
-    text = strip_blocks(reply, "think", " ")
-    blocks = {tag: [b.content for b in tag_blocks(text, tag)] for tag in ("search", "answer")}
-    for tag in ("search", "answer"):
-        if count_opens(text, tag) > len(blocks[tag]):
-            return ParsedAction(None, error=f"unclosed <{tag}> tag")
-    searches, answers = blocks["search"], blocks["answer"]
-    if searches and answers:
-        return ParsedAction(None, error="both <search> and <answer>: write exactly one of them")
-    if not searches and not answers:
-        return ParsedAction(None, error="no <search>...</search> or <answer>...</answer> block")
-    tag, found = ("search", searches) if searches else ("answer", answers)
-    if len(found) > 1:
-        return ParsedAction(None, error=f"{len(found)} <{tag}> blocks: write exactly one")
-    content = " ".join(found[0].split())
-    if not content:
-        return ParsedAction(None, error=f"empty <{tag}> block")
-    if tag == "search" and len(content) > MAX_QUERY_CHARS:
-        return ParsedAction(
-            None, error=f"query too long ({len(content)} characters > {MAX_QUERY_CHARS})"
-        )
-    return ParsedAction(tag, content)
-
-
-# --------------------------------------------------------------------------- judging
-
-
-def exact_match(prediction: str, golds: Sequence[str]) -> bool:
-    """SQuAD exact match: normalized ``prediction`` equals some normalized gold answer."""
-    norm = normalize_answer(prediction)
-    return any(norm == normalize_answer(gold) for gold in golds)
-
-
-def _f1(prediction: str, gold: str) -> float:
-    pred_tokens = normalize_answer(prediction).split()
-    gold_tokens = normalize_answer(gold).split()
-    if not pred_tokens or not gold_tokens:
-        return float(pred_tokens == gold_tokens)
-    common = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
-    if common == 0:
-        return 0.0
-    precision = common / len(pred_tokens)
-    recall = common / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
-
-
-def token_f1(prediction: str, golds: Sequence[str]) -> float:
-    """SQuAD token F1 on normalized text, the best over the gold answers."""
-    return max((_f1(prediction, gold) for gold in golds), default=0.0)
-
 
 # --------------------------------------------------------------------------- prompt
 
@@ -407,12 +220,6 @@ def _resent_tokens(
 def make_rollout_id(seed: int, index: int) -> str:
     """``search-s42-0007``: batch seed and index (ids sort in batch order)."""
     return f"{ENV_NAME}-s{seed}-{index:04d}"
-
-
-def _hash_int(*parts: object) -> int:
-    """A 63-bit integer from sha256 of the parts: same value in every process."""
-    text = "\x1f".join(str(part) for part in parts)
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") >> 1
 
 
 def question_order(corpus: SearchCorpus, n: int, seed: int) -> list[Question]:
@@ -674,260 +481,3 @@ async def generate_rollouts(
     if errors:
         raise errors[min(errors)]
     return [rollout for rollout in results if rollout is not None]
-
-
-# --------------------------------------------------------------------------- reference actor
-
-
-@dataclass
-class _Progress:
-    """What the reference actor has worked out so far (rebuilt every turn from history)."""
-
-    chain: list[str]  # resolved values, the start entity first
-    misses: int = 0  # searches since the last resolved hop
-    seen_names: list[str] = field(default_factory=list)  # titles in the latest results
-    last_quote: str | None = None  # the sentence the last hop was read from
-
-
-_SENTENCE = re.compile(r"[^.]*\.")
-_THINK_BASE = 16.0
-_THINK_PER_HOP = 6.0
-_THINK_MAX = 80  # sentences: caps one deliberation (a turn stays below ~2,500 tokens)
-_RECHECKS = (
-    "Wait, let me reread that passage to make sure I have the right entity.",
-    "Let me double-check the names before going on.",
-    "Hmm, names in this world look alike, so I should be careful.",
-    "I want to be sure I am not mixing up two different people or places here.",
-)
-_HEDGES = (
-    "It is possible the documents phrase this differently.",
-    "If this search fails I can try other words.",
-    "The answer should be a single name or number.",
-)
-
-
-class SearchReferenceActor:
-    """An offline multi-hop retriever that behaves like a capable but fallible model.
-
-    It reads the question's :class:`QuestionPlan` from ``observation.state`` (a side channel
-    reserved for reference actors; model-backed actors only see ``observation.text``), issues
-    one query per hop built from the entity it has resolved so far plus the relation's
-    keywords, reads the next entity off the retrieved passages with the relation's sentence
-    patterns (:func:`~pytest_budget.awareness.search_corpus.extract_facts`, only passages
-    titled after the current entity; never the plan's gold answers), and answers.  On a
-    miss it reformulates; after a per-rollout number of fruitless searches it answers
-    ``unknown``.
-
-    Mistakes, so that outcomes mix like a model's: with ``confusion_rate`` it takes the same
-    fact about another entity in the results (a wrong entity); each turn it may stop early
-    with a guess (``guess_rate``); with ``malformed_rate`` the reply breaks the format; and
-    its ``<think>`` has a length drawn per turn (lognormal around a per-rollout verbosity),
-    so some rollouts run over the 3,500-token cap and a few run out of turns.
-
-    Every draw is seeded by sha256 of ``(seed, rollout_id, turn)`` (or ``(seed,
-    rollout_id)`` for per-rollout traits): the actor keeps no state, rebuilds its progress
-    from ``state.history`` each turn, and so can serve concurrent rollouts from one
-    instance with results independent of scheduling.
-    """
-
-    name = "search-reference"
-
-    def __init__(
-        self,
-        seed: int = 0,
-        *,
-        confusion_rate: float = 0.08,
-        guess_rate: float = 0.03,
-        malformed_rate: float = 0.02,
-        verbosity: float = 1.0,
-    ) -> None:
-        for label, value in (
-            ("confusion_rate", confusion_rate),
-            ("guess_rate", guess_rate),
-            ("malformed_rate", malformed_rate),
-        ):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{label} must be in [0, 1], got {value}")
-        if verbosity < 0:
-            raise ValueError(f"verbosity must be >= 0, got {verbosity}")
-        self.seed = seed
-        self.confusion_rate = confusion_rate
-        self.guess_rate = guess_rate
-        self.malformed_rate = malformed_rate
-        self.verbosity = verbosity
-
-    # ------------------------------------------------------------------ randomness
-
-    def _rng(self, rollout_id: str, *parts: object) -> np.random.Generator:
-        return np.random.default_rng(
-            _hash_int("pytest-budget/search-actor", self.seed, rollout_id, *parts)
-        )
-
-    def _traits(self, rollout_id: str) -> tuple[float, int]:
-        """(verbosity multiplier, searches without progress before answering unknown)."""
-        rng = self._rng(rollout_id, "traits")
-        chatty = float(np.exp(rng.normal(0.0, 0.45)))
-        patience = int(rng.choice([2, 3, 4, 99], p=[0.25, 0.3, 0.2, 0.25]))
-        return chatty, patience
-
-    # ------------------------------------------------------------------ reading results
-
-    def _absorb(
-        self,
-        progress: _Progress,
-        plan: QuestionPlan,
-        passages: Sequence[SearchPassage],
-        rng: np.random.Generator,
-    ) -> None:
-        """Update ``progress`` with the passages of one search."""
-        progress.seen_names = [title_entity(p.title) for p in passages]
-        hop = len(progress.chain) - 1
-        if hop >= len(plan.relations):
-            return
-        relation = plan.relations[hop]
-        current = progress.chain[-1]
-        found: list[str] = []
-        decoys: list[str] = []
-        quote: str | None = None
-        for passage in passages:
-            values = extract_facts(relation, passage.text)
-            if title_entity(passage.title) == current:
-                if values and quote is None:
-                    quote = _quote(passage.text, values[0])
-                found += [v for v in values if v not in found]
-            else:
-                decoys += [v for v in values if v not in decoys]
-        if not RELATIONS[relation].literal:
-            decoys += [n for n in progress.seen_names if n != current and n not in decoys]
-        decoys = [d for d in decoys if d not in found and d not in progress.chain]
-        confuse = rng.random() < (self.confusion_rate if found else self.confusion_rate / 2)
-        if decoys and confuse:
-            progress.chain.append(decoys[int(rng.integers(len(decoys)))])
-            progress.misses = 0
-            progress.last_quote = None
-        elif found:
-            progress.chain.append(found[0])
-            progress.misses = 0
-            progress.last_quote = quote
-        else:
-            progress.misses += 1
-
-    def _replay(self, state: SearchState, rollout_id: str) -> _Progress:
-        assert state.plan is not None
-        progress = _Progress(chain=[state.plan.start])
-        for step in state.history:
-            if step.action == "search":
-                self._absorb(progress, state.plan, step.passages, self._rng(rollout_id, step.turn))
-        return progress
-
-    # ------------------------------------------------------------------ acting
-
-    def act(self, observation: ActorObservation) -> str:
-        state = observation.state
-        if not isinstance(state, SearchState) or state.plan is None:
-            raise ValueError("the search reference actor needs observation.state with a plan")
-        plan = state.plan
-        for relation in plan.relations:
-            if relation not in RELATIONS:
-                raise ValueError(f"the search reference actor does not know {relation!r}")
-        rollout_id = observation.rollout_id
-        progress = self._replay(state, rollout_id)
-        chatty, patience = self._traits(rollout_id)
-        rng = self._rng(rollout_id, observation.turn, "act")
-        hop = len(progress.chain) - 1
-        done = hop >= len(plan.relations)
-        remaining = len(plan.relations) - hop
-        if done:
-            kind, content = "answer", progress.chain[-1]
-        elif progress.misses >= patience:
-            kind, content = "answer", UNKNOWN_ANSWER
-        elif hop > 0 and rng.random() < self.guess_rate * (1 + progress.misses):
-            guesses = [n for n in progress.seen_names if n not in progress.chain]
-            guess = guesses[0] if guesses else progress.chain[-1]
-            kind, content = "answer", guess
-        else:
-            kind, content = "search", self._query(progress.chain[-1], plan, hop, progress.misses)
-        think = self._think(state, plan, progress, kind, content, remaining, chatty, rng)
-        if rng.random() < self.malformed_rate:
-            if rng.random() < 0.5:
-                return f"<think>{think}</think>\nI will {kind} for {content}."
-            return f"<think>{think}</think>\n<search>{content}</search>\n<answer>{content}</answer>"
-        return f"<think>{think}</think>\n<{kind}>{content}</{kind}>"
-
-    @staticmethod
-    def _query(entity: str, plan: QuestionPlan, hop: int, misses: int) -> str:
-        keywords = RELATIONS[plan.relations[hop]].keywords
-        if misses == 0:
-            return f"{entity} {keywords[0]}"
-        return f"{entity} {' '.join(keywords[(misses - 1) % len(keywords) :][:2])}"
-
-    def _think(
-        self,
-        state: SearchState,
-        plan: QuestionPlan,
-        progress: _Progress,
-        kind: str,
-        content: str,
-        remaining: int,
-        chatty: float,
-        rng: np.random.Generator,
-    ) -> str:
-        """Plausible reasoning about this turn; how many sentences is drawn per turn.
-
-        Sentences keep the pool's order (question, plan, progress, results, next step) so
-        the text reads as one line of thought; a long deliberation goes over it again after
-        a recheck.
-        """
-        hop = len(progress.chain) - 1
-        pool = [
-            f"The question is: {state.question}",
-            f"This needs {len(plan.relations)} lookups, starting from {plan.start}.",
-        ]
-        subject = progress.chain[-1]
-        for j, name in enumerate(plan.relations[hop:], start=hop + 1):
-            relation = RELATIONS[name]
-            need = (
-                relation.phrase.format(x=subject)
-                if relation.phrase
-                else f"the {name.replace('_', ' ')} of {subject}"
-            )
-            pool.append(f"Step {j}: find {need}.")
-            subject = f"that {relation.target}"
-        if hop > 0:
-            pool.append("So far I have: " + " -> ".join(progress.chain) + ".")
-        latest = next((s for s in reversed(state.history) if s.action == "search"), None)
-        if latest is not None:
-            for i, passage in enumerate(latest.passages, start=1):
-                pool.append(f'Result {i}, {passage.title}, says: "{passage.text}"')
-        if progress.last_quote:
-            pool.append(f'The sentence I need is: "{progress.last_quote}"')
-        if progress.misses:
-            pool.append(
-                f"My last {progress.misses} search(es) did not give me what I need about "
-                f"{progress.chain[-1]}, so I should rephrase."
-            )
-        pool.append(_HEDGES[int(rng.integers(len(_HEDGES)))])
-        # Median 22-40 sentences (more while more hops remain; past the pool's size it goes
-        # over the same ground again), lognormal tail, scaled by a per-rollout chattiness.
-        # These constants put about half of the default rollouts within the 3,500-token cap
-        # (see benchmarks/bench_awareness_search.py).
-        n = 0
-        if self.verbosity > 0:
-            mu = math.log(self.verbosity * chatty * (_THINK_BASE + _THINK_PER_HOP * remaining))
-            n = min(_THINK_MAX, max(1, round(math.exp(rng.normal(mu, 0.55)))))
-        picked: list[str] = []
-        while len(picked) < n:
-            if picked:
-                picked.append(_RECHECKS[int(rng.integers(len(_RECHECKS)))])
-            take = min(n - len(picked), len(pool))
-            picked += [pool[int(i)] for i in sorted(rng.choice(len(pool), take, replace=False))]
-        verb = "search for" if kind == "search" else "answer"
-        picked.append(f"So I will {verb}: {content}.")
-        return " ".join(picked)
-
-
-def _quote(text: str, value: str) -> str | None:
-    for sentence in _SENTENCE.findall(text):
-        if value in sentence:
-            return str(sentence).strip()
-    return None

@@ -60,17 +60,11 @@ def render_html(
     return render_page(reports, compare=compare, sample_cap=cap)
 
 
-def _write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    # a page is meant to be shared: the mode of any new file (0644 under umask 022), the
-    # same as the JSON report and the snapshots
-    return write_atomic(path, text)
-
-
 def write_html_report(
     path: str | os.PathLike[str], report: Mapping[str, Any], *, label: str = "this run"
 ) -> Path:
     """Write the page of one report document (what ``--budget-html`` does), atomically."""
-    return _write_atomic(path, render_html([(label, report)]))
+    return write_atomic(path, render_html([(label, report)]))
 
 
 def render_command(
@@ -104,7 +98,7 @@ def render_command(
     documents = [(str(path), load_report(path)) for path in reports]
     page = render_html(documents, compare=compare, sample_cap=sample_cap)
     try:
-        written = _write_atomic(output, page)
+        written = write_atomic(output, page)
     except OSError as exc:
         print(
             f"budget-report: error: cannot write {output}: {exc.strerror or exc}", file=sys.stderr

@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_budget.html.compare import cell_key, delta, match_cells
 from pytest_budget.html.figures import deferred, finish_pair
-from pytest_budget.html.page import (
+from pytest_budget.html.layout import (
     CHARTS,
     chart_html,
     document,

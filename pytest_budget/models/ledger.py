@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from pytest_budget.files import new_file_mode
+from pytest_budget.files import write_atomic
 
 __all__ = ["COUNTERS", "LedgerState", "SpendLedger"]
 
@@ -112,15 +111,7 @@ class SpendLedger:
             "max_usd": self.max_usd,
             "counts": state.counts,
         }
-        fd, tmp = tempfile.mkstemp(prefix=".ledger.", suffix=".tmp", dir=self.path.parent)
-        os.fchmod(fd, new_file_mode())  # as any new file, not mkstemp's 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self.path, json.dumps(data))
 
     def reserve(self, amount_usd: float) -> bool:
         """Hold ``amount_usd`` for a call about to start; False (and counted) when the cap

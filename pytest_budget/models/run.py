@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_budget.models.ledger import LedgerState
 from pytest_budget.models.prices import PriceTable, load_price_table
@@ -21,10 +21,10 @@ from pytest_budget.models.provider import PROVIDERS
 from pytest_budget.models.recorder import resolve_mode
 from pytest_budget.models.retry import RetryPolicy
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
-from pytest_budget.options import BudgetOptions
 
 __all__ = [
     "SPEND_SKIP_MARK",
+    "RunOptions",
     "config_from_payload",
     "config_to_payload",
     "model_agents",
@@ -37,6 +37,31 @@ __all__ = [
     "summary_line",
     "unpriced_models",
 ]
+
+
+class RunOptions(Protocol):
+    """What this module reads of the run's options (:class:`pytest_budget.options.BudgetOptions`
+    has it): a protocol, so the model layer does not import the plugin's option layer."""
+
+    @property
+    def agents(self) -> tuple[str, ...]: ...
+    @property
+    def role_agents(self) -> Mapping[str, str]: ...
+    @property
+    def prices(self) -> tuple[str, ...]: ...
+    @property
+    def price_file(self) -> str | None: ...
+    @property
+    def record_mode(self) -> str: ...
+    @property
+    def max_usd(self) -> float | None: ...
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def retries(self) -> int: ...
+    @property
+    def retry_max_s(self) -> float: ...
+
 
 #: Start of the skip reason of a cell skipped for the spend cap (the controller counts them).
 SPEND_SKIP_MARK = "budget spend cap"
@@ -53,7 +78,7 @@ def spend_skip_reason(runtime: ModelRuntime, during_cell: int = 0) -> str:
     return f"{head}: no further model calls are made"
 
 
-def model_agents(options: BudgetOptions) -> list[tuple[str, str]]:
+def model_agents(options: RunOptions) -> list[tuple[str, str]]:
     """``(provider, model)`` of every model agent the run names (``--budget-agent`` and ini
     ``budget_role_agents``), in order, without repeats."""
     found: list[tuple[str, str]] = []
@@ -64,11 +89,11 @@ def model_agents(options: BudgetOptions) -> list[tuple[str, str]]:
     return found
 
 
-def price_table(options: BudgetOptions) -> PriceTable:
+def price_table(options: RunOptions) -> PriceTable:
     return load_price_table(options.prices, options.price_file)
 
 
-def unpriced_models(options: BudgetOptions, table: PriceTable) -> list[str]:
+def unpriced_models(options: RunOptions, table: PriceTable) -> list[str]:
     """Named model agents without a price (a spend cap cannot hold for them)."""
     return [
         f"{provider}:{model}"
@@ -78,7 +103,7 @@ def unpriced_models(options: BudgetOptions, table: PriceTable) -> list[str]:
 
 
 def new_runtime_config(
-    options: BudgetOptions, *, cache_root: str | os.PathLike[str], run_id: str
+    options: RunOptions, *, cache_root: str | os.PathLike[str], run_id: str
 ) -> RuntimeConfig:
     """The run's runtime settings: recordings under ``cache_root/models``, the ledger under
     ``cache_root/runs/<run_id>.json``, ``once`` resolved per named model now."""
@@ -111,7 +136,7 @@ def config_from_payload(data: Mapping[str, Any]) -> RuntimeConfig:
     return RuntimeConfig(**values)
 
 
-def runtime_from_payload(data: Mapping[str, Any], options: BudgetOptions) -> ModelRuntime:
+def runtime_from_payload(data: Mapping[str, Any], options: RunOptions) -> ModelRuntime:
     return ModelRuntime(config_from_payload(data), price_table(options))
 
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from pytest_budget.triage.domains import Estimate, capped_solution
+from pytest_budget.triage.solutions import Estimate, capped_solution
 from pytest_budget.triage.types import Item, Problem, Solution
 
 __all__ = [

@@ -13,12 +13,12 @@ unknown, and declines anything else.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from pytest_budget.tokens import count_tokens
+from pytest_budget.triage.solutions import Estimate, capped_solution, truncate_tokens
 from pytest_budget.triage.types import Item, Problem, Solution
 
 __all__ = [
@@ -33,14 +33,6 @@ __all__ = [
     "recognise_domain",
     "truncate_tokens",
 ]
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A prediction from the problem text alone: output tokens and chance of success."""
-
-    tokens: int
-    p_solve: float
 
 
 class DomainSolver(Protocol):
@@ -62,39 +54,9 @@ class Domain:
     estimate: Callable[[Problem], Estimate]
 
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")  # the reference tokenizer's pattern (pytest_budget.tokens)
-
-
-def truncate_tokens(text: str, max_tokens: int) -> str:
-    """The longest prefix of ``text`` holding at most ``max_tokens`` whole tokens."""
-    if max_tokens <= 0:
-        return ""
-    end = 0
-    for count, match in enumerate(_TOKEN.finditer(text), start=1):
-        if count > max_tokens:
-            break
-        end = match.end()
-    else:
-        return text  # fewer tokens than the cap: keep trailing whitespace too
-    return text[:end]
-
-
-def capped_solution(text: str, answer: str | None, max_tokens: int | None) -> Solution:
-    """A solution under an enforced output cap.
-
-    Solvers write their final ``Answer:`` line last, so a text that does not fit has lost
-    (part of) that line: it is cut to ``max_tokens`` whole tokens and its answer dropped.
-    """
-    tokens = count_tokens(text)
-    if max_tokens is None or tokens <= max_tokens:
-        return Solution(text=text, tokens=tokens, answer=answer)
-    cut = truncate_tokens(text, max_tokens)
-    return Solution(text=cut, tokens=count_tokens(cut), answer=None)
-
-
 @functools.cache
 def _builtin_domains() -> dict[str, Domain]:
-    # Imported here, not at the top: both modules import Estimate from this one.
+    # Imported on first use: importing the registry stays cheap.
     from pytest_budget.triage import arithmetic, puzzles
 
     return {

@@ -15,7 +15,6 @@ import hashlib
 import inspect
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from pytest_budget.files import new_file_mode
+from pytest_budget.files import write_atomic
 from pytest_budget.replies import safe_repr
 from pytest_budget.roles import AgentError, agent_name, call_role, for_each_bounded
 from pytest_budget.tokens import count_tokens
@@ -228,15 +227,7 @@ class Phase0Cache:
             "answer": solution.answer,
             "truncated": is_truncated(solution),
         }
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        os.fchmod(fd, new_file_mode())  # as any new file, not mkstemp's 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(record, handle, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, json.dumps(record, ensure_ascii=False))
 
 
 @dataclass

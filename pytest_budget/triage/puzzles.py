@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 
 from pytest_budget import sokoban
-from pytest_budget.triage.domains import Estimate, capped_solution
+from pytest_budget.triage.solutions import Estimate, capped_solution
 from pytest_budget.triage.types import Item, Problem, Solution
 
 __all__ = [

@@ -89,10 +89,11 @@ class SokobanSession(_TokenCounting):
 
     def __init__(self, env: str, seed: int, index: int) -> None:
         from pytest_budget.awareness import sokoban_env
+        from pytest_budget.awareness.sokoban_puzzles import _generate_puzzle
 
         self._m = sokoban_env
         self.preset = sokoban_env.SOKOBAN_PRESETS[env]
-        self.level_seed, self.level, _ = sokoban_env._generate_puzzle(self.preset, seed, index)
+        self.level_seed, self.level, _ = _generate_puzzle(self.preset, seed, index)
         self.state = self.level
         self.rollout_id = sokoban_env.make_rollout_id(self.preset, seed, index)
         self.env = sokoban_env.ENV_NAME
@@ -211,11 +212,10 @@ class WarehouseSession(_TokenCounting):
 
     def __init__(self, seed: int, index: int, panel: Any, target: float) -> None:
         from pytest_budget.awareness import warehouse
+        from pytest_budget.awareness.warehouse_env import _rng_seed
 
         self._m = warehouse
-        self.sim = warehouse.WarehouseEnv(
-            panel, seed=warehouse._rng_seed("warehouse-rollout", seed, index)
-        )
+        self.sim = warehouse.WarehouseEnv(panel, seed=_rng_seed("warehouse-rollout", seed, index))
         self.rollout_id = warehouse.make_rollout_id(seed, index)
         self.env = warehouse.ENV_NAME
         self.max_turns = self.sim.config.steps

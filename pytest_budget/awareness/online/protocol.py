@@ -53,8 +53,8 @@ from typing import Any, Literal
 from pytest_budget.awareness.answers import Estimate, Impossible, Interval, IntervalMap, Invalid
 from pytest_budget.awareness.probes import Probe
 from pytest_budget.awareness.rollouts import ActorObservation
-from pytest_budget.awareness.tags import blocks, count_opens, strip_blocks
 from pytest_budget.replies import safe_repr
+from pytest_budget.textscan import blocks, count_opens, strip_blocks
 from pytest_budget.tokens import count_tokens
 
 __all__ = [
