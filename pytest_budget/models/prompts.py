@@ -10,7 +10,7 @@ the papers' (TRIAGE's JSON plan, BAGEN's ``<answer>[lo, hi]</answer>`` / ``impos
 its ``<answer>`` action tags, Search-R1's ``<search>``/``<answer>``).
 
 The planning suite's conversation carries its own system message (CostBench's setting, see
-:func:`pytest_budget.planning.episode.system_prompt`), so the tool agent adds none:
+:func:`pytest_budget.planning.prompts.system_prompt`), so the tool agent adds none:
 :data:`TOOL_AGENT_SYSTEM` is ``None`` and the conversation is sent as the suite built it.
 """
 
