@@ -63,10 +63,30 @@ class _Timed(ModelServer):
             self.last = now
 
 
+#: Tool calls a planning episode makes before it answers (CostBench episodes are multi-turn:
+#: the turns of one episode are sequential, so the bound needs episodes enough in flight).
+PLANNING_TOOL_TURNS = 4
+
+
+def bench_answer(body: dict[str, Any]) -> str | dict[str, Any]:
+    """The role's scripted reply; a planning turn (a request with tools) calls the first tool
+    until the episode has made :data:`PLANNING_TOOL_TURNS` calls, then answers."""
+    tools = body.get("tools")
+    if tools:
+        made = sum(1 for m in body.get("messages", ()) if m.get("role") == "assistant")
+        if made < PLANNING_TOOL_TURNS:
+            name = tools[0]["function"]["name"]
+            call = {"id": f"call_{made}", "type": "function",
+                    "function": {"name": name, "arguments": "{}"}}  # fmt: skip
+            return {"role": "assistant", "content": None, "tool_calls": [call]}
+        return "<answer>00000</answer>"
+    return role_answer(body)
+
+
 def _answer(server: _Timed) -> Any:
-    def answer(body: dict[str, Any]) -> str:
+    def answer(body: dict[str, Any]) -> str | dict[str, Any]:
         server.stamp()  # the request arrived
-        return role_answer(body)
+        return bench_answer(body)
 
     return answer
 
