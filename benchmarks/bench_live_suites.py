@@ -99,20 +99,45 @@ def run_suite(suite: str, delay: float, concurrency: int, workers: int) -> dict[
             sys.executable, "-m", "pytest", f"--budget-suite={suite}",
             "--budget-agent=openai:m", f"--budget-base-url={server.url}",
             f"--budget-concurrency={concurrency}", "--budget-gate=off", "-q",
-            "-p", "no:cacheprovider", f"--budget-cache-dir={folder}/cache",
+            "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+            f"--budget-cache-dir={folder}/cache",
             "-n", str(workers), *SUITE_ARGS[suite],
         ]  # fmt: skip
-        env = {**os.environ, "OPENAI_API_KEY": "", "PYTEST_ADDOPTS": ""}
+        env = {**_env(), "OPENAI_API_KEY": "", "PYTEST_ADDOPTS": ""}
         started = time.monotonic()
         done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
-        wall = time.monotonic() - started
+        ended = time.monotonic()
         if done.returncode not in (0, 1):
             print(done.stdout[-3000:], done.stderr[-3000:])
             raise SystemExit(f"pytest exited {done.returncode}")
-        calls = len(server.requests)
-        span = (server.last or 0) - (server.first or 0) + delay if calls else 0.0
-    bound = calls * delay / concurrency
-    return {"calls": calls, "wall": wall, "span": span, "bound": bound}
+    return _row(server, delay, concurrency, started, ended)
+
+
+def _env() -> dict[str, str]:
+    """The environment of a timed run: bytecode cached (in a folder of its own, not the
+    source tree), as in a user's installation; a machine that sets
+    PYTHONDONTWRITEBYTECODE would otherwise compile every module in every process."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "bench-live-suites-pycache")
+    return env
+
+
+def _row(
+    server: _Timed, delay: float, concurrency: int, started: float, ended: float
+) -> dict[str, float]:
+    calls = len(server.requests)
+    first = server.first or started
+    last = (server.last or ended) + delay
+    return {
+        "calls": calls,
+        "wall": ended - started,
+        "span": last - first if calls else 0.0,
+        "lead": first - started,  # start-up: process start to the first request
+        "tail": ended - last,  # last answer to process exit (tables, report)
+        "bound": calls * delay / concurrency,
+        "in_flight": server.max_in_flight,
+    }
 
 
 _INSPECT_TASK = textwrap.dedent(
@@ -138,7 +163,7 @@ def run_inspect(calls: int, delay: float, concurrency: int) -> dict[str, float] 
     server.answer = _answer(server)
     with server, tempfile.TemporaryDirectory(dir=ROOT, prefix=".bench-inspect-") as folder:
         (Path(folder) / "calls.py").write_text(_INSPECT_TASK)
-        env = {**os.environ, "OPENAI_API_KEY": "none", "OPENAI_BASE_URL": server.url}
+        env = {**_env(), "OPENAI_API_KEY": "none", "OPENAI_BASE_URL": server.url}
         command = [
             inspect, "eval", "calls.py", "--model", "openai/m", "-T", f"n={calls}",
             "--max-connections", str(concurrency), "--log-dir", f"{folder}/logs",
@@ -146,21 +171,20 @@ def run_inspect(calls: int, delay: float, concurrency: int) -> dict[str, float] 
         ]  # fmt: skip
         started = time.monotonic()
         done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
-        wall = time.monotonic() - started
+        ended = time.monotonic()
         if done.returncode != 0:
             print(done.stdout[-2000:], done.stderr[-2000:])
             return None
-        made = len(server.requests)
-        span = (server.last or 0) - (server.first or 0) + delay if made else 0.0
-    return {"calls": made, "wall": wall, "span": span, "bound": made * delay / concurrency}
+    return _row(server, delay, concurrency, started, ended)
 
 
 def _line(label: str, row: dict[str, float]) -> str:
     bound = row["bound"] or float("nan")
     return (
-        f"{label:34} N {row['calls']:4d}  wall {row['wall']:7.2f} s  span {row['span']:7.2f} s  "
-        f"bound {row['bound']:6.2f} s  wall/bound {row['wall'] / bound:5.2f}  "
-        f"span/bound {row['span'] / bound:5.2f}"
+        f"{label:30} N {row['calls']:5d}  wall {row['wall']:6.1f} s (start-up "
+        f"{row['lead']:4.1f}, wire {row['span']:6.1f}, end {row['tail']:4.1f})  bound "
+        f"{row['bound']:6.1f} s  wall/bound {row['wall'] / bound:5.2f}  "
+        f"wire/bound {row['span'] / bound:5.2f}  most in flight {row['in_flight']:3d}"
     )
 
 
