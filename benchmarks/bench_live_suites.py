@@ -6,12 +6,21 @@
 
 Each run is a real ``pytest --budget-suite=S --budget-agent=openai:m`` in a subprocess, from
 an empty folder with a fresh cache, against :class:`tests.model_server.ModelServer` (an
-OpenAI-compatible server on loopback, role-aware answers, every POST answered after ``d``
-seconds) with ``--budget-concurrency=c``, under ``-n 0`` and ``-n 2``.  N is the number of
-POSTs the server received.  Printed per run: wall time (the whole pytest process, start-up
-and collection included), the wire span (first request in to last answer out, at the
-server), the bound N*d/c and both ratios.  Targets: wall <= 1.25 x bound, N equal under
--n 0 and -n 2.
+OpenAI-compatible server on loopback, role-aware answers, planning turns that call a tool
+four times and then answer, every POST answered after ``d`` seconds) with
+``--budget-concurrency=c``, under ``-n 0`` and ``-n 2``.  N is the number of POSTs the
+server received; each run is sized (:func:`suite_args`) so that its bound N*d/c is at
+least ``--min-bound`` seconds (30) with enough episodes or rollouts for c calls in flight,
+since pytest's start-up (a few seconds, more with xdist's workers) is a fixed cost.
+Printed per run: wall time (the whole pytest process), split into start-up (to the first
+request), wire (first request in to last answer out, at the server) and end (tables,
+report); the bound; wall/bound and wire/bound; the most calls ever in flight.  Targets:
+wall <= 1.25 x bound, N equal under -n 0 and -n 2.  ``--budget-concurrency`` is per
+process: under ``-n 2`` each worker keeps up to c calls in flight (the bound still uses c).
+
+Bytecode is cached (in a folder of the temp directory, warmed up before timing) as in an
+installation, even where the machine sets PYTHONDONTWRITEBYTECODE, and hypothesis's pytest
+plugin (a dev dependency whose terminal summary imports hypothesis, ~2 s) is disabled.
 
 ``--inspect`` runs the same triage-shaped workload (N single chat calls, N from the
 triage run) with inspect_ai (``inspect eval`` of a task of N one-turn samples,
@@ -22,6 +31,7 @@ dependency (``pip install inspect_ai``), never a runtime one.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import subprocess
@@ -38,12 +48,28 @@ sys.path.insert(0, str(ROOT))
 
 from tests.model_server import ModelServer, role_answer  # noqa: E402
 
-#: Options that keep each suite's live run to some hundred calls (triage: the default grid).
-SUITE_ARGS: dict[str, list[str]] = {
-    "triage": [],
-    "planning": ["--budget-query-count=4"],
-    "awareness": ["--budget-env=sokoban-6x6", "--budget-rollout-count=8"],
-}
+#: Start-up (xdist's workers, imports, collection) and the end (tables, report) are a few
+#: fixed seconds; each run is sized so its bound N*d/c is at least this (--min-bound).
+MIN_BOUND_S = 30.0
+
+
+def suite_args(suite: str, delay: float, concurrency: int, min_bound: float) -> list[str]:
+    """Options sizing ``suite``'s live run to about ``min_bound`` seconds of bound, with
+    enough independent chains (episodes, rollouts) for ``concurrency`` calls in flight.
+
+    Calls per unit, with :func:`bench_answer`'s replies: triage 3 Phase 0 calls per pool
+    item (three bundled pools) plus 16 planner calls; planning about 120 calls per query
+    (12 cells, turns of one episode in order); awareness (Sokoban 6x6) 39 per rollout (20
+    actor turns in order, then 19 probes).
+    """
+    calls = min_bound * concurrency / delay
+    if suite == "triage":
+        return [f"--budget-pool-size={max(30, math.ceil((calls - 16) / 3))}"]
+    if suite == "planning":
+        queries = max(math.ceil(calls / 120), math.ceil(1.5 * concurrency / 12))
+        return [f"--budget-query-count={queries}"]
+    rollouts = max(math.ceil(calls / 39), concurrency, 8)
+    return ["--budget-env=sokoban-6x6", f"--budget-rollout-count={rollouts}"]
 
 
 class _Timed(ModelServer):
@@ -91,7 +117,9 @@ def _answer(server: _Timed) -> Any:
     return answer
 
 
-def run_suite(suite: str, delay: float, concurrency: int, workers: int) -> dict[str, float]:
+def run_suite(
+    suite: str, delay: float, concurrency: int, workers: int, args: list[str]
+) -> dict[str, float]:
     server = _Timed(latency=delay)
     server.answer = _answer(server)
     with server, tempfile.TemporaryDirectory(dir=ROOT, prefix=".bench-live-") as folder:
@@ -101,7 +129,7 @@ def run_suite(suite: str, delay: float, concurrency: int, workers: int) -> dict[
             f"--budget-concurrency={concurrency}", "--budget-gate=off", "-q",
             "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
             f"--budget-cache-dir={folder}/cache",
-            "-n", str(workers), *SUITE_ARGS[suite],
+            "-n", str(workers), *args,
         ]  # fmt: skip
         env = {**_env(), "OPENAI_API_KEY": "", "PYTEST_ADDOPTS": ""}
         started = time.monotonic()
@@ -188,29 +216,48 @@ def _line(label: str, row: dict[str, float]) -> str:
     )
 
 
+def warm_up(suites: list[str], inspect: bool) -> None:
+    """Compile every module once (into the bytecode folder of :func:`_env`), untimed."""
+    env = {**_env(), "PYTEST_ADDOPTS": ""}
+    with tempfile.TemporaryDirectory(dir=ROOT, prefix=".bench-live-") as folder:
+        for suite in suites:
+            command = [sys.executable, "-m", "pytest", f"--budget-suite={suite}", "--co", "-q",
+                       "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]  # fmt: skip
+            subprocess.run(command, cwd=folder, env=env, capture_output=True)
+        if inspect:
+            code = "import inspect_ai, inspect_ai.model, openai"
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", default="triage,planning,awareness")
     parser.add_argument("--delays", default="0.5,2")
     parser.add_argument("--concurrency", default="8,32")
     parser.add_argument("--workers", default="0,2")
+    parser.add_argument("--min-bound", type=float, default=MIN_BOUND_S, help="seconds")
     parser.add_argument("--inspect", action="store_true", help="inspect_ai on triage's N")
     args = parser.parse_args()
-    for suite in args.suites.split(","):
+    suites = args.suites.split(",")
+    warm_up(suites, args.inspect)
+    for suite in suites:
         for delay in (float(d) for d in args.delays.split(",")):
             for concurrency in (int(c) for c in args.concurrency.split(",")):
+                options = suite_args(suite, delay, concurrency, args.min_bound)
+                print(f"{suite} d={delay:g} c={concurrency}: {' '.join(options)}")
                 calls: dict[int, int] = {}
                 for workers in (int(n) for n in args.workers.split(",")):
-                    row = run_suite(suite, delay, concurrency, workers)
+                    row = run_suite(suite, delay, concurrency, workers, options)
                     calls[workers] = int(row["calls"])
-                    print(_line(f"{suite} d={delay:g} c={concurrency} -n {workers}", row))
+                    print(_line(f"  pytest-budget -n {workers}", row))
                     sys.stdout.flush()
                 if len(set(calls.values())) > 1:
                     print(f"  !! N differs between worker counts: {calls}")
                 if args.inspect and suite == "triage":
-                    row = run_inspect(next(iter(calls.values())), delay, concurrency)
-                    label = f"inspect_ai d={delay:g} c={concurrency}"
-                    print(_line(label, row) if row else f"{label}: inspect_ai not installed")
+                    found = run_inspect(next(iter(calls.values())), delay, concurrency)
+                    label = "  inspect_ai"
+                    print(_line(label, found) if found else f"{label}: not installed")
+                    sys.stdout.flush()
     return 0
 
 

@@ -204,3 +204,33 @@ def test_under_xdist_each_worker_starts_all_of_its_cells_at_once(
     assert len(collected) == 8
     assert {ran[nodeid] for nodeid in collected[0::2]} == {"[gw0]"}
     assert {ran[nodeid] for nodeid in collected[1::2]} == {"[gw1]"}
+
+
+def test_awareness_cells_of_different_environments_are_in_flight_together(
+    pytester: pytest.Pytester,
+) -> None:
+    # One test per environment: run one after another, the Warehouse calls started only
+    # once every Sokoban rollout and probe was answered.
+    lock = threading.Lock()
+    now: Counter[str] = Counter()
+    together = {"most": 0}
+
+    def answer(body: dict[str, Any]) -> str:
+        env = "warehouse" if "warehouse" in json.dumps(body).lower() else "sokoban"
+        with lock:
+            now[env] += 1
+            together["most"] = max(together["most"], min(now.values(), default=0))
+        time.sleep(0.1)
+        with lock:
+            now[env] -= 1
+        return role_answer(body)
+
+    with ModelServer(answer) as server:
+        result = pytester.runpytest_subprocess(
+            "--budget-suite=awareness", "--budget-agent=openai:m",
+            f"--budget-base-url={server.url}", "--budget-env=sokoban-6x6,warehouse",
+            "--budget-rollout-count=2", "--budget-gate=off", "-p", "no:cacheprovider",
+        )  # fmt: skip
+        result.assert_outcomes(passed=2)
+        assert server.max_in_flight <= 8
+    assert together["most"] >= 1
