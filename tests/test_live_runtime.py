@@ -214,12 +214,14 @@ def test_awareness_cells_of_different_environments_are_in_flight_together(
     lock = threading.Lock()
     now: Counter[str] = Counter()
     together = {"most": 0}
+    seen: Counter[str] = Counter()
 
     def answer(body: dict[str, Any]) -> str:
         env = "warehouse" if "warehouse" in json.dumps(body).lower() else "sokoban"
         with lock:
             now[env] += 1
-            together["most"] = max(together["most"], min(now.values(), default=0))
+            together["most"] = max(together["most"], min(now["sokoban"], now["warehouse"]))
+            seen[env] += 1
         time.sleep(0.1)
         with lock:
             now[env] -= 1
@@ -233,4 +235,5 @@ def test_awareness_cells_of_different_environments_are_in_flight_together(
         )  # fmt: skip
         result.assert_outcomes(passed=2)
         assert server.max_in_flight <= 8
+    assert seen["sokoban"] > 0 and seen["warehouse"] > 0, seen
     assert together["most"] >= 1
