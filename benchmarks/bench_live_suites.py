@@ -73,7 +73,7 @@ def suite_args(suite: str, delay: float, concurrency: int, min_bound: float) -> 
 
 
 class _Timed(ModelServer):
-    """The model server, with the time of the first request and of the last answer."""
+    """The model server, with the times of its first and last answers."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -111,7 +111,7 @@ def bench_answer(body: dict[str, Any]) -> str | dict[str, Any]:
 
 def _answer(server: _Timed) -> Any:
     def answer(body: dict[str, Any]) -> str | dict[str, Any]:
-        server.stamp()  # the request arrived
+        server.stamp()  # an answer (the server has slept d since the request came)
         return bench_answer(body)
 
     return answer
@@ -155,8 +155,9 @@ def _row(
     server: _Timed, delay: float, concurrency: int, started: float, ended: float
 ) -> dict[str, float]:
     calls = len(server.requests)
-    first = server.first or started
-    last = (server.last or ended) + delay
+    # Stamped as each answer is made, after the delay: the first request came d earlier.
+    first = (server.first - delay) if server.first is not None else started
+    last = server.last or ended
     return {
         "calls": calls,
         "wall": ended - started,
