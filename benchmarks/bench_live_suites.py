@@ -51,6 +51,8 @@ from tests.model_server import ModelServer, role_answer  # noqa: E402
 #: Start-up (xdist's workers, imports, collection) and the end (tables, report) are a few
 #: fixed seconds; each run is sized so its bound N*d/c is at least this (--min-bound).
 MIN_BOUND_S = 30.0
+#: Awareness cells of a live run: one per environment, the model as actor and estimator.
+AWARENESS_ENVS = "sokoban-6x6,sokoban-8x8,warehouse"
 
 
 def suite_args(suite: str, delay: float, concurrency: int, min_bound: float) -> list[str]:
@@ -59,8 +61,9 @@ def suite_args(suite: str, delay: float, concurrency: int, min_bound: float) -> 
 
     Calls per unit, with :func:`bench_answer`'s replies: triage 3 Phase 0 calls per pool
     item (three bundled pools) plus 16 planner calls; planning about 120 calls per query
-    (12 cells, turns of one episode in order); awareness (Sokoban 6x6) 39 per rollout (20
-    actor turns in order, then 19 probes).
+    (12 cells, turns of one episode in order); awareness (three environments, one cell
+    each) about 99 per rollout of each environment (a rollout's actor turns in order, then
+    its probes).
     """
     calls = min_bound * concurrency / delay
     if suite == "triage":
@@ -68,8 +71,8 @@ def suite_args(suite: str, delay: float, concurrency: int, min_bound: float) -> 
     if suite == "planning":
         queries = max(math.ceil(calls / 120), math.ceil(1.5 * concurrency / 12))
         return [f"--budget-query-count={queries}"]
-    rollouts = max(math.ceil(calls / 39), concurrency, 8)
-    return ["--budget-env=sokoban-6x6", f"--budget-rollout-count={rollouts}"]
+    rollouts = max(math.ceil(calls / 99), math.ceil(concurrency / 3), 2)
+    return [f"--budget-env={AWARENESS_ENVS}", f"--budget-rollout-count={rollouts}"]
 
 
 class _Timed(ModelServer):
