@@ -6,12 +6,21 @@
 
 Each run is a real ``pytest --budget-suite=S --budget-agent=openai:m`` in a subprocess, from
 an empty folder with a fresh cache, against :class:`tests.model_server.ModelServer` (an
-OpenAI-compatible server on loopback, role-aware answers, every POST answered after ``d``
-seconds) with ``--budget-concurrency=c``, under ``-n 0`` and ``-n 2``.  N is the number of
-POSTs the server received.  Printed per run: wall time (the whole pytest process, start-up
-and collection included), the wire span (first request in to last answer out, at the
-server), the bound N*d/c and both ratios.  Targets: wall <= 1.25 x bound, N equal under
--n 0 and -n 2.
+OpenAI-compatible server on loopback, role-aware answers, planning turns that call a tool
+four times and then answer, every POST answered after ``d`` seconds) with
+``--budget-concurrency=c``, under ``-n 0`` and ``-n 2``.  N is the number of POSTs the
+server received; each run is sized (:func:`suite_args`) so that its bound N*d/c is at
+least ``--min-bound`` seconds (30) with enough episodes or rollouts for c calls in flight,
+since pytest's start-up (a few seconds, more with xdist's workers) is a fixed cost.
+Printed per run: wall time (the whole pytest process), split into start-up (to the first
+request), wire (first request in to last answer out, at the server) and end (tables,
+report); the bound; wall/bound and wire/bound; the most calls ever in flight.  Targets:
+wall <= 1.25 x bound, N equal under -n 0 and -n 2.  ``--budget-concurrency`` is per
+process: under ``-n 2`` each worker keeps up to c calls in flight (the bound still uses c).
+
+Bytecode is cached (in a folder of the temp directory, warmed up before timing) as in an
+installation, even where the machine sets PYTHONDONTWRITEBYTECODE, and hypothesis's pytest
+plugin (a dev dependency whose terminal summary imports hypothesis, ~2 s) is disabled.
 
 ``--inspect`` runs the same triage-shaped workload (N single chat calls, N from the
 triage run) with inspect_ai (``inspect eval`` of a task of N one-turn samples,
@@ -22,6 +31,7 @@ dependency (``pip install inspect_ai``), never a runtime one.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import subprocess
@@ -38,16 +48,35 @@ sys.path.insert(0, str(ROOT))
 
 from tests.model_server import ModelServer, role_answer  # noqa: E402
 
-#: Options that keep each suite's live run to some hundred calls (triage: the default grid).
-SUITE_ARGS: dict[str, list[str]] = {
-    "triage": [],
-    "planning": ["--budget-query-count=4"],
-    "awareness": ["--budget-env=sokoban-6x6", "--budget-rollout-count=8"],
-}
+#: Start-up (xdist's workers, imports, collection) and the end (tables, report) are a few
+#: fixed seconds; each run is sized so its bound N*d/c is at least this (--min-bound).
+MIN_BOUND_S = 30.0
+#: Awareness cells of a live run: one per environment, the model as actor and estimator.
+AWARENESS_ENVS = "sokoban-6x6,sokoban-8x8,warehouse"
+
+
+def suite_args(suite: str, delay: float, concurrency: int, min_bound: float) -> list[str]:
+    """Options sizing ``suite``'s live run to about ``min_bound`` seconds of bound, with
+    enough independent chains (episodes, rollouts) for ``concurrency`` calls in flight.
+
+    Calls per unit, with :func:`bench_answer`'s replies: triage 3 Phase 0 calls per pool
+    item (three bundled pools) plus 16 planner calls; planning about 120 calls per query
+    (12 cells, turns of one episode in order); awareness (three environments, one cell
+    each) about 99 per rollout of each environment (a rollout's actor turns in order, then
+    its probes).
+    """
+    calls = min_bound * concurrency / delay
+    if suite == "triage":
+        return [f"--budget-pool-size={max(30, math.ceil((calls - 16) / 3))}"]
+    if suite == "planning":
+        queries = max(math.ceil(calls / 120), math.ceil(1.5 * concurrency / 12))
+        return [f"--budget-query-count={queries}"]
+    rollouts = max(math.ceil(calls / 99), math.ceil(concurrency / 3), 2)
+    return [f"--budget-env={AWARENESS_ENVS}", f"--budget-rollout-count={rollouts}"]
 
 
 class _Timed(ModelServer):
-    """The model server, with the time of the first request and of the last answer."""
+    """The model server, with the times of its first and last answers."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -63,15 +92,37 @@ class _Timed(ModelServer):
             self.last = now
 
 
+#: Tool calls a planning episode makes before it answers (CostBench episodes are multi-turn:
+#: the turns of one episode are sequential, so the bound needs episodes enough in flight).
+PLANNING_TOOL_TURNS = 4
+
+
+def bench_answer(body: dict[str, Any]) -> str | dict[str, Any]:
+    """The role's scripted reply; a planning turn (a request with tools) calls the first tool
+    until the episode has made :data:`PLANNING_TOOL_TURNS` calls, then answers."""
+    tools = body.get("tools")
+    if tools:
+        made = sum(1 for m in body.get("messages", ()) if m.get("role") == "assistant")
+        if made < PLANNING_TOOL_TURNS:
+            name = tools[0]["function"]["name"]
+            call = {"id": f"call_{made}", "type": "function",
+                    "function": {"name": name, "arguments": "{}"}}  # fmt: skip
+            return {"role": "assistant", "content": None, "tool_calls": [call]}
+        return "<answer>00000</answer>"
+    return role_answer(body)
+
+
 def _answer(server: _Timed) -> Any:
-    def answer(body: dict[str, Any]) -> str:
-        server.stamp()  # the request arrived
-        return role_answer(body)
+    def answer(body: dict[str, Any]) -> str | dict[str, Any]:
+        server.stamp()  # an answer (the server has slept d since the request came)
+        return bench_answer(body)
 
     return answer
 
 
-def run_suite(suite: str, delay: float, concurrency: int, workers: int) -> dict[str, float]:
+def run_suite(
+    suite: str, delay: float, concurrency: int, workers: int, args: list[str]
+) -> dict[str, float]:
     server = _Timed(latency=delay)
     server.answer = _answer(server)
     with server, tempfile.TemporaryDirectory(dir=ROOT, prefix=".bench-live-") as folder:
@@ -79,20 +130,46 @@ def run_suite(suite: str, delay: float, concurrency: int, workers: int) -> dict[
             sys.executable, "-m", "pytest", f"--budget-suite={suite}",
             "--budget-agent=openai:m", f"--budget-base-url={server.url}",
             f"--budget-concurrency={concurrency}", "--budget-gate=off", "-q",
-            "-p", "no:cacheprovider", f"--budget-cache-dir={folder}/cache",
-            "-n", str(workers), *SUITE_ARGS[suite],
+            "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+            f"--budget-cache-dir={folder}/cache",
+            "-n", str(workers), *args,
         ]  # fmt: skip
-        env = {**os.environ, "OPENAI_API_KEY": "", "PYTEST_ADDOPTS": ""}
+        env = {**_env(), "OPENAI_API_KEY": "", "PYTEST_ADDOPTS": ""}
         started = time.monotonic()
         done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
-        wall = time.monotonic() - started
+        ended = time.monotonic()
         if done.returncode not in (0, 1):
             print(done.stdout[-3000:], done.stderr[-3000:])
             raise SystemExit(f"pytest exited {done.returncode}")
-        calls = len(server.requests)
-        span = (server.last or 0) - (server.first or 0) + delay if calls else 0.0
-    bound = calls * delay / concurrency
-    return {"calls": calls, "wall": wall, "span": span, "bound": bound}
+    return _row(server, delay, concurrency, started, ended)
+
+
+def _env() -> dict[str, str]:
+    """The environment of a timed run: bytecode cached (in a folder of its own, not the
+    source tree), as in a user's installation; a machine that sets
+    PYTHONDONTWRITEBYTECODE would otherwise compile every module in every process."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "bench-live-suites-pycache")
+    return env
+
+
+def _row(
+    server: _Timed, delay: float, concurrency: int, started: float, ended: float
+) -> dict[str, float]:
+    calls = len(server.requests)
+    # Stamped as each answer is made, after the delay: the first request came d earlier.
+    first = (server.first - delay) if server.first is not None else started
+    last = server.last or ended
+    return {
+        "calls": calls,
+        "wall": ended - started,
+        "span": last - first if calls else 0.0,
+        "lead": first - started,  # start-up: process start to the first request
+        "tail": ended - last,  # last answer to process exit (tables, report)
+        "bound": calls * delay / concurrency,
+        "in_flight": server.max_in_flight,
+    }
 
 
 _INSPECT_TASK = textwrap.dedent(
@@ -118,7 +195,7 @@ def run_inspect(calls: int, delay: float, concurrency: int) -> dict[str, float] 
     server.answer = _answer(server)
     with server, tempfile.TemporaryDirectory(dir=ROOT, prefix=".bench-inspect-") as folder:
         (Path(folder) / "calls.py").write_text(_INSPECT_TASK)
-        env = {**os.environ, "OPENAI_API_KEY": "none", "OPENAI_BASE_URL": server.url}
+        env = {**_env(), "OPENAI_API_KEY": "none", "OPENAI_BASE_URL": server.url}
         command = [
             inspect, "eval", "calls.py", "--model", "openai/m", "-T", f"n={calls}",
             "--max-connections", str(concurrency), "--log-dir", f"{folder}/logs",
@@ -126,22 +203,34 @@ def run_inspect(calls: int, delay: float, concurrency: int) -> dict[str, float] 
         ]  # fmt: skip
         started = time.monotonic()
         done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
-        wall = time.monotonic() - started
+        ended = time.monotonic()
         if done.returncode != 0:
             print(done.stdout[-2000:], done.stderr[-2000:])
             return None
-        made = len(server.requests)
-        span = (server.last or 0) - (server.first or 0) + delay if made else 0.0
-    return {"calls": made, "wall": wall, "span": span, "bound": made * delay / concurrency}
+    return _row(server, delay, concurrency, started, ended)
 
 
 def _line(label: str, row: dict[str, float]) -> str:
     bound = row["bound"] or float("nan")
     return (
-        f"{label:34} N {row['calls']:4d}  wall {row['wall']:7.2f} s  span {row['span']:7.2f} s  "
-        f"bound {row['bound']:6.2f} s  wall/bound {row['wall'] / bound:5.2f}  "
-        f"span/bound {row['span'] / bound:5.2f}"
+        f"{label:30} N {row['calls']:5d}  wall {row['wall']:6.1f} s (start-up "
+        f"{row['lead']:4.1f}, wire {row['span']:6.1f}, end {row['tail']:4.1f})  bound "
+        f"{row['bound']:6.1f} s  wall/bound {row['wall'] / bound:5.2f}  "
+        f"wire/bound {row['span'] / bound:5.2f}  most in flight {row['in_flight']:3d}"
     )
+
+
+def warm_up(suites: list[str], inspect: bool) -> None:
+    """Compile every module once (into the bytecode folder of :func:`_env`), untimed."""
+    env = {**_env(), "PYTEST_ADDOPTS": ""}
+    with tempfile.TemporaryDirectory(dir=ROOT, prefix=".bench-live-") as folder:
+        for suite in suites:
+            command = [sys.executable, "-m", "pytest", f"--budget-suite={suite}", "--co", "-q",
+                       "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]  # fmt: skip
+            subprocess.run(command, cwd=folder, env=env, capture_output=True)
+        if inspect:
+            code = "import inspect_ai, inspect_ai.model, openai"
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
 
 
 def main() -> int:
@@ -150,23 +239,29 @@ def main() -> int:
     parser.add_argument("--delays", default="0.5,2")
     parser.add_argument("--concurrency", default="8,32")
     parser.add_argument("--workers", default="0,2")
+    parser.add_argument("--min-bound", type=float, default=MIN_BOUND_S, help="seconds")
     parser.add_argument("--inspect", action="store_true", help="inspect_ai on triage's N")
     args = parser.parse_args()
-    for suite in args.suites.split(","):
+    suites = args.suites.split(",")
+    warm_up(suites, args.inspect)
+    for suite in suites:
         for delay in (float(d) for d in args.delays.split(",")):
             for concurrency in (int(c) for c in args.concurrency.split(",")):
+                options = suite_args(suite, delay, concurrency, args.min_bound)
+                print(f"{suite} d={delay:g} c={concurrency}: {' '.join(options)}")
                 calls: dict[int, int] = {}
                 for workers in (int(n) for n in args.workers.split(",")):
-                    row = run_suite(suite, delay, concurrency, workers)
+                    row = run_suite(suite, delay, concurrency, workers, options)
                     calls[workers] = int(row["calls"])
-                    print(_line(f"{suite} d={delay:g} c={concurrency} -n {workers}", row))
+                    print(_line(f"  pytest-budget -n {workers}", row))
                     sys.stdout.flush()
                 if len(set(calls.values())) > 1:
                     print(f"  !! N differs between worker counts: {calls}")
                 if args.inspect and suite == "triage":
-                    row = run_inspect(next(iter(calls.values())), delay, concurrency)
-                    label = f"inspect_ai d={delay:g} c={concurrency}"
-                    print(_line(label, row) if row else f"{label}: inspect_ai not installed")
+                    found = run_inspect(next(iter(calls.values())), delay, concurrency)
+                    label = "  inspect_ai"
+                    print(_line(label, found) if found else f"{label}: not installed")
+                    sys.stdout.flush()
     return 0
 
 

@@ -934,6 +934,15 @@ class _RunReporter:
 
             node.workerinput[RUNTIME_PAYLOAD_KEY] = json.dumps(config_to_payload(runtime_config))
 
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """xdist: a run that calls a model hands every worker its tests at the start."""
+        if "model-runtime-config" not in self.session.memo:
+            return None
+        from pytest_budget.fixtures.cells import live_scheduler
+
+        return live_scheduler(config, log)
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not _is_worker(self.config) and session.items:
             self.tests_total = len(session.items)

@@ -29,6 +29,7 @@ from pytest_budget.fixtures.awareness import (
     RolloutGenerationError,
     awareness_cells,
 )
+from pytest_budget.fixtures.cells import cell_result
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
@@ -105,6 +106,50 @@ def _samples(rollouts: Sequence[Rollout], outcome: Any, options: BudgetOptions) 
     return dict(sample_fields(rollouts, outcome.results, dimensions, scrub))
 
 
+async def _cell(
+    rollouts_of: AwarenessRollouts,
+    cell: AwarenessCell,
+    actor: Any,
+    search_url: str | None,
+    estimator: Any,
+    options: BudgetOptions,
+) -> tuple[list[Rollout], Any]:
+    """The cell's rollouts (generated, or the process's memo) and the estimator's answers
+    to their probes (repeat 0)."""
+    rollouts = await rollouts_of.afor_cell(cell, actor, search_url)
+    outcome = await run_awareness_cell(
+        rollouts,
+        estimator,
+        policy=options.parse,  # type: ignore[arg-type]
+        limiter=shared_limiter(options.concurrency),
+        probes=_probes(rollouts),
+    )
+    return rollouts, outcome
+
+
+def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] | None:
+    """The cell's rollouts and probes, started ahead of its test (:mod:`~pytest_budget.
+    fixtures.cells`): what the test computes for repeat 0, with the same agents."""
+    from pytest_budget.fixtures.core import role_agent_for
+
+    params = item.callspec.params  # type: ignore[attr-defined]
+    cell, name, options = params["awareness_cell"], params["budget_agent"], state.options
+    logged = bool(options.rollouts) or cell.env in LOGGED_ENVS
+    if cell.env == "search" and not logged and not options.search_url:
+        return None  # the search server the suite starts is the test's fixture
+    estimator = role_agent_for(item.config, options, name, "estimator", options.seed)
+    actor = None if logged else role_agent_for(item.config, options, name, "actor", options.seed)
+    search_url = options.search_url if cell.env == "search" and not logged else None
+    rollouts_of = AwarenessRollouts(state)
+    return (lambda: _cell(rollouts_of, cell, actor, search_url, estimator, options)), _identity(
+        estimator, actor
+    )
+
+
+def _identity(estimator: Any, actor: Any) -> tuple[str, ...]:
+    return (agent_name(estimator), "logged" if actor is None else agent_name(actor))
+
+
 def test_awareness(
     awareness_cell: AwarenessCell,
     budget_agent: str,
@@ -122,7 +167,18 @@ def test_awareness(
     if awareness_cell.env == "search" and not logged:
         search_url = request.getfixturevalue("awareness_search_url")
     try:
-        rollouts = awareness_rollouts.for_cell(awareness_cell, budget_actor, search_url)
+        rollouts, outcome = cell_result(
+            request,
+            _identity(budget_estimator, budget_actor),
+            lambda: _cell(
+                awareness_rollouts,
+                awareness_cell,
+                budget_actor,
+                search_url,
+                budget_estimator,
+                budget_options,
+            ),
+        )
     except RolloutGenerationError as exc:
         pytest.fail(str(exc), pytrace=False)
     probes = _probes(rollouts)
@@ -131,15 +187,6 @@ def test_awareness(
     preset = None if logged else WAREHOUSE_PRESETS.get(awareness_cell.env)
     if preset in LEAKING_PRESETS:
         floor["leaking_preset"] = preset
-    outcome = run_on_worker_loop(
-        lambda: run_awareness_cell(
-            rollouts,
-            budget_estimator,
-            policy=budget_options.parse,  # type: ignore[arg-type]
-            limiter=shared_limiter(budget_options.concurrency),
-            probes=probes,
-        ),
-    )
     # --budget-repeat: the estimator answers the same probes again (a reference
     # estimator with another seed).
     outcomes = (

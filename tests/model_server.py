@@ -4,7 +4,8 @@ A real ``ThreadingHTTPServer`` on ``127.0.0.1`` (free port) speaking HTTP/1.1:
 
 * ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages`` (Anthropic) answer with the
   text ``answer(body)`` returns (``body`` is the request JSON, so answers can depend on the
-  role's system prompt), after ``latency`` seconds, with a ``usage`` block;
+  role's system prompt), after ``latency`` seconds, with a ``usage`` block (OpenAI: a dict
+  ``answer`` returns is the whole assistant message, e.g. with ``tool_calls``);
 * ``GET /v1/models`` and ``GET /v1/models/{id}`` list / describe ``models``;
 * a request without the expected key (``api_key``) gets 401 like the hosted APIs;
 * ``fail(*faults)`` queues faults for the next POSTs: an HTTP status with headers
@@ -136,7 +137,12 @@ class _Handler(BaseHTTPRequestHandler):
         if rejected is not None:
             self._send(400, json.dumps({"error": {"message": rejected}}).encode())
             return
-        text = owner.answer(body)
+        answered = owner.answer(body)
+        # A dict is the whole OpenAI assistant message (tool calls); a string is its text.
+        message: dict[str, Any] = (
+            answered if isinstance(answered, dict) else {"role": "assistant", "content": answered}
+        )
+        text = message.get("content") or ""
         anthropic = self.path.endswith("/messages")
         usage: dict[str, Any] | None
         if anthropic:
@@ -157,8 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [
                     {
                         "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                        "message": message,
                     }
                 ],
             }
@@ -190,7 +196,7 @@ class ModelServer:
 
     def __init__(
         self,
-        answer: Callable[[dict[str, Any]], str] | None = None,
+        answer: Callable[[dict[str, Any]], str | dict[str, Any]] | None = None,
         *,
         latency: float = 0.0,
         models: tuple[str, ...] = ("m",),

@@ -154,3 +154,86 @@ def test_a_live_planning_run_asks_each_request_once_with_and_without_xdist(
             runs[workers] = Counter(json.dumps(b, sort_keys=True) for b in server.requests)
     assert runs["0"] == runs["2"]
     assert set(runs["0"].values()) == {1}
+
+
+def _planners_in_flight() -> tuple[Any, dict[str, int]]:
+    """A server answer counting the planner calls in flight (one per triage cell)."""
+    lock = threading.Lock()
+    planners = {"now": 0, "most": 0}
+
+    def answer(body: dict[str, Any]) -> str:
+        planner = PLANNER in json.dumps(body)
+        if planner:
+            with lock:
+                planners["now"] += 1
+                planners["most"] = max(planners["most"], planners["now"])
+            time.sleep(1.0)
+            with lock:
+                planners["now"] -= 1
+        return role_answer(body)
+
+    return answer, planners
+
+
+@pytest.mark.parametrize("dist", ["load", "worksteal"])
+def test_under_xdist_each_worker_starts_all_of_its_cells_at_once(
+    pytester: pytest.Pytester, dist: str
+) -> None:
+    # xdist's load distribution hands a worker 2 of these 8 tests at first (the rest as
+    # tests finish), so at most 4 cells had their planner call in flight at once.
+    answer, planners = _planners_in_flight()
+    with ModelServer(answer) as server:
+        result = _triage(
+            pytester, server.url, "--budget-alpha=0.25,0.5,0.75,1", "--budget-unsolvable=0",
+            "--budget-concurrency=8", "-n", "2", "--dist", dist, "-v",
+        )  # fmt: skip
+        result.assert_outcomes(passed=8)
+        listed = _triage(
+            pytester, server.url, "--budget-alpha=0.25,0.5,0.75,1", "--budget-unsolvable=0",
+            "--co", "-q",
+        )  # fmt: skip
+    assert planners["most"] == 8
+    # Test i of the collection ran on worker i mod 2, whatever --dist asked: none moved
+    # to another worker after its calls had started (worksteal would steal them).
+    collected = [line.split()[0] for line in listed.outlines if "::" in line]
+    ran = {
+        line.split()[-1]: line.split()[0]
+        for line in result.outlines
+        if line.startswith("[gw") and "PASSED" in line
+    }
+    assert len(collected) == 8
+    assert {ran[nodeid] for nodeid in collected[0::2]} == {"[gw0]"}
+    assert {ran[nodeid] for nodeid in collected[1::2]} == {"[gw1]"}
+
+
+def test_awareness_cells_of_different_environments_are_in_flight_together(
+    pytester: pytest.Pytester,
+) -> None:
+    # One test per environment: run one after another, the Warehouse calls started only
+    # once every Sokoban rollout and probe was answered.
+    lock = threading.Lock()
+    now: Counter[str] = Counter()
+    together = {"most": 0}
+    seen: Counter[str] = Counter()
+
+    def answer(body: dict[str, Any]) -> str:
+        env = "warehouse" if "warehouse" in json.dumps(body).lower() else "sokoban"
+        with lock:
+            now[env] += 1
+            together["most"] = max(together["most"], min(now["sokoban"], now["warehouse"]))
+            seen[env] += 1
+        time.sleep(0.1)
+        with lock:
+            now[env] -= 1
+        return role_answer(body)
+
+    with ModelServer(answer) as server:
+        result = pytester.runpytest_subprocess(
+            "--budget-suite=awareness", "--budget-agent=openai:m",
+            f"--budget-base-url={server.url}", "--budget-env=sokoban-6x6,warehouse",
+            "--budget-rollout-count=2", "--budget-gate=off", "-p", "no:cacheprovider",
+        )  # fmt: skip
+        result.assert_outcomes(passed=2)
+        assert server.max_in_flight <= 8
+    assert seen["sokoban"] > 0 and seen["warehouse"] > 0, seen
+    assert together["most"] >= 1

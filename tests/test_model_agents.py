@@ -1171,3 +1171,33 @@ def test_solver_prompts_are_neutral_about_length(domain: str) -> None:
     for phrase in ("brief", "concise", "short", "only the working", "only as much", "detail"):
         assert phrase not in prompt, (domain, phrase)
     assert "answer:" in prompt
+
+
+def test_a_provider_client_makes_its_own_httpx_client_only_when_it_needs_one(
+    no_keys: pytest.MonkeyPatch,
+) -> None:
+    # An httpx client builds an SSL context (~10 ms of CPU, a third of a live planning
+    # run's CPU when every cell's agent made one): on the worker loop the calls use the
+    # loop's pooled client, so the client's own is made on first use elsewhere only.
+    from pytest_budget.models.loop import run_on_worker_loop
+
+    made: list[int] = []
+    real = httpx.AsyncClient.__init__
+
+    def counting(self: httpx.AsyncClient, *args: Any, **kwargs: Any) -> None:
+        made.append(1)
+        real(self, *args, **kwargs)
+
+    no_keys.setattr(httpx.AsyncClient, "__init__", counting)
+    messages = [{"role": "user", "content": "hi"}]
+    with ScriptedServer([Reply(json=openai_body("a")), Reply(json=openai_body("b"))]) as server:
+        client = build_chat_client("openai", MODEL, base_url=server.url + "/v1")
+        assert made == []
+        on_loop = run_on_worker_loop(lambda: client.complete(messages, max_tokens=5))
+        assert on_loop.text == "a"
+        assert client._own_http is None  # the worker loop's pool carried the call
+        elsewhere = anyio.run(lambda: client.complete(messages, max_tokens=5))
+        assert elsewhere.text == "b"
+        assert client._own_http is not None and len(server.requests) == 2
+        anyio.run(client.aclose)
+        assert client._own_http.is_closed

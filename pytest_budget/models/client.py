@@ -218,6 +218,7 @@ class ChatClient:
         http_client: httpx.AsyncClient | None = None,
         use_shared_pool: bool | None = None,
         extra_headers: Mapping[str, str] | None = None,
+        http_limits: httpx.Limits | None = None,
     ) -> None:
         if not model:
             raise ValueError("model must be a non-empty string")
@@ -242,10 +243,23 @@ class ChatClient:
             secrets += [_Secret(password), _Secret(f"{user}:{password}"), _Secret(token)]
         self._secrets = [secret for secret in secrets if secret is not None]
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else httpx.AsyncClient()
+        # Made on first use off the worker loop's pool: an httpx client builds an SSL
+        # context (~10 ms of CPU), and a run builds an agent per cell.
+        self._own_http: httpx.AsyncClient | None = http_client
+        self._http_limits = http_limits
         if use_shared_pool is None:
             use_shared_pool = http_client is None
         self._use_pool = use_shared_pool
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """The client's own ``httpx.AsyncClient`` (the one passed in, else made now)."""
+        if self._own_http is None:
+            limits = self._http_limits
+            self._own_http = (
+                httpx.AsyncClient() if limits is None else httpx.AsyncClient(limits=limits)
+            )
+        return self._own_http
 
     def __repr__(self) -> str:
         key = _MASK if self._key is not None else None
@@ -266,8 +280,8 @@ class ChatClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._owns_http:
-            await self._http.aclose()
+        if self._owns_http and self._own_http is not None:
+            await self._own_http.aclose()
 
     # -- provider hooks -------------------------------------------------------------------
     @property
@@ -502,6 +516,7 @@ class AnthropicChatClient(ChatClient):
         http_client: httpx.AsyncClient | None = None,
         use_shared_pool: bool | None = None,
         extra_headers: Mapping[str, str] | None = None,
+        http_limits: httpx.Limits | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -511,6 +526,7 @@ class AnthropicChatClient(ChatClient):
             http_client=http_client,
             use_shared_pool=use_shared_pool,
             extra_headers=extra_headers,
+            http_limits=http_limits,
         )
 
     @property

@@ -221,15 +221,12 @@ def build_chat_client(
         raise ProviderConfigError(f"{provider}: the model name is empty (use {provider}:MODEL)")
     url = _base_url(provider, base_url)
     key = _api_key(provider, model, url, api_key_env)
-    http_client = (
-        None if keep_alive else httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
-    )
     return _CLIENTS[provider](
         model,
         url,
         key,
         timeout=timeout,
-        http_client=http_client,
+        http_limits=None if keep_alive else httpx.Limits(max_keepalive_connections=0),
         use_shared_pool=True,
         extra_headers=gateway_headers(header_envs),
     )
