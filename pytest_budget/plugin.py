@@ -934,23 +934,21 @@ class _RunReporter:
 
             node.workerinput[RUNTIME_PAYLOAD_KEY] = json.dumps(config_to_payload(runtime_config))
 
-    @pytest.hookimpl(tryfirst=True, optionalhook=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        """xdist: a run that calls a model hands every worker its tests at the start."""
-        if "model-runtime-config" not in self.session.memo:
-            return None
-        from pytest_budget.fixtures.cells import live_scheduler
-
-        return live_scheduler(config, log)
-
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not _is_worker(self.config) and session.items:
             self.tests_total = len(session.items)
 
-    @pytest.hookimpl(optionalhook=True)
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any | None:
-        """``-n`` without ``--dist``: the tests that share prepared work go to one worker
-        together (:mod:`pytest_budget.distribute`)."""
+        """xdist's scheduler.  A run that calls a model hands every worker all of its tests
+        at the start (``--dist load`` or ``worksteal``), so its cells are in flight together
+        and none moves once paid for; an offline ``-n`` run without ``--dist`` sends the
+        tests that share prepared work to one worker together
+        (:mod:`pytest_budget.distribute`).  None: xdist's own scheduler."""
+        if "model-runtime-config" in self.session.memo:
+            from pytest_budget.fixtures.cells import live_scheduler
+
+            return live_scheduler(config, log)
         from pytest_budget.distribute import make_scheduler
 
         return make_scheduler(config, log, self.session.options.envs)
