@@ -20,15 +20,15 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar
 
 import anyio
 import httpx
 
+from pytest_budget.models.chat_types import ChatResult, ToolCall, ToolSpec
 from pytest_budget.models.loop import shared_http_client
-from pytest_budget.models.usage import TokenUsage, from_anthropic, from_openai
+from pytest_budget.models.usage import from_anthropic, from_openai
 from pytest_budget.redact import redact_text, split_credentials
 
 __all__ = [
@@ -88,58 +88,6 @@ class ModelCallError(Exception):
         if status is not None:
             where = f"{where}: HTTP {status}"
         super().__init__(f"{where}: {reason}")
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """A tool the model may call: a name, a description and a JSON Schema for its arguments."""
-
-    name: str
-    description: str = ""
-    parameters: Mapping[str, Any] = field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
-
-    def to_openai(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": dict(self.parameters),
-            },
-        }
-
-    def to_anthropic(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": dict(self.parameters),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool call the model asked for.
-
-    ``arguments`` is the parsed argument object, or None when the model produced something that
-    is not a JSON object (``raw_arguments`` keeps the text, so a parser can call it invalid).
-    """
-
-    id: str
-    name: str
-    arguments: dict[str, Any] | None
-    raw_arguments: str
-
-
-@dataclass(frozen=True, slots=True)
-class ChatResult:
-    """A model's answer: text, tool calls, reported usage and the provider's finish reason."""
-
-    text: str
-    tool_calls: tuple[ToolCall, ...]
-    usage: TokenUsage
-    raw_finish_reason: str | None
 
 
 class _Secret:
