@@ -121,7 +121,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="tolerance: fail on regressions past tolerance against stored baselines "
         "(default, except planning); ci: fail only when a score's whole confidence interval "
         "is on the worse side of the stored value; overlap: only when it is on the worse "
-        "side of the stored interval (planning's default); off: score and report without "
+        "side of the stored interval; paired: a paired test of each query's new values "
+        "against the stored ones (planning's default); off: score and report without "
         "comparing",
     )
     group.addoption(
