@@ -21,7 +21,14 @@ from syrupy.data import SnapshotCollection, SnapshotCollections
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from pytest_budget.files import write_atomic
-from pytest_budget.gating import MetricSpec, compare, compare_ci, compare_overlap, compare_paired
+from pytest_budget.gating import (
+    MetricSpec,
+    Regression,
+    compare,
+    compare_ci,
+    compare_overlap,
+    compare_paired,
+)
 from pytest_budget.paired import read_per_unit
 
 if TYPE_CHECKING:
@@ -242,9 +249,18 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
                 )
             return None
         assert not isinstance(theirs, str)
+        stored_ci = stored.get("ci") if isinstance(stored.get("ci"), dict) else None
+
+        def overlap(spec: MetricSpec) -> list[Regression]:
+            return compare_overlap(
+                stored["scores"], new["scores"], new.get("ci") or {}, stored_ci, (spec,),
+                level=self.level,
+            )  # fmt: skip
+
         regressions = compare_paired(
-            stored["scores"], new["scores"], theirs[1], mine[1], self.specs
-        )
+            stored["scores"], new["scores"], theirs[1], mine[1], self.specs,
+            fallback=overlap, fallback_name="interval overlap",
+        )  # fmt: skip
         return [regression.message() for regression in regressions]
 
     def _stored_path(self) -> str:

@@ -288,7 +288,7 @@ def compare_paired(
     *,
     alpha: float = PAIRED_ALPHA,
     fallback: Callable[[MetricSpec], list[Regression]] | None = None,
-    note: str = "",
+    fallback_name: str = "tolerance",
 ) -> list[Regression]:
     """Regressions under the paired rule (``--budget-gate=paired``).
 
@@ -296,11 +296,19 @@ def compare_paired(
     denominator on the *same* units in the same order (the score is sum / sum).  A metric
     fails when its new score is worse than the stored one by more than the tolerance and
     :func:`~pytest_budget.paired.paired_p_value` is below ``alpha``.  As in :func:`compare`,
-    a metric the baseline leaves undefined is not gated and one the new run lost fails.  A
-    metric without per-unit values on either side is decided by ``fallback`` (default: the
-    tolerance rule), and its failures carry ``note``.
+    a metric the baseline leaves undefined is not gated and one the new run lost fails.
+
+    Two cases are decided by ``fallback`` (the rule named ``fallback_name``; default: the
+    tolerance rule), and their failures say so: a metric without per-unit values on either
+    side, and a metric past its tolerance on which so few units differ that the test can
+    never reach ``alpha`` (``2 ** -m >= alpha``: fewer than 10 units at 0.001; a cell of a
+    handful of queries).
     """
-    from pytest_budget.paired import paired_p_value
+    from pytest_budget.paired import differing_units, paired_p_value
+
+    def decide(spec: MetricSpec, why: str) -> list[Regression]:
+        found = fallback(spec) if fallback else compare(stored, new, (spec,))
+        return [replace(r, note=f"{why}, so compared by the {fallback_name} rule") for r in found]
 
     regressions: list[Regression] = []
     for spec in specs:
@@ -312,9 +320,13 @@ def compare_paired(
         if after is None:
             regressions.append(Regression(spec.name, before, after, spec.tolerance, spec.direction))
         elif kept is None or got is None or len(kept[0]) != len(got[0]):
-            found = fallback(spec) if fallback else compare(stored, new, (spec,))
-            regressions += [replace(r, note=note or r.note) for r in found]
-        elif spec.fails(before, after):
+            regressions += decide(spec, "no per-query values to pair")
+        elif not spec.fails(before, after):
+            continue
+        elif 2.0 ** -(m := differing_units(kept, got)) >= alpha:
+            why = f"only {m} of {len(got[0])} queries changed, too few for the paired test"
+            regressions += decide(spec, why)
+        else:
             p = paired_p_value(kept, got, spec.direction)
             if p is not None and p < alpha:
                 regressions.append(

@@ -38,6 +38,7 @@ __all__ = [
     "EXACT_LIMIT",
     "PerUnit",
     "decode",
+    "differing_units",
     "encode",
     "paired_p_value",
     "per_unit_fields",
@@ -138,6 +139,19 @@ def _swapped_sums(
             for total, v in zip(sums, values, strict=True):
                 total[lo : lo + step] += chunk @ v[start : start + 64]
     return sums, False
+
+
+def differing_units(
+    stored: tuple[Sequence[float], Sequence[float]], new: tuple[Sequence[float], Sequence[float]]
+) -> int:
+    """How many units' (numerator, denominator) differ between the two runs.  The smallest
+    p-value the test can give is ``2 ** -m``: below ``log2(1 / alpha)`` differing units it
+    can never reject."""
+    return sum(
+        1
+        for a, b, c, d in zip(stored[0], stored[1], new[0], new[1], strict=True)
+        if a != c or b != d
+    )
 
 
 def paired_p_value(

@@ -51,7 +51,7 @@ def per_query_parts(outcomes: Sequence[PlanningOutcome], reading: str = "code") 
     columns = [_columns(outcome.episodes) for outcome in outcomes]
     parts: PerUnit = {}
     for metric, (num, den) in PARTS[reading].items():
-        pair = []
+        pair: list[list[float]] = []
         for name in (num, den):
             if not outcomes[0].episodes:
                 pair.append([])
