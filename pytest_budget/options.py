@@ -250,6 +250,8 @@ class BudgetOptions:
         from pytest_budget.redact import redact_url
 
         data = asdict(self)
+        # The rule each selected suite is gated by (--budget-gate, else the suite's default).
+        data["gates"] = {suite: self.gate_for(suite) for suite in self.suites}
         data["base_url"] = redact_url(self.base_url)
         data["search_url"] = redact_url(self.search_url)
         return {

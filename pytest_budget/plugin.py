@@ -1021,6 +1021,10 @@ class _RunReporter:
             terminalreporter.write_sep("=", title)
             for line in lines:
                 terminalreporter.write_line(line)
+        options = self.session.options
+        if self.session.cells and options.suites and options.gate != "off":
+            rules = ", ".join(f"{suite} {options.gate_for(suite)}" for suite in options.suites)
+            terminalreporter.write_line(f"budget gate: {rules}")
         runtime_config, state = self._ledger_state()
         if state is not None:
             from pytest_budget.models.run import summary_line
