@@ -17,8 +17,9 @@ enumerated (an exact test: with one 0/1 value per query it is McNemar's exact te
 beyond, :data:`DRAWS` random patterns with a fixed seed estimate it, ``(1 + hits) / (1 +
 draws)``.  Identical values give ``p = 1`` and never fail.
 
-Per-unit values are stored in snapshots as compact strings (:func:`encode`, one number per
-unit, blank-separated), so a baseline of 200 queries stays a few kilobytes.
+Per-unit values are stored in snapshots as compact strings (:func:`encode`: one number per
+unit, blank-separated, a run of equal numbers as ``value*count``), so a baseline of 200
+queries grows by a few kilobytes at most.
 
 Plain Python and numpy: nothing here imports pytest.
 """
@@ -64,13 +65,29 @@ def _text(value: float) -> str:
 
 
 def encode(values: Sequence[float]) -> str:
-    """``[1.0, 0.0, 0.25]`` -> ``"1 0 0.25"`` (8 significant digits)."""
-    return " ".join(_text(float(v)) for v in values)
+    """``[1.0, 0.0, 0.0, 0.0, 0.25]`` -> ``"1 0*3 0.25"``: 8 significant digits, a run of
+    equal values as ``value*count``."""
+    out: list[str] = []
+    texts = [_text(float(v)) for v in values]
+    i = 0
+    while i < len(texts):
+        j = i
+        while j < len(texts) and texts[j] == texts[i]:
+            j += 1
+        out.append(texts[i] if j - i == 1 else f"{texts[i]}*{j - i}")
+        i = j
+    return " ".join(out)
 
 
 def decode(text: str) -> list[float]:
     """The inverse of :func:`encode`; ``ValueError`` on anything else."""
-    values = [float(part) for part in text.split()]
+    values: list[float] = []
+    for part in text.split():
+        value, star, count = part.partition("*")
+        times = int(count) if star else 1
+        if times < 1:
+            raise ValueError(f"bad run length in {part!r}")
+        values.extend([float(value)] * times)
     if not all(math.isfinite(v) for v in values):
         raise ValueError("per-unit values must be finite")
     return values

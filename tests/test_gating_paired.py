@@ -277,14 +277,19 @@ def test_missing_per_query_values_fall_back_with_a_note() -> None:
 
 
 def test_encoding_round_trips_compactly() -> None:
-    values = [1.0, 0.0, 0.25, -3.5, 1 / 3, 12.0]
+    values = [1.0, 0.0, 0.0, 0.0, 0.25, -3.5, 1 / 3, 1 / 3, 12.0]
     text = encode(values)
-    assert text == "1 0 0.25 -3.5 0.33333333 12"
-    assert decode(text) == [1.0, 0.0, 0.25, -3.5, 0.33333333, 12.0]
+    assert text == "1 0*3 0.25 -3.5 0.33333333*2 12"
+    assert decode(text) == [1.0, 0.0, 0.0, 0.0, 0.25, -3.5, 0.33333333, 0.33333333, 12.0]
+    assert encode(decode(text)) == text  # stored values re-encode to the same text
+    assert encode([]) == "" and decode("") == []
     with pytest.raises(ValueError):
         encode([float("nan")])
+    for bad in ("1*0", "1*x", "x", "inf"):
+        with pytest.raises(ValueError):
+            decode(bad)
     fields = per_unit_fields({"emr": ([1.0, 0.0], [1.0, 1.0])}, "query")
-    assert fields == {"unit": "query", "n": 2, "emr": {"num": "1 0", "den": "1 1"}}
+    assert fields == {"unit": "query", "n": 2, "emr": {"num": "1 0", "den": "1*2"}}
     assert read_per_unit(fields) == (2, {"emr": ([1.0, 0.0], [1.0, 1.0])})
 
 
