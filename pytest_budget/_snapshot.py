@@ -29,7 +29,6 @@ from pytest_budget.gating import (
     compare_overlap,
     compare_paired,
 )
-from pytest_budget.paired import read_per_unit
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
@@ -233,6 +232,7 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     ) -> list[str] | None:
         """Messages of the paired rule, or ``None`` when either side has no usable
         per-query values (then the caller falls back to interval overlap)."""
+        from pytest_budget.paired import read_per_unit  # numpy: only when a cell gates
         mine = read_per_unit(new.get("per_query"))
         if isinstance(mine, str):
             return None  # this suite (or the user's own test) records no per-query values
