@@ -233,6 +233,7 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
         """Messages of the paired rule, or ``None`` when either side has no usable
         per-query values (then the caller falls back to interval overlap)."""
         from pytest_budget.paired import read_per_unit  # numpy: only when a cell gates
+
         mine = read_per_unit(new.get("per_query"))
         if isinstance(mine, str):
             return None  # this suite (or the user's own test) records no per-query values
