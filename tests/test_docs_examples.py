@@ -902,7 +902,7 @@ def test_planning_snapshots_gate_the_tool_agent(pytester: pytest.Pytester) -> No
     assert recorded + cell in gate_doc
     assert "round(float(price) * 100)" in text
     pytester.makeconftest(text.replace("round(float(price) * 100)", "100"))  # price-blind
-    worse = run(pytester, *gated)
+    worse = run(pytester, *gated, "-vv")  # -vv: the three long lines, not truncated
     worse.assert_outcomes(failed=1)
     # Three changed queries can never reach the paired test's level: interval overlap decides.
     FEW = (
