@@ -55,7 +55,6 @@ from pytest_budget.metrics import metric_specs
 from pytest_budget.options import DEFAULT_SCENARIOS, parse_scenarios
 from pytest_budget.paired import differing_units, paired_p_value
 from pytest_budget.planning import env as env_module
-from pytest_budget.planning import episode as episode_module
 from pytest_budget.planning.agents import _ReferenceToolAgent
 from pytest_budget.planning.code_metrics import greedy_sums, score_sums
 from pytest_budget.planning.costs import tool_costs as _tool_costs
@@ -63,7 +62,6 @@ from pytest_budget.planning.env import TravelEnv, greedy_pick
 from pytest_budget.planning.episode import (
     ReferenceView,
     ToolAgentObservation,
-    _example,
     run_episode,
 )
 from pytest_budget.planning.evaluate import PlanningOutcome
@@ -336,28 +334,13 @@ def _memo_costs(tools: Any, seed_q: int, refinement_level: int, **kwargs: Any) -
     return dict(_COSTS[key])
 
 
-_SPECS: dict[tuple[object, ...], dict[str, Any]] = {}
-_SPEC = TravelEnv._spec
-
-
-def _memo_spec(self: TravelEnv, tool: Tool) -> dict[str, Any]:
-    """A tool's listing remembered by (task, tool, price); the flip agent never edits it."""
-    key = (self.task, tool.name, self.costs[tool.name])
-    if key not in _SPECS:
-        _SPECS[key] = _SPEC(self, tool)
-    return _SPECS[key]
-
-
 def _patch() -> None:
     """Benchmark-only memos of pure functions (same results, fewer recomputations)."""
     TravelEnv.solve = _memo_solve  # type: ignore[method-assign]
-    TravelEnv._spec = _memo_spec  # type: ignore[method-assign]
     setattr(env_module, "tool_costs", _memo_costs)  # noqa: B010
-    setattr(episode_module, "_example", functools.cache(_example))  # noqa: B010
     FALLBACKS[0] = 0
     _SOLVED.clear()  # one cell's queries at a time: bounded memory
     _COSTS.clear()
-    _SPECS.clear()
 
 
 def _cell_job(job: tuple[str, Any], **kwargs: Any) -> dict[str, Any]:
