@@ -21,7 +21,14 @@ from syrupy.data import SnapshotCollection, SnapshotCollections
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from pytest_budget.files import write_atomic
-from pytest_budget.gating import MetricSpec, compare, compare_ci, compare_overlap
+from pytest_budget.gating import (
+    MetricSpec,
+    Regression,
+    compare,
+    compare_ci,
+    compare_overlap,
+    compare_paired,
+)
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
@@ -66,7 +73,8 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     specs: ClassVar[tuple[MetricSpec, ...]] = ()
     exact: ClassVar[bool] = False
     suite: ClassVar[str] = ""
-    #: ``tolerance`` or ``ci`` (``--budget-gate``); ``level`` is the intervals' coverage.
+    #: ``tolerance``, ``ci``, ``overlap`` or ``paired`` (``--budget-gate``); ``level`` is the
+    #: intervals' coverage.
     gate: ClassVar[str] = "tolerance"
     level: ClassVar[float | None] = None
     #: The command that re-records this cell with the run's options (else a generic one).
@@ -172,7 +180,14 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
             )
             yield f"baseline {path} was recorded with {details}; re-record with: {hint}"
             return
-        if self.gate not in ("ci", "overlap"):
+        gate = self.gate
+        if gate == "paired":
+            found = self._paired(stored, new, path, hint, warn=warn)
+            if found is not None:
+                yield from found
+                return
+            gate = "overlap"  # no per-query values to pair: the interval rule, said so
+        if gate not in ("ci", "overlap"):
             for regression in compare(stored["scores"], new["scores"], self.specs):
                 yield regression.message()
             return
@@ -182,19 +197,13 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
             # gates; it just cannot show its own interval.
             stored_ci = None
             if warn:
-                with warnings.catch_warnings():
-                    # A notice, not a failure, even under -W error: the cell still gates.
-                    warnings.simplefilter("always", BudgetBaselineWarning)
-                    warnings.warn(
-                        BudgetBaselineWarning(
-                            f"baseline {path} stores no intervals (recorded by an older "
-                            "pytest-budget or with --budget-ci-resamples=0); "
-                            f"--budget-gate={self.gate} compares the new intervals with its "
-                            f"values; re-record with: {hint}"
-                        ),
-                        stacklevel=2,
-                    )
-        if self.gate == "overlap":
+                _notice(
+                    f"baseline {path} stores no intervals (recorded by an older "
+                    "pytest-budget or with --budget-ci-resamples=0); "
+                    f"--budget-gate={gate} compares the new intervals with its "
+                    f"values; re-record with: {hint}"
+                )
+        if gate == "overlap":
             regressions = compare_overlap(
                 stored["scores"],
                 new["scores"],
@@ -213,12 +222,59 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
                 level=self.level,
             )
         for regression in regressions:
-            yield regression.message()
+            text = regression.message()
+            if self.gate == "paired":
+                text += " [--budget-gate=paired fell back to interval overlap: no per-query values]"
+            yield text
+
+    def _paired(
+        self, stored: Mapping[str, Any], new: Mapping[str, Any], path: str, hint: str, *, warn: bool
+    ) -> list[str] | None:
+        """Messages of the paired rule, or ``None`` when either side has no usable
+        per-query values (then the caller falls back to interval overlap)."""
+        from pytest_budget.paired import read_per_unit  # numpy: only when a cell gates
+
+        mine = read_per_unit(new.get("per_query"))
+        if isinstance(mine, str):
+            return None  # this suite (or the user's own test) records no per-query values
+        theirs = read_per_unit(stored.get("per_query"))
+        why = theirs if isinstance(theirs, str) else ""
+        if not why and theirs[0] != mine[0]:
+            why = f"stores {theirs[0]} per-query values (this run has {mine[0]})"
+        if why:
+            if warn:
+                _notice(
+                    f"baseline {path} {why} (recorded by an older pytest-budget?); "
+                    "--budget-gate=paired compares it by interval overlap instead; "
+                    f"re-record with: {hint}"
+                )
+            return None
+        assert not isinstance(theirs, str)
+        stored_ci = stored.get("ci") if isinstance(stored.get("ci"), dict) else None
+
+        def overlap(spec: MetricSpec) -> list[Regression]:
+            return compare_overlap(
+                stored["scores"], new["scores"], new.get("ci") or {}, stored_ci, (spec,),
+                level=self.level,
+            )  # fmt: skip
+
+        regressions = compare_paired(
+            stored["scores"], new["scores"], theirs[1], mine[1], self.specs,
+            fallback=overlap, fallback_name="interval overlap",
+        )  # fmt: skip
+        return [regression.message() for regression in regressions]
 
     def _stored_path(self) -> str:
         if os.path.isfile(self.location) or not self.fallback:
             return self.location
         return self.fallback
+
+
+def _notice(text: str) -> None:
+    """A ``BudgetBaselineWarning``: a notice, not a failure, even under ``-W error``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", BudgetBaselineWarning)
+        warnings.warn(BudgetBaselineWarning(text), stacklevel=3)
 
 
 def extension_for(

@@ -8,9 +8,13 @@ tolerance.  Two rules decide what a regression is:
 * ``ci`` (:func:`compare_ci`): a score fails only when its whole confidence interval lies
   on the worse side of the stored value (and the score itself does too), so noise that
   the interval covers never fails, whatever its size;
-* ``overlap`` (:func:`compare_overlap`, the planning suite's default): a score fails only
-  when its whole interval lies on the worse side of the stored *interval*, so the noise of
-  both runs is allowed for (the baseline, too, was one draw of a sampling agent).
+* ``overlap`` (:func:`compare_overlap`): a score fails only when its whole interval lies on
+  the worse side of the stored *interval*, so the noise of both runs is allowed for (the
+  baseline, too, was one draw of a sampling agent);
+* ``paired`` (:func:`compare_paired`, the planning suite's default): the baseline stores
+  each query's values, and a score fails when it moved to the worse side by more than its
+  tolerance *and* a paired randomization test on the same queries
+  (:mod:`pytest_budget.paired`) finds the change significant at :data:`PAIRED_ALPHA`.
 
 This module is plain Python: the syrupy extension in :mod:`pytest_budget._snapshot` and
 user scripts both call these functions.
@@ -19,17 +23,19 @@ user scripts both call these functions.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 __all__ = [
     "DEFAULT_TOLERANCE",
+    "PAIRED_ALPHA",
     "MetricSpec",
     "Regression",
     "compare",
     "compare_ci",
     "compare_overlap",
+    "compare_paired",
     "parse_tolerances",
 ]
 
@@ -37,6 +43,10 @@ Direction = Literal["higher", "lower"]
 
 #: Absolute tolerance for a gated metric when neither the suite nor ini sets one.
 DEFAULT_TOLERANCE = 0.02
+#: One-sided significance level of the paired test, per gated metric.  Measured with
+#: benchmarks/bench_planning_gate.py (200 queries, 1,000 reruns per cell): false alarms 0.13%
+#: mean, 1.3% in the worst cell; 0.0005 would give 0.6% worst at a loss of power.
+PAIRED_ALPHA = 0.001
 
 
 @dataclass(frozen=True)
@@ -93,11 +103,25 @@ class Regression:
     interval: tuple[float, float] | None = None
     stored_interval: tuple[float, float] | None = None
     level: float | None = None
-    #: Why the tolerance rule decided under ``--budget-gate=ci`` (no interval to use).
+    #: Why another rule decided than the one asked for (e.g. no interval to use).
     note: str = ""
+    #: ``paired``: the one-sided p-value, its threshold and the number of paired units.
+    p_value: float | None = None
+    alpha: float | None = None
+    units: int | None = None
 
     def message(self) -> str:
+        text = self._text()
+        return f"{text}; {self.note}" if self.note else text
+
+    def _text(self) -> str:
         better = "higher" if self.direction == "higher" else "lower"
+        if self.rule == "paired":
+            return (
+                f"{self.metric} regressed: stored {_fmt(self.stored)}, new {_fmt(self.new)} on "
+                f"the same {self.units} queries, paired test p={self.p_value:.2g} < "
+                f"{self.alpha:g} and past the tolerance {self.tolerance:g} ({better} is better)"
+            )
         if self.new is None:
             return (
                 f"{self.metric}: stored {_fmt(self.stored)}, new value missing "
@@ -121,11 +145,10 @@ class Regression:
                 f"{level}interval {_fmt_interval(self.interval).strip()} entirely {side} the "
                 f"stored value ({better} is better)"
             )
-        text = (
+        return (
             f"{self.metric} regressed: stored {_fmt(self.stored)}, new {_fmt(self.new)}, "
             f"tolerance {self.tolerance:g} ({better} is better)"
         )
-        return f"{text}; {self.note}" if self.note else text
 
 
 def _fmt(value: float | None) -> str:
@@ -254,6 +277,65 @@ def compare_overlap(
                     interval=interval, stored_interval=kept, level=level,
                 )
             )  # fmt: skip
+    return regressions
+
+
+def compare_paired(
+    stored: Mapping[str, object],
+    new: Mapping[str, object],
+    stored_units: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    new_units: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    specs: Iterable[MetricSpec],
+    *,
+    alpha: float = PAIRED_ALPHA,
+    fallback: Callable[[MetricSpec], list[Regression]] | None = None,
+    fallback_name: str = "tolerance",
+) -> list[Regression]:
+    """Regressions under the paired rule (``--budget-gate=paired``).
+
+    ``stored_units`` and ``new_units`` hold, per metric, each unit's numerator and
+    denominator on the *same* units in the same order (the score is sum / sum).  A metric
+    fails when its new score is worse than the stored one by more than the tolerance and
+    :func:`~pytest_budget.paired.paired_p_value` is below ``alpha``.  As in :func:`compare`,
+    a metric the baseline leaves undefined is not gated and one the new run lost fails.
+
+    Two cases are decided by ``fallback`` (the rule named ``fallback_name``; default: the
+    tolerance rule), and their failures say so: a metric without per-unit values on either
+    side, and a metric past its tolerance on which so few units differ that the test can
+    never reach ``alpha`` (``2 ** -m >= alpha``: fewer than 10 units at 0.001; a cell of a
+    handful of queries).
+    """
+    from pytest_budget.paired import differing_units, paired_p_value
+
+    def decide(spec: MetricSpec, why: str) -> list[Regression]:
+        found = fallback(spec) if fallback else compare(stored, new, (spec,))
+        return [replace(r, note=f"{why}, so compared by the {fallback_name} rule") for r in found]
+
+    regressions: list[Regression] = []
+    for spec in specs:
+        before = _number(stored.get(spec.name))
+        if before is None:
+            continue
+        after = _number(new.get(spec.name))
+        kept, got = stored_units.get(spec.name), new_units.get(spec.name)
+        if after is None:
+            regressions.append(Regression(spec.name, before, after, spec.tolerance, spec.direction))
+        elif kept is None or got is None or len(kept[0]) != len(got[0]):
+            regressions += decide(spec, "no per-query values to pair")
+        elif not spec.fails(before, after):
+            continue
+        elif 2.0 ** -(m := differing_units(kept, got)) >= alpha:
+            why = f"only {m} of {len(got[0])} queries changed, too few for the paired test"
+            regressions += decide(spec, why)
+        else:
+            p = paired_p_value(kept, got, spec.direction)
+            if p is not None and p < alpha:
+                regressions.append(
+                    Regression(
+                        spec.name, before, after, spec.tolerance, spec.direction,
+                        rule="paired", p_value=p, alpha=alpha, units=len(got[0]),
+                    )
+                )  # fmt: skip
     return regressions
 
 

@@ -53,15 +53,17 @@ DEFAULT_UNSOLVABLE = "0,0.5"
 #: ``tolerance`` compares with stored baselines by absolute tolerance; ``ci`` fails only when
 #: a score's whole confidence interval is on the worse side of the stored value; ``off``
 #: records scores without gating; ``overlap`` fails only when a score's whole interval is on
-#: the worse side of the stored interval.
-GATE_MODES = ("tolerance", "ci", "overlap", "off")
+#: the worse side of the stored interval; ``paired`` compares each query's stored and new
+#: values (a paired test on the same queries; suites without per-query values: ``overlap``).
+GATE_MODES = ("tolerance", "ci", "overlap", "paired", "off")
 #: Planning: generated queries per task.  200 is what the default gate needs to tell a 20-point
 #: EMR drop from a sampling agent's noise (benchmarks/bench_planning_gate.py).
 DEFAULT_QUERY_COUNT = 200
 #: The gate of a suite when ``--budget-gate`` is not given (others: ``tolerance``).  Planning
-#: compares intervals: a sampling agent's baseline is one noisy draw too (issue 17, item 8;
+#: pairs each query's new values with the stored ones: a sampling agent's baseline is one
+#: noisy draw too, and pairing cancels the differences between queries (issue 17, item 8;
 #: benchmarks/bench_planning_gate.py).
-SUITE_GATES: dict[str, str] = {"planning": "overlap"}
+SUITE_GATES: dict[str, str] = {"planning": "paired"}
 #: Awareness environments with a built-in actor (``--budget-env``).
 AWARENESS_ENVS: tuple[str, ...] = (
     "sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic",
@@ -248,6 +250,8 @@ class BudgetOptions:
         from pytest_budget.redact import redact_url
 
         data = asdict(self)
+        # The rule each selected suite is gated by (--budget-gate, else the suite's default).
+        data["gates"] = {suite: self.gate_for(suite) for suite in self.suites}
         data["base_url"] = redact_url(self.base_url)
         data["search_url"] = redact_url(self.search_url)
         return {

@@ -121,7 +121,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="tolerance: fail on regressions past tolerance against stored baselines "
         "(default, except planning); ci: fail only when a score's whole confidence interval "
         "is on the worse side of the stored value; overlap: only when it is on the worse "
-        "side of the stored interval (planning's default); off: score and report without "
+        "side of the stored interval; paired: a paired test of each query's new values "
+        "against the stored ones (planning's default); off: score and report without "
         "comparing",
     )
     group.addoption(
@@ -1027,6 +1028,10 @@ class _RunReporter:
             terminalreporter.write_sep("=", title)
             for line in lines:
                 terminalreporter.write_line(line)
+        options = self.session.options
+        if self.session.cells and options.suites and options.gate != "off":
+            rules = ", ".join(f"{suite} {options.gate_for(suite)}" for suite in options.suites)
+            terminalreporter.write_line(f"budget gate: {rules}")
         runtime_config, state = self._ledger_state()
         if state is not None:
             from pytest_budget.models.run import summary_line

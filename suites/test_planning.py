@@ -21,6 +21,7 @@ from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.planning.evaluate import run_planning_cell
 from pytest_budget.planning.intervals import cell_summary
+from pytest_budget.planning.per_query import per_query_snapshot
 from pytest_budget.planning.records import Query
 from pytest_budget.plugin import budget_session
 from pytest_budget.roles import agent_name
@@ -157,6 +158,8 @@ def test_planning(
             pytest.fail(f"{where}{each.reason}", pytrace=False)
     payload = {
         **summary.snapshot_fields(),
+        # Each query's values, for the paired gate (--budget-gate=paired, planning's default).
+        "per_query": per_query_snapshot(outcomes, budget_options.planning_reading),
         "context": {
             "seed": budget_options.seed,
             "queries": len(queries),

@@ -113,12 +113,12 @@ def test_overlap_falls_back_without_intervals() -> None:
     assert compare_overlap({"emr": None}, {"emr": 0.0}, ci, STORED_CI, OVERLAP_SPECS[:1]) == []
 
 
-def test_planning_gates_by_overlap_unless_a_gate_is_given() -> None:
+def test_planning_gates_by_paired_test_unless_a_gate_is_given() -> None:
     from pytest_budget.options import BudgetOptions
 
     default = BudgetOptions()
     assert [default.gate_for(s) for s in ("planning", "triage", "awareness")] == [
-        "overlap", "tolerance", "tolerance"
+        "paired", "tolerance", "tolerance"
     ]  # fmt: skip
     given = BudgetOptions(gate="tolerance", gate_given=True)
     assert given.gate_for("planning") == "tolerance"

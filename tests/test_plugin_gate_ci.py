@@ -156,7 +156,7 @@ def test_level_and_resamples_options(pytester: pytest.Pytester) -> None:
          "intervals: drop --budget-ci-resamples=0 (or give a positive number of resamples)"),
         (("--budget-repeat=0",), "--budget-repeat: must be at least 1, got 0"),
         (("--budget-gate=cis",), "--budget-gate: unknown mode 'cis'; choose from tolerance, "
-         "ci, overlap, off"),
+         "ci, overlap, paired, off"),
         (("--budget-gate=overlap", "--budget-ci-resamples=0"), "--budget-gate=overlap needs "
          "confidence intervals: drop --budget-ci-resamples=0*"),
     ],
