@@ -57,21 +57,7 @@ def test_a_live_run_makes_the_same_calls_with_and_without_xdist(
 
 def test_the_calls_of_different_cells_are_in_flight_together(pytester: pytest.Pytester) -> None:
     # One planner call per cell: run one cell after another, they never overlapped.
-    lock = threading.Lock()
-    planners = {"now": 0, "most": 0}
-
-    def answer(body: dict[str, Any]) -> str:
-        planner = PLANNER in json.dumps(body)
-        if planner:
-            with lock:
-                planners["now"] += 1
-                planners["most"] = max(planners["most"], planners["now"])
-        time.sleep(0.3)
-        if planner:
-            with lock:
-                planners["now"] -= 1
-        return role_answer(body)
-
+    answer, planners = _planners_in_flight(seconds=0.3)
     with ModelServer(answer) as server:
         result = _triage(
             pytester, server.url, "--budget-alpha=0.25,0.5,0.75,1", "--budget-unsolvable=0",
@@ -156,8 +142,9 @@ def test_a_live_planning_run_asks_each_request_once_with_and_without_xdist(
     assert set(runs["0"].values()) == {1}
 
 
-def _planners_in_flight() -> tuple[Any, dict[str, int]]:
-    """A server answer counting the planner calls in flight (one per triage cell)."""
+def _planners_in_flight(seconds: float = 1.0) -> tuple[Any, dict[str, int]]:
+    """A server answer counting the planner calls in flight (one per triage cell); each
+    planner call is answered after ``seconds``."""
     lock = threading.Lock()
     planners = {"now": 0, "most": 0}
 
@@ -167,7 +154,7 @@ def _planners_in_flight() -> tuple[Any, dict[str, int]]:
             with lock:
                 planners["now"] += 1
                 planners["most"] = max(planners["most"], planners["now"])
-            time.sleep(1.0)
+            time.sleep(seconds)
             with lock:
                 planners["now"] -= 1
         return role_answer(body)

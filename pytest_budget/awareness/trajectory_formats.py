@@ -6,7 +6,6 @@ Re-exported by :mod:`pytest_budget.awareness.trajectories`.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -14,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_budget.awareness.rollouts import RolloutFileError, Turn
+from pytest_budget.awareness.rollouts import RolloutFileError, Turn, _number
 
 TrajectoryFormat = Literal["pytest-budget", "mini-swe-agent", "openai-chat"]
 FORMATS: tuple[TrajectoryFormat, ...] = ("pytest-budget", "mini-swe-agent", "openai-chat")
@@ -181,17 +180,6 @@ def _clip_text(text: str) -> str:
     return f"{text[:half]}\n[... {omitted} characters omitted ...]\n{text[-half:]}"
 
 
-def _count(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RolloutFileError(f"{what} must be a number, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise RolloutFileError(f"{what} must be finite, got {value!r}")
-    if number < 0:
-        raise RolloutFileError(f"{what} must not be negative, got {value!r}")
-    return number
-
-
 def _parse_usage(raw: Any, at: str) -> _Usage:
     if not isinstance(raw, dict):
         raise RolloutFileError(f"{at} must be an object, got {type(raw).__name__}")
@@ -199,9 +187,9 @@ def _parse_usage(raw: Any, at: str) -> _Usage:
     for key in ("prompt_tokens", "completion_tokens"):
         if raw.get(key) is None:
             raise RolloutFileError(f"{at} has no {key!r}")
-        counts[key] = _count(raw[key], f"{at}.{key}")
+        counts[key] = _number(raw[key], f"{at}.{key}")
     if raw.get("total_tokens") is not None:
-        counts["total_tokens"] = _count(raw["total_tokens"], f"{at}.total_tokens")
+        counts["total_tokens"] = _number(raw["total_tokens"], f"{at}.total_tokens")
     for details, key in (
         ("completion_tokens_details", "reasoning_tokens"),
         ("prompt_tokens_details", "cached_tokens"),
@@ -212,7 +200,7 @@ def _parse_usage(raw: Any, at: str) -> _Usage:
         if not isinstance(block, dict):
             raise RolloutFileError(f"{at}.{details} must be an object or null")
         if block.get(key) is not None:
-            counts[key] = _count(block[key], f"{at}.{details}.{key}")
+            counts[key] = _number(block[key], f"{at}.{details}.{key}")
     return _Usage(counts["prompt_tokens"], counts["completion_tokens"], counts)
 
 
