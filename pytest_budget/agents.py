@@ -140,22 +140,6 @@ _DEFAULT_ROLE_AGENTS: dict[str, Callable[[int], object]] = {
     "actor": _reference_actor,
 }
 
-# Which reference agents run by default, per suite.
-_SUITE_DEFAULTS: dict[str, tuple[str, ...]] = {
-    "triage": ("cheapest-first", "random", "attempt-all", "oracle"),
-    "awareness": (
-        "linear-knows-T",
-        "linear-visible",
-        "always-feasible",
-        "always-impossible",
-        "random",
-        "oracle",
-    ),
-    "planning": ("greedy", "random-valid", "atomic-only", "oracle"),
-    # --budget-awareness-mode=online|both: the reference actors with an online estimator.
-    "awareness-online": ("linear-visible", "always-feasible", "always-impossible", "random"),
-}
-
 
 class UnknownAgentError(ValueError):
     """A ``--budget-agent`` name that no reference agent or provider answers to."""
@@ -166,8 +150,12 @@ def register_provider(prefix: str, factory: ProviderFactory) -> None:
     _PROVIDERS[prefix] = factory
 
 
-def default_agents(suite: str) -> tuple[str, ...]:
-    return _SUITE_DEFAULTS.get(suite, ())
+def default_agents(kind: str) -> tuple[str, ...]:
+    """The reference agents a cell kind runs when ``--budget-agent`` is not given."""
+    from pytest_budget.suite_registry import cell_kind
+
+    found = cell_kind(kind)
+    return found.reference_agents if found is not None else ()
 
 
 def default_role_agent(role: str, seed: int) -> object | None:

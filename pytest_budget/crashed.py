@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_budget.redact import redact_text
+from pytest_budget.suite_registry import cell_kind, kind_of_test_file
 
 __all__ = [
     "LIST_LIMIT",
@@ -33,28 +34,20 @@ LIST_LIMIT = 100
 ENTRY_LIMIT = 1_000
 #: The per-item lists and mappings :func:`bound_cell` caps, wherever they sit in a record.
 BOUNDED_KEYS = frozenset({"repairs", "notes", "invalid_reasons", "errors", "planned_ids"})
-# Planning's Scenario fields under the names its cell records use.
-_RENAMES = {"blocks": "block_count", "level": "refinement_level"}
-_SUITE_MODULES = {
-    "test_triage": "triage",
-    "test_triage_resolve": "triage-resolve",
-    "test_awareness": "awareness",
-    "test_planning": "planning",
-}
-# What a planning cell record must hold (docs/reference/report.schema.json).
-_PLANNING_DEFAULTS: dict[str, Any] = {"queries": 0, "greedy": {}, "first_error": None}
 
 
 def suite_of_module(module: str) -> str:
-    """``triage`` for the bundled ``test_triage`` module, ``user`` for any other."""
-    return _SUITE_MODULES.get(module.rsplit(".", 1)[-1], "user")
+    """The cell kind recorded by a registered cell module (``test_triage`` -> ``triage``),
+    ``user`` for any other module."""
+    kind = kind_of_test_file(module.rsplit(".", 1)[-1] + ".py")
+    return kind.name if kind is not None else "user"
 
 
 def _plain(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def _identity(params: Mapping[str, Any]) -> dict[str, Any]:
+def _identity(params: Mapping[str, Any], renames: Mapping[str, str]) -> dict[str, Any]:
     """The cell's coordinates from its test parameters (the suites' cell dataclasses)."""
     out: dict[str, Any] = {}
     for name, value in params.items():
@@ -73,7 +66,7 @@ def _identity(params: Mapping[str, Any]) -> dict[str, Any]:
                     for sub in dataclasses.fields(inner):
                         if _plain(getattr(inner, sub.name)):
                             out.setdefault(
-                                _RENAMES.get(sub.name, sub.name), getattr(inner, sub.name)
+                                renames.get(sub.name, sub.name), getattr(inner, sub.name)
                             )
         elif _plain(value):
             out.setdefault(name, value)
@@ -105,10 +98,10 @@ def error_cell(
         "agent": "-",
         "seed": seed,
     }
-    record.update(_identity(params))
-    if suite == "planning":
-        for key, value in _PLANNING_DEFAULTS.items():
-            record.setdefault(key, value)
+    kind = cell_kind(suite)
+    record.update(_identity(params, kind.param_renames if kind is not None else {}))
+    for key, value in (kind.record_defaults if kind is not None else {}).items():
+        record.setdefault(key, value)
     record.update(
         {
             "nodeid": nodeid,

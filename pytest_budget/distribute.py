@@ -7,9 +7,9 @@ When ``-n`` is given without ``--dist``, the plugin instead hands out *groups* o
 that share that work, whole, largest first, each to the next worker that runs low (xdist's
 ``loadscope`` scheduler with our grouping):
 
-* triage: one group per pool and unsolvable ratio (``arith-u0.5``);
-* awareness: one group per environment (``sokoban-8x8``);
-* planning: one group per task and refinement level (``dining-L5``);
+* each cell kind names its groups (:attr:`~pytest_budget.suite_registry.CellKind.work_group`):
+  triage one per pool and unsolvable ratio (``arith-u0.5``), awareness one per environment
+  (``sokoban-8x8``), planning one per task and refinement level (``dining-L5``);
 * any other test (your own, or a suite test whose id is not recognised) is a group of one,
   as under ``load``.
 
@@ -20,37 +20,26 @@ so this changes only the wall time.  An explicit ``--dist`` is always respected.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
+
+from pytest_budget.rerun import SUITE_NODE_PREFIX
+from pytest_budget.suite_registry import kind_of_test_file
 
 __all__ = ["group_of", "make_scheduler"]
 
-_SUITES = "pytest_budget/suites/"
 _PARAMS = re.compile(r"^(?P<path>[^:]+)::(?P<func>\w+)\[(?P<params>.*)\]$")
-_TRIAGE = re.compile(r"^(?P<pool>.+-u[0-9.]+)-a[0-9.]+-")
-_PLANNING = re.compile(r"^(?P<task>[a-z]+)-.*?-L(?P<level>\d+)-")
 
 
-def group_of(nodeid: str, envs: Sequence[str] = ()) -> str:
-    """The work unit of ``nodeid``: the tests sharing its prepared work, else itself.
-
-    ``envs`` are the awareness environments of the run (their names may hold ``-``).
-    """
+def group_of(nodeid: str, options: Any) -> str:
+    """The work unit of ``nodeid``: the tests sharing its prepared work, else itself."""
     match = _PARAMS.match(nodeid)
-    if match is None or not match["path"].startswith(_SUITES):
+    if match is None:
         return nodeid
-    module, params = match["path"].removeprefix(_SUITES), match["params"]
-    if module == "test_triage.py":
-        found = _TRIAGE.match(params)
-        return f"triage:{found['pool']}" if found else nodeid
-    if module == "test_planning.py":
-        found = _PLANNING.match(params)
-        return f"planning:{found['task']}-L{found['level']}" if found else nodeid
-    if module == "test_awareness.py":
-        for env in sorted(envs, key=len, reverse=True):
-            if params.startswith(f"{env}-"):
-                return f"awareness:{env}"
-    return nodeid
+    path = match["path"]
+    kind = kind_of_test_file(path.removeprefix(SUITE_NODE_PREFIX))
+    if kind is None or kind.work_group is None or not path.startswith(SUITE_NODE_PREFIX):
+        return nodeid
+    return kind.work_group(match["params"], options) or nodeid
 
 
 def _explicit_dist(config: Any) -> bool:
@@ -58,7 +47,7 @@ def _explicit_dist(config: Any) -> bool:
     return any(a in ("--dist", "-d") or a.startswith("--dist=") for a in args)
 
 
-def make_scheduler(config: Any, log: Any, envs: Sequence[str]) -> Any | None:
+def make_scheduler(config: Any, log: Any, options: Any) -> Any | None:
     """The grouping scheduler for ``-n`` without ``--dist`` (None: xdist's own)."""
     if config.getvalue("dist") != "load" or _explicit_dist(config):
         return None
@@ -66,6 +55,6 @@ def make_scheduler(config: Any, log: Any, envs: Sequence[str]) -> Any | None:
 
     class BudgetScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            return group_of(nodeid, envs)
+            return group_of(nodeid, options)
 
     return BudgetScheduling(config, log)

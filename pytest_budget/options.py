@@ -27,7 +27,6 @@ from pytest_budget.replies import DEFAULT_MAX_OUTPUT_CHARS
 from pytest_budget.shard import Shard, ShardSpecError, parse_shard
 
 __all__ = [
-    "AVAILABLE_SUITES",
     "AWARENESS_ENVS",
     "DEFAULT_SEED",
     "PARSE_MODES",
@@ -45,8 +44,6 @@ __all__ = [
     "parse_suites",
 ]
 
-#: Suites this version ships; ``all`` expands to these.
-AVAILABLE_SUITES: tuple[str, ...] = ("triage", "awareness", "planning")
 DEFAULT_SEED = 42
 DEFAULT_ALPHAS = "0.25,0.5,0.75,1.0"
 DEFAULT_UNSOLVABLE = "0,0.5"
@@ -59,11 +56,6 @@ GATE_MODES = ("tolerance", "ci", "overlap", "paired", "off")
 #: Planning: generated queries per task.  200 is what the default gate needs to tell a 20-point
 #: EMR drop from a sampling agent's noise (benchmarks/bench_planning_gate.py).
 DEFAULT_QUERY_COUNT = 200
-#: The gate of a suite when ``--budget-gate`` is not given (others: ``tolerance``).  Planning
-#: pairs each query's new values with the stored ones: a sampling agent's baseline is one
-#: noisy draw too, and pairing cancels the differences between queries (issue 17, item 8;
-#: benchmarks/bench_planning_gate.py).
-SUITE_GATES: dict[str, str] = {"planning": "paired"}
 #: Awareness environments with a built-in actor (``--budget-env``).
 AWARENESS_ENVS: tuple[str, ...] = (
     "sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic",
@@ -183,7 +175,7 @@ class BudgetOptions:
     model_headers: tuple[str, ...] = ()
     random_samples: int = 1000
     gate: str = "tolerance"
-    gate_given: bool = False  # --budget-gate was given (else each suite's SUITE_GATES default)
+    gate_given: bool = False  # --budget-gate was given (else each suite's default gate)
     rollouts: tuple[str, ...] = ()
     envs: tuple[str, ...] = AWARENESS_ENVS
     rollout_count: int = 128
@@ -242,7 +234,12 @@ class BudgetOptions:
 
     def gate_for(self, suite: str) -> str:
         """The gate rule of ``suite``: ``--budget-gate`` when given, else the suite's default."""
-        return self.gate if self.gate_given else SUITE_GATES.get(suite, self.gate)
+        if self.gate_given:
+            return self.gate
+        from pytest_budget.suite_registry import suite_by_name_or_kind
+
+        found = suite_by_name_or_kind(suite)
+        return found.default_gate if found is not None else self.gate
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready view for the report (no secrets live here: keys come from env vars,
@@ -260,22 +257,24 @@ class BudgetOptions:
 
 
 def parse_suites(value: str | None) -> tuple[str, ...]:
-    """``triage``, ``all`` or a comma list; unknown names list the valid ones."""
+    """A registered suite's name, ``all`` or a comma list; unknown names list the valid ones."""
+    from pytest_budget.suite_registry import suite_names
+
     if value is None or not value.strip():
         return ()
+    available = suite_names()
     names: list[str] = []
     for raw in value.split(","):
         name = raw.strip()
         if not name:
             continue
         if name == "all":
-            candidates: Sequence[str] = AVAILABLE_SUITES
-        elif name in AVAILABLE_SUITES:
+            candidates: Sequence[str] = available
+        elif name in available:
             candidates = (name,)
         else:
             raise OptionError(
-                f"--budget-suite: unknown suite {name!r}; valid: "
-                f"{', '.join((*AVAILABLE_SUITES, 'all'))}"
+                f"--budget-suite: unknown suite {name!r}; valid: {', '.join((*available, 'all'))}"
             )
         names.extend(candidate for candidate in candidates if candidate not in names)
     return tuple(names)

@@ -19,27 +19,25 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_budget import hookspecs
-from pytest_budget.options import AVAILABLE_SUITES, BudgetOptions, OptionError, parse_options
+from pytest_budget.options import BudgetOptions, OptionError, parse_options
+from pytest_budget.suite_registry import (
+    cell_module_paths,
+    kind_of_test_file,
+    registered_suites,
+    suite_names,
+)
 
 if TYPE_CHECKING:
     from pytest_budget.session import BudgetSession
 
+# The shared fixtures, then each registered suite's own.
 pytest_plugins = [
     "pytest_budget.fixtures.core",
-    "pytest_budget.fixtures.triage",
-    "pytest_budget.fixtures.awareness",
-    "pytest_budget.fixtures.planning",
+    *(module for suite in registered_suites().values() for module in suite.fixture_modules),
 ]
 
 SESSION_KEY = pytest.StashKey["BudgetSession"]()
 CELL_KEY = pytest.StashKey[str]()
-
-_SUITE_MODULES = {name: f"test_{name}.py" for name in AVAILABLE_SUITES}
-# Optional cell types, collected only when their option is on.
-_OPTIONAL_MODULES = {
-    "triage": [("resolve", "test_triage_resolve.py")],
-    "awareness": [("awareness_online", "test_awareness_online.py")],  # --budget-awareness-mode
-}
 
 
 #: The ``--budget-*`` option group, kept for :func:`rerun_command_for`.
@@ -628,16 +626,8 @@ def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
     With no explicit paths on the command line only the suites run (not the project's
     own tests under the current directory); with explicit paths the suites are added.
     """
-    import pytest_budget.suites as suites_package
-
-    folder = Path(suites_package.__file__).parent
-    wanted = []
-    for name in options.suites:
-        if not (name == "awareness" and options.awareness_mode == "online"):
-            wanted.append(str(folder / _SUITE_MODULES[name]))
-        for flag, module in _OPTIONAL_MODULES.get(name, []):
-            if getattr(options, flag):
-                wanted.append(str(folder / module))
+    folder = _suites_folder()
+    wanted = [str(path) for path in cell_module_paths(options.suites, options)]
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
     current = list(config.args) if explicit else []
     here = config.invocation_params.dir
@@ -677,18 +667,13 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
     """A bundled suite module gets the node id ``pytest_budget/suites/<file>`` wherever the
     package is installed (pytest would print ``::test_x[...]`` for a file outside the
     rootdir, which cannot be re-run)."""
-    if module_path.name not in _SUITE_FILES or module_path.resolve().parent != _suites_folder():
+    if module_path.resolve().parent != _suites_folder() or not kind_of_test_file(module_path.name):
         return None
     from pytest_budget.rerun import suite_node_path
 
     return pytest.Module.from_parent(
         parent, path=module_path, nodeid=suite_node_path(module_path.name)
     )
-
-
-_SUITE_FILES = frozenset(
-    [*_SUITE_MODULES.values(), *(m for mods in _OPTIONAL_MODULES.values() for _, m in mods)]
-)
 
 
 def _addopts_values(addopts: str) -> set[str]:
@@ -732,7 +717,7 @@ def rerun_command_for(item: pytest.Item, extra: tuple[str, ...] = ()) -> str:
         if values:
             pytest_options.append((flag, values))
     in_suite = Path(item.path).resolve().parent == _suites_folder()
-    suite = suite_of_module(Path(item.path).name, AVAILABLE_SUITES) if in_suite else None
+    suite = suite_of_module(Path(item.path).name, suite_names()) if in_suite else None
     return rerun_command(
         item.nodeid,
         suite=suite,
@@ -835,7 +820,7 @@ def pytest_runtest_makereport(
         _stop_if_endpoint_down(item)
     if report.failed and report.when in ("setup", "call"):
         _record_crashed_cell(item, call, report)
-    if report.failed and Path(item.path).name in _SUITE_FILES:
+    if report.failed and kind_of_test_file(Path(item.path).name) is not None:
         # The id alone is not enough when the run's options made the cell (pool, alpha...).
         report.sections.append(("budget: re-run this cell", rerun_command_for(item)))
     if report.when == "call" and "budget_record" in getattr(item, "fixturenames", ()):
@@ -952,7 +937,7 @@ class _RunReporter:
             return live_scheduler(config, log)
         from pytest_budget.distribute import make_scheduler
 
-        return make_scheduler(config, log, self.session.options.envs)
+        return make_scheduler(config, log, self.session.options)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

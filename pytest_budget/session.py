@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_budget.options import BudgetOptions
 from pytest_budget.report import build_report, cell_sort_key, write_report
+from pytest_budget.suite_registry import suite_report_blocks
 from pytest_budget.summary_tables import tables
 
 __all__ = ["BudgetSession", "tables"]
@@ -60,11 +61,7 @@ class BudgetSession:
             seed=self.options.seed,
         )
         report.update(self.extra)
-        planning = [c for c in report["cells"] if c.get("suite") == "planning"]
-        if planning:
-            from pytest_budget.planning.summary import pooled_rows
-
-            report["planning_pooled"] = pooled_rows(planning)
+        report.update(suite_report_blocks(report["cells"]))
         return report
 
     def write_report(self, report: Mapping[str, Any] | None = None) -> Path | None:

@@ -375,7 +375,7 @@ def test_hostile_estimate_objects_are_invalid_not_errors() -> None:
 
 def test_the_cap_curve_is_drawn_from_online_cells() -> None:
     pytest.importorskip("matplotlib")
-    from pytest_budget.html.online_figures import online_charts
+    from pytest_budget.awareness.online.figures import online_charts
 
     cells = [
         {

@@ -207,7 +207,7 @@ def _eta_axes(cells: list[dict[str, Any]]) -> Any:
     import matplotlib
 
     from pytest_budget.html.figures import RC
-    from pytest_budget.html.triage_figures import _eta_bars
+    from pytest_budget.triage.figures import _eta_bars
 
     with matplotlib.rc_context(RC):  # type: ignore[arg-type]
         fig = _eta_bars(cells, {"a": "#000000"}, 0.5, "A")

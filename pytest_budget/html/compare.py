@@ -1,7 +1,7 @@
 """Two runs side by side: match cells, compute each score's delta and say which way is better.
 
 Cells are matched by suite, cell id and agent.  A score's direction comes from the gated
-metrics (:data:`pytest_budget.metrics.SUITE_METRICS`, the same specs the snapshot gate
+metrics (:func:`pytest_budget.metrics.suite_metrics`, the same specs the snapshot gate
 uses), then from the few ungated scores whose direction the metric reference states;
 any other score's delta is shown without a verdict.  Plain Python (no matplotlib).
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_budget.metrics import SUITE_METRICS
+from pytest_budget.metrics import suite_metrics
 
 __all__ = ["CellMatch", "Delta", "cell_key", "delta", "direction", "match_cells"]
 
@@ -40,7 +40,7 @@ _SAME = 1e-9
 
 def direction(metric: str) -> Literal["higher", "lower"] | None:
     """``higher`` or ``lower`` is better, or ``None`` when the score has no direction."""
-    for specs in SUITE_METRICS.values():
+    for specs in suite_metrics().values():
         for spec in specs:
             if spec.name == metric:
                 return spec.direction

@@ -14,8 +14,8 @@ from typing import Any
 from pytest_budget.html.compare import cell_key, delta, match_cells
 from pytest_budget.html.figures import deferred, finish_pair
 from pytest_budget.html.layout import (
-    CHARTS,
     chart_html,
+    chart_maker,
     document,
     facts_table,
     is_number,
@@ -28,12 +28,12 @@ from pytest_budget.html.layout import (
 )
 from pytest_budget.html.samples import SampleStore, changed_samples, changed_table
 from pytest_budget.html.tables import (
-    SUITE_TITLES,
     Column,
     columns_for,
     footer_lines,
     format_cell_value,
     interval_text,
+    section_title,
 )
 
 __all__ = ["compare_page"]
@@ -105,7 +105,7 @@ def _compare_section(
     colors: Mapping[str, str],
     store: SampleStore | None = None,
 ) -> str:
-    title = SUITE_TITLES.get(suite, f"{suite} (your own cells)")
+    title = section_title(suite)
     (base_label, base_report, base_cells), (new_label, new_report, new_cells) = base, new
     parts = [f'<section class="suite compare" id="{escape(suite)}" data-suite="{escape(suite)}">']
     parts.append(f"<h2>{escape(title)}</h2>")
@@ -136,7 +136,7 @@ def _compare_section(
         parts.append(_changed(matched.pairs, base_report, new_report, store))
     parts.append(_only_list(f"cells only in the baseline ({base_label})", matched.only_base))
     parts.append(_only_list(f"cells only in the new run ({new_label})", matched.only_new))
-    maker = CHARTS.get(suite)
+    maker = chart_maker(suite)
     if maker is not None:
         with deferred():  # drawn first, encoded in pairs with shared axis ranges
             base_charts = maker(base_cells, colors, "base-") if base_cells else []

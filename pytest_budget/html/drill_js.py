@@ -2,10 +2,10 @@
 
 :data:`CORE_JS` loads a cell's block (see :mod:`pytest_budget.html.samples`), draws the
 list (only the rows in view, so 5,000 rows scroll as fast as 50) and the controls.  How
-one sample is drawn is up to its suite: :data:`SAMPLE_RENDERERS` maps a suite name to a
-JavaScript object ``{score: label, summary(s), detail(s, ctx)}`` registered on
-``R`` (files under ``js/``, package data); a suite without one gets the generic
-key/value view.  A new suite (or figure module) adds its file and its entry here.
+one sample is drawn is up to its suite: :func:`sample_renderers` collects each cell kind's
+script (:attr:`~pytest_budget.suite_registry.CellKind.sample_script`, a file in the suite's
+package), a JavaScript object ``{score: label, summary(s), detail(s, ctx)}`` registered on
+``R``; a kind without one gets the generic key/value view.
 Every text goes in with ``textContent``.
 """
 
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["CORE_JS", "DRILL_CSS", "SAMPLE_RENDERERS", "page_script"]
+from pytest_budget.suite_registry import cell_kinds
+
+__all__ = ["CORE_JS", "DRILL_CSS", "page_script", "sample_renderers"]
 
 DRILL_CSS = """
 button.samples, button.pair-open { font: inherit; font-size: 12px; padding: 1px 8px;
@@ -70,15 +72,18 @@ def _read(name: str) -> str:
 #: The core script (``js/core.js``).
 CORE_JS = _read("core")
 
-#: JavaScript per suite (``js/<suite>.js``, see the module docstring); a new suite or
-#: figure module adds its file and its entry here.
-SAMPLE_RENDERERS: dict[str, str] = {
-    suite: _read(suite) for suite in ("triage", "awareness", "planning")
-}
+
+def sample_renderers() -> dict[str, str]:
+    """The sample-drawing script of every cell kind that has one, by kind."""
+    return {
+        name: kind.sample_script.read_text(encoding="utf-8")
+        for name, kind in cell_kinds().items()
+        if kind.sample_script is not None
+    }
 
 
 def page_script() -> str:
     """The whole inline script (core first, then every renderer), in one scope."""
-    body = CORE_JS + "".join(SAMPLE_RENDERERS.values())
+    body = CORE_JS + "".join(sample_renderers().values())
     # never "</" inside a script element (none in the source; this keeps it so)
     return "<script>(function(){" + body.replace("</", "<\\/") + "})();</script>"

@@ -10,23 +10,17 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from pytest_budget.html.awareness_figures import awareness_charts
 from pytest_budget.html.drill_js import DRILL_CSS, page_script
 from pytest_budget.html.figures import Chart, agent_colors
-from pytest_budget.html.online_figures import online_charts
-from pytest_budget.html.planning_figures import planning_charts
-from pytest_budget.html.tables import (
-    CORE_SUITES,
-    Column,
-)
-from pytest_budget.html.triage_figures import triage_charts
+from pytest_budget.html.tables import Column
+from pytest_budget.suite_registry import cell_kind, cell_kinds
 
 __all__ = [
-    "CHARTS",
     "CSS",
     "Cell",
     "Report",
     "chart_html",
+    "chart_maker",
     "document",
     "facts_table",
     "is_number",
@@ -42,12 +36,12 @@ Cell = Mapping[str, Any]
 Report = Mapping[str, Any]
 ChartMaker = Callable[[Sequence[Cell], Mapping[str, str], str], list[Chart]]
 
-CHARTS: dict[str, ChartMaker] = {
-    "triage": triage_charts,
-    "awareness": awareness_charts,
-    "planning": planning_charts,
-    "awareness-online": online_charts,
-}
+
+def chart_maker(suite: str) -> ChartMaker | None:
+    """The charts of a cell kind (the suite's figures module), None when it has none."""
+    kind = cell_kind(suite)
+    return kind.charts if kind is not None else None
+
 
 CSS = """
 :root { --ink: #1d232a; --muted: #5b6570; --line: #d8dde3; --soft: #f4f6f8;
@@ -108,9 +102,8 @@ def suites_of(report: Report) -> dict[str, list[Cell]]:
 
 def suite_order(groups: Sequence[Mapping[str, list[Cell]]]) -> list[str]:
     present = {name for group in groups for name in group}
-    known = ("triage", "triage-resolve", "awareness", "planning")
-    # The three core suites always get a section (a note when absent); others when present.
-    order = [s for s in known if s in CORE_SUITES or s in present]
+    # Kinds marked always_on_page get a section (a note when absent); others when present.
+    order = [n for n, kind in cell_kinds().items() if kind.always_on_page or n in present]
     return order + sorted(present - set(order))
 
 

@@ -13,10 +13,10 @@ from html import escape
 
 from pytest_budget.html.compare_page import compare_page
 from pytest_budget.html.layout import (
-    CHARTS,
     Cell,
     Report,
     chart_html,
+    chart_maker,
     document,
     facts_table,
     is_number,
@@ -28,7 +28,13 @@ from pytest_budget.html.layout import (
     suites_of,
 )
 from pytest_budget.html.samples import SAMPLE_CAP, SampleStore
-from pytest_budget.html.tables import SUITE_TITLES, Column, columns_for, footer_lines, interval_text
+from pytest_budget.html.tables import (
+    Column,
+    columns_for,
+    footer_lines,
+    interval_text,
+    section_title,
+)
 
 __all__ = ["render_page"]
 
@@ -80,7 +86,7 @@ def _suite_section(
     store: SampleStore | None = None,
 ) -> str:
     anchor = f"{prefix}{suite}"
-    title = SUITE_TITLES.get(suite, f"{suite} (your own cells)")
+    title = section_title(suite)
     if not cells:
         return (
             f'<section class="suite missing" id="{anchor}" data-suite="{escape(suite)}">'
@@ -92,7 +98,7 @@ def _suite_section(
         f"<h2>{escape(title)}</h2>",
         f'<p class="lede">{len(cells)} cells; agents: {escape(", ".join(agents))}</p>',
     ]
-    maker = CHARTS.get(suite)
+    maker = chart_maker(suite)
     if maker is not None:
         parts.extend(chart_html(chart, prefix) for chart in maker(cells, colors, prefix))
     parts.append("<h3>Scores</h3>")

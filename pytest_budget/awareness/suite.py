@@ -1,0 +1,125 @@
+"""The awareness suite as the shared layers see it (see :mod:`pytest_budget.suite_registry`).
+
+Two cell kinds: ``awareness`` (BAGEN's rollout-replay: mid-rollout feasibility and
+interval estimates) and ``awareness-online`` (the agent acts under a cap while it
+estimates; ``--budget-awareness-mode=online|both``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_budget.gating import MetricSpec
+from pytest_budget.suite_registry import CellKind, Suite
+
+__all__ = ["SUITE"]
+
+Cell = Mapping[str, Any]
+
+
+def _table(cells: Sequence[Cell]) -> list[str]:
+    from pytest_budget.awareness.summary import awareness_table
+
+    return awareness_table(cells)
+
+
+def _online_table(cells: Sequence[Cell]) -> list[str]:
+    from pytest_budget.awareness.online.summary import online_table
+
+    return online_table(cells)
+
+
+def _columns() -> Any:
+    from pytest_budget.awareness.page import awareness_columns
+
+    return awareness_columns()
+
+
+def _footer(cells: Sequence[Cell]) -> list[str]:
+    from pytest_budget.awareness.summary import rollout_lines
+
+    return rollout_lines(cells)
+
+
+def _charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> Any:
+    from pytest_budget.awareness.figures import awareness_charts
+
+    return awareness_charts(cells, colors, prefix)
+
+
+def _online_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> Any:
+    from pytest_budget.awareness.online.figures import online_charts
+
+    return online_charts(cells, colors, prefix)
+
+
+def _work_group(params: str, options: Any) -> str | None:
+    # Cells of one environment share its rollouts; names may hold "-": longest first.
+    for env in sorted(options.envs, key=len, reverse=True):
+        if params.startswith(f"{env}-"):
+            return f"awareness:{env}"
+    return None
+
+
+def _test_files(options: Any) -> tuple[str, ...]:
+    files = () if options.awareness_mode == "online" else ("test_awareness.py",)
+    return (*files, *(("test_awareness_online.py",) if options.awareness_online else ()))
+
+
+SUITE = Suite(
+    name="awareness",
+    kinds=(
+        CellKind(
+            name="awareness",
+            test_file="test_awareness.py",
+            metrics=(
+                MetricSpec("macro_f1_all", "higher", 0.05, "feasibility macro-F1 over all probes"),
+                MetricSpec("fail_f1", "higher", 0.05, "F1 of the impossible class"),
+                MetricSpec("interval_score", "higher", 0.05, "mean S_k over feasible probes"),
+                MetricSpec("invalid_rate", "lower", 0.05, "share of unreadable answers"),
+            ),
+            reference_agents=(
+                "linear-knows-T",
+                "linear-visible",
+                "always-feasible",
+                "always-impossible",
+                "random",
+                "oracle",
+            ),
+            table_title="awareness: feasibility, interval quality and early stop",
+            table=_table,
+            page_title="awareness: mid-rollout budget estimation (BAGEN)",
+            columns=_columns,
+            footer=_footer,
+            charts=_charts,
+            always_on_page=True,
+            sample_script=Path(__file__).with_name("samples.js"),
+            work_group=_work_group,
+        ),
+        CellKind(
+            name="awareness-online",
+            test_file="test_awareness_online.py",
+            metrics=(
+                MetricSpec("success_rate", "higher", 0.05, "runs that succeed within the cap"),
+                MetricSpec(
+                    "macro_f1_all", "higher", 0.05, "feasibility macro-F1 of online estimates"
+                ),
+                MetricSpec("fail_f1", "higher", 0.05, "F1 of the impossible class, online"),
+                MetricSpec(
+                    "net_value", "higher", 0.05, "early-stop net value under the cost model"
+                ),
+            ),
+            # The reference actors with an online estimator.
+            reference_agents=("linear-visible", "always-feasible", "always-impossible", "random"),
+            table_title="awareness online: acting under a cap while estimating (issue 24)",
+            table=_online_table,
+            page_title="awareness, online mode: acting under a cap while estimating",
+            charts=_online_charts,
+        ),
+    ),
+    test_files=_test_files,
+    fixture_modules=("pytest_budget.fixtures.awareness",),
+    roles=("estimator",),
+)

@@ -1,0 +1,103 @@
+"""The planning suite as the shared layers see it (see :mod:`pytest_budget.suite_registry`).
+
+One cell kind, ``planning``: cost-optimal tool use and re-planning under blocking events
+(CostBench), one cell per task, scenario and agent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_budget.gating import MetricSpec
+from pytest_budget.suite_registry import CellKind, Suite
+
+__all__ = ["SUITE"]
+
+Cell = Mapping[str, Any]
+# Cells of one task and refinement level share its queries and ground truth.
+_TASK_LEVEL = re.compile(r"^(?P<task>[a-z]+)-.*?-L(?P<level>\d+)-")
+
+
+def _table(cells: Sequence[Cell]) -> list[str]:
+    from pytest_budget.planning.summary import planning_table
+
+    return planning_table(cells)
+
+
+def _columns() -> Any:
+    from pytest_budget.planning.page import planning_columns
+
+    return planning_columns()
+
+
+def _footer(cells: Sequence[Cell]) -> list[str]:
+    from pytest_budget.planning.page import planning_footer
+
+    return planning_footer(cells)
+
+
+def _charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> Any:
+    from pytest_budget.planning.figures import planning_charts
+
+    return planning_charts(cells, colors, prefix)
+
+
+def _work_group(params: str, options: Any) -> str | None:
+    found = _TASK_LEVEL.match(params)
+    return f"planning:{found['task']}-L{found['level']}" if found else None
+
+
+def _report_blocks(cells: Sequence[Cell]) -> dict[str, Any]:
+    """The row per (agent, scenario) pooled over tasks as CostBench pools it."""
+    from pytest_budget.planning.summary import pooled_rows
+
+    return {"planning_pooled": pooled_rows(cells)}
+
+
+SUITE = Suite(
+    name="planning",
+    kinds=(
+        CellKind(
+            name="planning",
+            test_file="test_planning.py",
+            metrics=(
+                MetricSpec(
+                    "emr", "higher", 0.05, "exact match of the tool sequence with an optimum"
+                ),
+                MetricSpec(
+                    "aned", "lower", 0.05, "normalised edit distance to the nearest optimum"
+                ),
+                MetricSpec(
+                    "cost_gap", "lower", 0.05, "relative extra cost over the optimum (static)"
+                ),
+                MetricSpec("uihr", "higher", 0.05, "final answers that match the user's request"),
+                MetricSpec("itur", "lower", 0.05, "invalid tool calls over all calls"),
+            ),
+            reference_agents=("greedy", "random-valid", "atomic-only", "oracle"),
+            table_title="planning: cost-optimal tool use (CostBench)",
+            table=_table,
+            page_title="planning: cost-optimal tool use (CostBench)",
+            columns=_columns,
+            footer=_footer,
+            charts=_charts,
+            always_on_page=True,
+            sample_script=Path(__file__).with_name("samples.js"),
+            # What a planning record always holds (docs/reference/report.schema.json).
+            record_defaults={"queries": 0, "greedy": {}, "first_error": None},
+            # The scenario's fields under the names its records use.
+            param_renames={"blocks": "block_count", "level": "refinement_level"},
+            work_group=_work_group,
+        ),
+    ),
+    test_files=lambda options: ("test_planning.py",),
+    fixture_modules=("pytest_budget.fixtures.planning",),
+    # Pairs each query's new values with the stored ones: a sampling agent's baseline is
+    # one noisy draw too, and pairing cancels the differences between queries (issue 17,
+    # item 8; benchmarks/bench_planning_gate.py).
+    default_gate="paired",
+    roles=("tool_agent",),
+    report_blocks=_report_blocks,
+)

@@ -1,0 +1,236 @@
+"""The suite registry: what a suite is, and the list the plugin, report, page and merge read.
+
+A suite is a vertical slice: its own package holds its domain code, its options, its
+prompts and adapters, its summary table, its figures and its cell modules, and describes
+itself with one :class:`Suite` value.  Everything that serves every suite (the plugin, the
+JSON report, the terminal tables, the HTML page, ``budget-report merge``) iterates
+:func:`registered_suites` and :func:`cell_kinds` and never names a suite.
+
+The built-in suites are listed in :data:`BUILTIN_SUITES` (import paths, loaded on first
+use); your own suite registers itself with :func:`register_suite`, for example from a
+``conftest.py`` (see docs/how-to/add-a-suite.md).  Plain Python: nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_budget.gating import MetricSpec
+    from pytest_budget.html.figures import Chart
+    from pytest_budget.html.tables import Column
+
+__all__ = [
+    "BUILTIN_SUITES",
+    "CellKind",
+    "Suite",
+    "SuiteError",
+    "cell_kind",
+    "cell_kinds",
+    "register_suite",
+    "registered_suites",
+    "suite_names",
+    "suite_of_test_file",
+]
+
+Cell = Mapping[str, Any]
+#: The registry list: the only place the built-in suites are named outside their packages.
+BUILTIN_SUITES: tuple[str, ...] = (
+    "pytest_budget.triage.suite",
+    "pytest_budget.awareness.suite",
+    "pytest_budget.planning.suite",
+)
+
+
+class SuiteError(ValueError):
+    """A suite that cannot be registered (a name or cell kind already taken); one line."""
+
+
+@dataclass(frozen=True)
+class CellKind:
+    """One kind of cell record (its ``suite`` field) and how every shared layer shows it.
+
+    A suite has one kind per cell module: triage has ``triage`` and ``triage-resolve``.
+    The callables are read lazily (the page's parts need matplotlib, tables numpy), so a
+    run that records no cell of a kind never imports them.
+    """
+
+    name: str
+    #: File name of the module whose tests record this kind (``test_triage.py``).
+    test_file: str
+    #: Gated scores: direction and default tolerance (others are stored, never gate).
+    metrics: tuple[MetricSpec, ...] = ()
+    #: Reference agents run when ``--budget-agent`` is not given.
+    reference_agents: tuple[str, ...] = ()
+    #: Terminal score table: title and renderer (lines).
+    table_title: str = ""
+    table: Callable[[Sequence[Cell]], list[str]] | None = None
+    #: HTML page: section title, score columns, footer lines and charts.
+    page_title: str = ""
+    columns: Callable[[], tuple[Column, ...]] | None = None
+    footer: Callable[[Sequence[Cell]], list[str]] | None = None
+    charts: Callable[[Sequence[Cell], Mapping[str, str], str], list[Chart]] | None = None
+    #: Whether every page has a section for it (a note when the run has no such cells).
+    always_on_page: bool = False
+    #: JavaScript that draws this kind's samples on the page (see html/drill_js.py).
+    sample_script: Path | None = None
+    #: Fields a record of this kind always has (a crashed cell gets these defaults).
+    record_defaults: Mapping[str, Any] = field(default_factory=dict)
+    #: Fields of a nested cell parameter stored under another name in its records.
+    param_renames: Mapping[str, str] = field(default_factory=dict)
+    #: The unit of shared work of a test, from its bracketed parameter id and the run's
+    #: options (tests of one unit go to one xdist worker); None: the test alone.
+    work_group: Callable[[str, Any], str | None] | None = None
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A suite as the shared layers see it (see the module docstring)."""
+
+    name: str
+    kinds: tuple[CellKind, ...]
+    #: The cell modules a run of these options collects (file names in :meth:`folder`).
+    test_files: Callable[[Any], tuple[str, ...]]
+    #: Folder of its cell modules; None: the bundled ones (``pytest_budget.suites``).
+    test_folder: Path | None = None
+    #: Modules registered as pytest plugins: the suite's fixtures.
+    fixture_modules: tuple[str, ...] = ()
+    #: Gate rule when ``--budget-gate`` is not given.
+    default_gate: str = "tolerance"
+    #: Agent roles its cells ask for (``planner``); the suite whose reference agents fill it.
+    roles: tuple[str, ...] = ()
+    #: Checks and loads the suite's input files once, before collection (user pools,
+    #: query files): raises ``ValueError`` with a one-line message.
+    prepare: Callable[[Any], None] | None = None
+    #: Run-level report blocks computed from this suite's cells (``planning_pooled``).
+    report_blocks: Callable[[Sequence[Cell]], Mapping[str, Any]] | None = None
+    #: The calls and tokens the run will spend on this suite (``--budget-dry-run``).
+    forecast: Callable[..., Any] | None = None
+
+    def kind(self, name: str) -> CellKind | None:
+        return next((kind for kind in self.kinds if kind.name == name), None)
+
+    def folder(self) -> Path:
+        """Where its cell modules are (the bundled folder wherever the package is installed)."""
+        return self.test_folder if self.test_folder is not None else bundled_cells_folder()
+
+
+def bundled_cells_folder() -> Path:
+    """``pytest_budget/suites`` as installed (found without importing any cell module)."""
+    spec = importlib.util.find_spec("pytest_budget.suites")
+    locations = spec.submodule_search_locations if spec is not None else None
+    if not locations:
+        raise SuiteError("the bundled suites (pytest_budget.suites) are not installed")
+    return Path(next(iter(locations))).resolve()
+
+
+_REGISTERED: dict[str, Suite] = {}
+_LOADED = False
+
+
+def _load_builtins() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    for path in BUILTIN_SUITES:
+        module = importlib.import_module(path)
+        register_suite(module.SUITE)
+
+
+def register_suite(suite: Suite) -> Suite:
+    """Add ``suite`` to the registry (again with the same value: no change)."""
+    _load_builtins()
+    known = _REGISTERED.get(suite.name)
+    if known is not None and known != suite:
+        raise SuiteError(f"a suite named {suite.name!r} is registered already")
+    taken = {kind.name: s.name for s in _REGISTERED.values() for kind in s.kinds}
+    for kind in suite.kinds:
+        owner = taken.get(kind.name)
+        if owner is not None and owner != suite.name:
+            raise SuiteError(f"cell kind {kind.name!r} belongs to suite {owner!r} already")
+    _REGISTERED[suite.name] = suite
+    return suite
+
+
+def unregister_suite(name: str) -> None:
+    """Remove a suite registered with :func:`register_suite` (tests, notebooks)."""
+    _REGISTERED.pop(name, None)
+
+
+def registered_suites() -> dict[str, Suite]:
+    """Every suite, built-ins first, in registration order."""
+    _load_builtins()
+    return dict(_REGISTERED)
+
+
+def suite_names() -> tuple[str, ...]:
+    return tuple(registered_suites())
+
+
+def get_suite(name: str) -> Suite:
+    return registered_suites()[name]
+
+
+def cell_kinds() -> dict[str, CellKind]:
+    """Every cell kind by name, in suite then declaration order."""
+    return {kind.name: kind for suite in registered_suites().values() for kind in suite.kinds}
+
+
+def cell_kind(name: str) -> CellKind | None:
+    return cell_kinds().get(name)
+
+
+def suite_of_kind(name: str) -> Suite | None:
+    return next((s for s in registered_suites().values() if s.kind(name) is not None), None)
+
+
+def suite_by_name_or_kind(name: str) -> Suite | None:
+    """The suite named ``name``, else the suite with a cell kind of that name."""
+    return registered_suites().get(name) or suite_of_kind(name)
+
+
+def suite_of_test_file(file_name: str, folder: Path | None = None) -> Suite | None:
+    """The suite whose cell module is ``file_name`` (in ``folder`` when given)."""
+    for suite in registered_suites().values():
+        if folder is not None and folder.resolve() != suite.folder():
+            continue
+        if any(kind.test_file == file_name for kind in suite.kinds):
+            return suite
+    return None
+
+
+def kind_of_test_file(file_name: str) -> CellKind | None:
+    return next((k for k in cell_kinds().values() if k.test_file == file_name), None)
+
+
+def suite_of_role(role: str) -> Suite | None:
+    return next((s for s in registered_suites().values() if role in s.roles), None)
+
+
+def cell_module_paths(suites: Iterable[str], options: Any) -> list[Path]:
+    """The cell modules a run of ``options`` collects for ``suites``, in order."""
+    known = registered_suites()
+    return [
+        known[name].folder() / file_name
+        for name in suites
+        for file_name in known[name].test_files(options)
+    ]
+
+
+def suite_report_blocks(cells: Sequence[Cell]) -> dict[str, Any]:
+    """The run-level report blocks of every suite that recorded cells (``planning_pooled``)."""
+    blocks: dict[str, Any] = {}
+    for suite in registered_suites().values():
+        if suite.report_blocks is None:
+            continue
+        names = {kind.name for kind in suite.kinds}
+        own = [cell for cell in cells if cell.get("suite") in names]
+        if own:
+            blocks.update(suite.report_blocks(own))
+    return blocks

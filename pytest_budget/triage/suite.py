@@ -1,0 +1,115 @@
+"""The triage suite as the shared layers see it (see :mod:`pytest_budget.suite_registry`).
+
+Two cell kinds: ``triage`` (which problems to attempt, in what order, with what
+allocation, under a shared budget; TRIAGE) and ``triage-resolve`` (budget-aware re-solve
+with the stated allocation, collected with ``--budget-resolve``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_budget.gating import MetricSpec
+from pytest_budget.suite_registry import CellKind, Suite
+
+__all__ = ["SUITE"]
+
+Cell = Mapping[str, Any]
+# Cells of one pool (and unsolvable ratio) share its generation and Phase 0.
+_POOL = re.compile(r"^(?P<pool>.+-u[0-9.]+)-a[0-9.]+-")
+
+
+def _triage_table(cells: Sequence[Cell]) -> list[str]:
+    from pytest_budget.triage.summary import triage_table
+
+    return triage_table(cells)
+
+
+def _resolve_table(cells: Sequence[Cell]) -> list[str]:
+    from pytest_budget.triage.summary import resolve_table
+
+    return resolve_table(cells)
+
+
+def _triage_columns() -> Any:
+    from pytest_budget.triage.page import triage_columns
+
+    return triage_columns()
+
+
+def _resolve_columns() -> Any:
+    from pytest_budget.triage.page import resolve_columns
+
+    return resolve_columns()
+
+
+def _footer(cells: Sequence[Cell]) -> list[str]:
+    from pytest_budget.triage.page import triage_footer
+
+    return triage_footer(cells)
+
+
+def _charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> Any:
+    from pytest_budget.triage.figures import triage_charts
+
+    return triage_charts(cells, colors, prefix)
+
+
+def _work_group(params: str, options: Any) -> str | None:
+    found = _POOL.match(params)
+    return f"triage:{found['pool']}" if found else None
+
+
+def _test_files(options: Any) -> tuple[str, ...]:
+    return ("test_triage.py", *(("test_triage_resolve.py",) if options.resolve else ()))
+
+
+SUITE = Suite(
+    name="triage",
+    kinds=(
+        CellKind(
+            name="triage",
+            test_file="test_triage.py",
+            metrics=(
+                MetricSpec("eta_u", "higher", 0.05, "triage efficiency, advisory regime"),
+                MetricSpec("eta_e", "higher", 0.05, "triage efficiency, enforced regime"),
+                MetricSpec("regret_u", "lower", 0.05, "normalised regret, advisory regime"),
+                MetricSpec("regret_e", "lower", 0.05, "normalised regret, enforced regime"),
+                MetricSpec("detection", "higher", 0.05, "share of unsolvable items left out"),
+                MetricSpec("waste", "lower", 0.05, "share of allocated tokens on unsolvable items"),
+            ),
+            reference_agents=("cheapest-first", "random", "attempt-all", "oracle"),
+            table_title="triage: triage efficiency (eta), regret, detection and waste",
+            table=_triage_table,
+            page_title="triage: which problems to attempt under a shared budget (TRIAGE)",
+            columns=_triage_columns,
+            footer=_footer,
+            charts=_charts,
+            always_on_page=True,
+            sample_script=Path(__file__).with_name("samples.js"),
+            work_group=_work_group,
+        ),
+        CellKind(
+            name="triage-resolve",
+            test_file="test_triage_resolve.py",
+            metrics=(
+                MetricSpec(
+                    "compliance", "higher", 0.05, "share of re-solves within the allocation"
+                ),
+                MetricSpec(
+                    "acc_budget_aware", "higher", 0.05, "accuracy with the allocation stated"
+                ),
+            ),
+            table_title="triage: budget-aware re-solve (stated allocation)",
+            table=_resolve_table,
+            page_title="triage: budget-aware re-solve (stated allocation)",
+            columns=_resolve_columns,
+        ),
+    ),
+    test_files=_test_files,
+    fixture_modules=("pytest_budget.fixtures.triage",),
+    roles=("planner", "solver"),
+)
