@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_budget import hookspecs
+from pytest_budget import hookspecs, suite_hooks
 from pytest_budget.options import BudgetOptions, OptionError, parse_options
 from pytest_budget.suite_registry import (
     cell_module_paths,
@@ -46,6 +46,7 @@ _OPTION_GROUP: dict[str, Any] = {}
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
+    pluginmanager.add_hookspecs(suite_hooks)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,14 +54,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     _OPTION_GROUP["budget"] = group  # read by the re-run commands (every option added here)
     group.addoption(
         "--budget-suite",
-        help="run the installed suite(s): triage, awareness, planning, all, or a comma list",
+        help=f"run the installed suite(s): {', '.join(suite_names())}, all, or a comma list",
     )
     group.addoption(
         "--budget-agent",
-        help="agent(s) to evaluate, comma list: a reference agent (triage: oracle, random, "
-        "cheapest-first, attempt-all; awareness: oracle, linear-knows-T, linear-visible, "
-        "always-feasible, "
-        "always-impossible, random; planning: oracle, greedy, random-valid, atomic-only) or "
+        help=f"agent(s) to evaluate, comma list: a reference agent ({_reference_agents()}) or "
         "'user' for the agent from your hook (default: the suite's reference agents, or "
         "'user' when your conftest supplies one)",
     )
@@ -77,32 +75,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         'figures (needs matplotlib: pip install "pytest-budget[report]")',
     )
     group.addoption(
-        "--budget-alpha", help="triage budget levels alpha, comma list (default 0.25,0.5,0.75,1.0)"
-    )
-    group.addoption(
-        "--budget-unsolvable",
-        help="triage: shares of each pool replaced with unsolvable items (default 0,0.5)",
-    )
-    group.addoption(
-        "--budget-pool",
-        action="append",
-        metavar="PATH",
-        help="triage: a JSONL pool file (repeatable); replaces the bundled pools",
-    )
-    group.addoption("--budget-pool-size", help="triage: items per bundled pool (default 30)")
-    group.addoption(
-        "--budget-chunk-size", help="triage: split user pools into chunks of this size (default 30)"
-    )
-    group.addoption(
-        "--budget-variant", help="triage: planner prompt variant(s) A, B, C (default A)"
-    )
-    group.addoption(
-        "--budget-resolve",
-        action="store_true",
-        default=False,
-        help="triage: add the budget-aware re-solve cells (compliance with own allocations)",
-    )
-    group.addoption(
         "--budget-allow-partial",
         action="store_true",
         default=False,
@@ -116,12 +88,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--budget-gate",
-        help="tolerance: fail on regressions past tolerance against stored baselines "
-        "(default, except planning); ci: fail only when a score's whole confidence interval "
-        "is on the worse side of the stored value; overlap: only when it is on the worse "
-        "side of the stored interval; paired: a paired test of each query's new values "
-        "against the stored ones (planning's default); off: score and report without "
-        "comparing",
+        help="tolerance: fail on regressions past tolerance against stored baselines; ci: "
+        "fail only when a score's whole confidence interval is on the worse side of the "
+        "stored value; overlap: only when it is on the worse side of the stored interval; "
+        "paired: a paired test of each query's new values against the stored ones; off: "
+        f"score and report without comparing (default per suite: {_default_gates()})",
     )
     group.addoption(
         "--budget-ci-level",
@@ -140,118 +111,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="K",
         help="run each cell's agent K times and report mean, spread and pass^k consistency "
         "(default: ini budget_repeat, else 1)",
-    )
-    group.addoption(
-        "--budget-env",
-        help="awareness: environments, comma list of sokoban-8x8, sokoban-6x6, warehouse, "
-        "search, swe-synthetic (bundled coding-agent logs) (default: all)",
-    )
-    group.addoption(
-        "--budget-rollouts",
-        action="append",
-        metavar="PATH",
-        help="awareness: a JSONL rollout file (repeatable); replaces generated rollouts",
-    )
-    group.addoption(
-        "--budget-rollout-count", help="awareness: rollouts generated per environment (default 128)"
-    )
-    group.addoption(
-        "--budget-rollout-format",
-        help="awareness: format of --budget-rollouts files: auto (default), pytest-budget, "
-        "mini-swe-agent, openai-chat",
-    )
-    group.addoption(
-        "--budget-rollout-env",
-        metavar="LABEL",
-        help="awareness: env label for imported coding-agent logs (default swe-<model>)",
-    )
-    group.addoption(
-        "--budget-rollout-missing-usage",
-        help="awareness: an imported assistant call without usage: error (default) or skip",
-    )
-    group.addoption(
-        "--budget-rollout-cap",
-        metavar="TOKENS",
-        help="awareness: token budget for imported coding-agent logs (default: the family's "
-        "median total)",
-    )
-    group.addoption(
-        "--budget-search-url",
-        metavar="URL",
-        help="awareness: use your own retrieval server (POST /search) for the search environment",
-    )
-    group.addoption(
-        "--budget-warehouse-demand",
-        metavar="CSV",
-        help="awareness: your own Warehouse demand panel (columns week,retailer,sku,units,price)",
-    )
-    group.addoption(
-        "--budget-awareness-mode",
-        help="awareness: replay (BAGEN's rollout-replay, default), online (the agent acts "
-        "under a hard cap and estimates while it acts) or both",
-    )
-    group.addoption(
-        "--budget-online-protocol",
-        help="awareness online: single (action and estimate in one reply, default), two "
-        "(a separate estimate call after each action), or single,two",
-    )
-    group.addoption(
-        "--budget-online-caps",
-        help="awareness online: cap levels as multiples of each environment's cap, comma "
-        "list (default 0.5,1,2)",
-    )
-    group.addoption(
-        "--budget-online-charge",
-        help="awareness online: what the cap is charged with: acting (default) or both "
-        "(acting and estimation tokens)",
-    )
-    group.addoption(
-        "--budget-online-episodes", help="awareness online: episodes per cell (default 32)"
-    )
-    group.addoption(
-        "--budget-online-success-value",
-        help="awareness online: the value of one success in average runs' tokens, for the "
-        "early-stop net value (default 1)",
-    )
-    group.addoption(
-        "--budget-parse",
-        help="awareness: answer parser, bagen (BAGEN's public parser, default) or strict",
-    )
-    group.addoption(
-        "--budget-scenario",
-        help="planning: MODE[:N]@L comma list, MODE static, ban_tool, preference_change, "
-        "cost_change or remove_tools, N blocks 1..3, L refinement level 0..5 (default "
-        "static@2 and each blocking mode once at L 5)",
-    )
-    group.addoption("--budget-task", help="planning: travel tasks, comma list (default: all six)")
-    group.addoption(
-        "--budget-query-count", help="planning: generated queries per task (default 200)"
-    )
-    group.addoption(
-        "--budget-queries",
-        action="append",
-        metavar="PATH",
-        help="planning: a JSON/JSONL query file in CostBench's layout (repeatable); "
-        "replaces generated queries",
-    )
-    group.addoption(
-        "--budget-planning-keep-longest",
-        action="store_true",
-        default=None,
-        help="planning: keep the composite that does the whole task (CostBench's paper "
-        "scripts ban it; banned by default)",
-    )
-    group.addoption(
-        "--budget-planning-reading",
-        help="planning: code (CostBench's eval.py, default) or prose (the paper's App. B.3 "
-        "text: runs that miss the goal leave the path metrics and UIHR)",
-    )
-    group.addoption(
-        "--budget-planning-answer-feedback",
-        action="store_true",
-        default=None,
-        help="planning: answer a turn with neither a tool call nor a well-formed answer with "
-        "an error message and go on (CostBench ends the episode; off by default)",
     )
     group.addoption(
         "--budget-base-url",
@@ -336,6 +195,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only shard I of N (1-based) of the collected tests, chosen by a hash of each "
         "test's id; merge the shards' reports with budget-report merge",
     )
+    # Each registered suite's own flags and ini keys.
+    for suite in registered_suites().values():
+        if suite.options is not None:
+            suite.options.add(group.addoption, parser.addini)
     parser.addini(
         "budget_snapshot_dir",
         "directory for score snapshots, relative to rootdir",
@@ -356,8 +219,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "where Phase 0 results are cached (default: inside pytest's cache directory)",
         default="",
     )
-    parser.addini("budget_chunk_size", "triage: chunk size for user pools", default="")
-    parser.addini("budget_parse", "awareness: answer parser, bagen or strict", default="")
     parser.addini("budget_record_mode", "model-call record/replay mode", default="")
     parser.addini("budget_price_file", "price table file for model calls", default="")
     parser.addini(
@@ -385,6 +246,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "budget_retry_max_s", "seconds after which a model call stops retrying", default=""
     )
+
+
+def _reference_agents() -> str:
+    """``triage: cheapest-first, random, ...; awareness: ...`` from the registry."""
+    return "; ".join(
+        f"{name}: {', '.join(suite.kinds[0].reference_agents)}"
+        for name, suite in registered_suites().items()
+        if suite.kinds and suite.kinds[0].reference_agents
+    )
+
+
+def _default_gates() -> str:
+    return ", ".join(f"{name} {suite.default_gate}" for name, suite in registered_suites().items())
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -425,37 +299,6 @@ def pytest_configure(config: pytest.Config) -> None:
     _map_suite_args(config)
     if options.suites:
         _add_suite_paths(config, options)
-        if options.pools:
-            from pytest_budget.fixtures.triage import load_user_pools
-
-            try:
-                load_user_pools(session)
-            except ValueError as exc:
-                raise pytest.UsageError(str(exc)) from None
-        if options.warehouse_demand and "awareness" in options.suites:
-            from pytest_budget.awareness.warehouse import load_demand_panel
-
-            try:
-                load_demand_panel(options.warehouse_demand)
-            except ValueError as exc:
-                raise pytest.UsageError(f"--budget-warehouse-demand: {exc}") from None
-        if options.queries and "planning" in options.suites:
-            from pytest_budget.fixtures.planning import load_user_queries
-
-            try:
-                load_user_queries(session)
-            except ValueError as exc:
-                raise pytest.UsageError(str(exc)) from None
-        searches = "search" in options.envs and not options.rollouts
-        if options.search_url and "awareness" in options.suites and searches:
-            _check_search_url(options.search_url)
-        if options.rollouts and "awareness" in options.suites:
-            from pytest_budget.fixtures.awareness import load_user_rollouts
-
-            try:
-                load_user_rollouts(session)
-            except ValueError as exc:
-                raise pytest.UsageError(str(exc)) from None
 
 
 def _register_model_providers() -> None:
@@ -594,20 +437,6 @@ def _preflight(options: BudgetOptions, agents: list[tuple[str, str]], runtime_co
             )
         except (PreflightError, ProviderConfigError) as exc:
             raise pytest.UsageError(f"--budget-agent={provider}:{model}: {exc}") from None
-
-
-def _check_search_url(url: str) -> None:
-    """A user's retrieval server must answer before any cell runs (one-line usage error)."""
-    import anyio
-
-    from pytest_budget.awareness.retrieval import RetrievalError, wait_until_healthy
-
-    try:
-        anyio.run(lambda: wait_until_healthy(url, 5.0))
-    except RetrievalError as exc:
-        from pytest_budget.redact import redact_text
-
-        raise pytest.UsageError(redact_text(f"--budget-search-url: {exc}")) from None
 
 
 def _with_cache_dir(options: BudgetOptions, config: pytest.Config) -> BudgetOptions:

@@ -30,6 +30,7 @@ __all__ = [
     "CellKind",
     "Suite",
     "SuiteError",
+    "SuiteOptions",
     "cell_kind",
     "cell_kinds",
     "register_suite",
@@ -89,6 +90,25 @@ class CellKind:
 
 
 @dataclass(frozen=True)
+class SuiteOptions:
+    """A suite's own options: how they are registered and read.
+
+    ``add(flag, **attrs)`` registers a flag in the ``budget`` option group and
+    ``add_ini(name, help, default=...)`` an ini key (pytest's ``addoption``/``addini``);
+    ``parse`` reads them with an :class:`~pytest_budget.option_checks.OptionReader` into
+    the suite's frozen options value (read back with ``BudgetOptions.of(type)``), raising
+    :class:`~pytest_budget.option_checks.OptionError` for a bad value.
+    """
+
+    add: Callable[[Callable[..., None], Callable[..., None]], None]
+    parse: Callable[[Any], Any]
+    #: The string-valued options (``dest``): none may be given empty; ``list_dests`` are
+    #: comma lists (``,`` alone is empty too).
+    dests: tuple[str, ...] = ()
+    list_dests: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Suite:
     """A suite as the shared layers see it (see the module docstring)."""
 
@@ -98,6 +118,8 @@ class Suite:
     test_files: Callable[[Any], tuple[str, ...]]
     #: Folder of its cell modules; None: the bundled ones (``pytest_budget.suites``).
     test_folder: Path | None = None
+    #: Its own options (flags, ini keys, parsed value).
+    options: SuiteOptions | None = None
     #: Modules registered as pytest plugins: the suite's fixtures.
     fixture_modules: tuple[str, ...] = ()
     #: Gate rule when ``--budget-gate`` is not given.
@@ -143,8 +165,13 @@ def _load_builtins() -> None:
         register_suite(module.SUITE)
 
 
-def register_suite(suite: Suite) -> Suite:
-    """Add ``suite`` to the registry (again with the same value: no change)."""
+def register_suite(suite: Suite, parser: Any = None) -> Suite:
+    """Add ``suite`` to the registry (again with the same value: no change).
+
+    From a ``conftest.py``, register in its ``pytest_addoption(parser)`` hook and pass the
+    ``parser``: the suite's own flags are added to the ``budget`` option group then (the
+    built-in suites' flags are added when the plugin loads).
+    """
     _load_builtins()
     known = _REGISTERED.get(suite.name)
     if known is not None and known != suite:
@@ -155,6 +182,8 @@ def register_suite(suite: Suite) -> Suite:
         if owner is not None and owner != suite.name:
             raise SuiteError(f"cell kind {kind.name!r} belongs to suite {owner!r} already")
     _REGISTERED[suite.name] = suite
+    if parser is not None and suite.options is not None and known is None:
+        suite.options.add(parser.getgroup("budget").addoption, parser.addini)
     return suite
 
 

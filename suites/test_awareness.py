@@ -17,6 +17,7 @@ from pytest_budget.awareness.environments import WAREHOUSE_PRESETS, file_digest
 from pytest_budget.awareness.evaluate import run_awareness_cell, summarize_rollouts
 from pytest_budget.awareness.floor import trivial_floor
 from pytest_budget.awareness.intervals import cell_summary
+from pytest_budget.awareness.options import AwarenessOptions
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
 from pytest_budget.awareness.subsample import subsample_probes
@@ -86,10 +87,14 @@ def _context(
         "actor": "logged" if actor is None else agent_name(actor),
         "rollouts": len(rollouts),
         "rollout_set": _rollout_digest(rollouts),
-        "parse": options.parse,
+        "parse": options.of(AwarenessOptions).parse,
     }
-    if cell.env.startswith("warehouse") and options.warehouse_demand and actor is not None:
-        context["warehouse_demand"] = file_digest(options.warehouse_demand)
+    if (
+        cell.env.startswith("warehouse")
+        and options.of(AwarenessOptions).warehouse_demand
+        and actor is not None
+    ):
+        context["warehouse_demand"] = file_digest(options.of(AwarenessOptions).warehouse_demand)
     return context
 
 
@@ -120,7 +125,7 @@ async def _cell(
     outcome = await run_awareness_cell(
         rollouts,
         estimator,
-        policy=options.parse,  # type: ignore[arg-type]
+        policy=options.of(AwarenessOptions).parse,  # type: ignore[arg-type]
         limiter=shared_limiter(options.concurrency),
         probes=_probes(rollouts),
     )
@@ -134,12 +139,14 @@ def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] 
 
     params = item.callspec.params  # type: ignore[attr-defined]
     cell, name, options = params["awareness_cell"], params["budget_agent"], state.options
-    logged = bool(options.rollouts) or cell.env in LOGGED_ENVS
-    if cell.env == "search" and not logged and not options.search_url:
+    logged = bool(options.of(AwarenessOptions).rollouts) or cell.env in LOGGED_ENVS
+    if cell.env == "search" and not logged and not options.of(AwarenessOptions).search_url:
         return None  # the search server the suite starts is the test's fixture
     estimator = role_agent_for(item.config, options, name, "estimator", options.seed)
     actor = None if logged else role_agent_for(item.config, options, name, "actor", options.seed)
-    search_url = options.search_url if cell.env == "search" and not logged else None
+    search_url = (
+        options.of(AwarenessOptions).search_url if cell.env == "search" and not logged else None
+    )
     rollouts_of = AwarenessRollouts(state)
     return (lambda: _cell(rollouts_of, cell, actor, search_url, estimator, options)), _identity(
         estimator, actor
@@ -161,7 +168,7 @@ def test_awareness(
     request: pytest.FixtureRequest,
 ) -> None:
     # Logged rollouts need no actor; otherwise the actor (yours or the reference) rolls out.
-    logged = bool(budget_options.rollouts) or awareness_cell.env in LOGGED_ENVS
+    logged = bool(budget_options.of(AwarenessOptions).rollouts) or awareness_cell.env in LOGGED_ENVS
     budget_actor = None if logged else request.getfixturevalue("budget_actor")
     search_url = None
     if awareness_cell.env == "search" and not logged:
@@ -196,7 +203,7 @@ def test_awareness(
                 lambda estimator=estimator: run_awareness_cell(
                     rollouts,
                     estimator,
-                    policy=budget_options.parse,  # type: ignore[arg-type]
+                    policy=budget_options.of(AwarenessOptions).parse,  # type: ignore[arg-type]
                     limiter=shared_limiter(budget_options.concurrency),
                     probes=probes,
                 ),
@@ -221,7 +228,7 @@ def test_awareness(
             "agent": agent,
             "actor": "logged" if budget_actor is None else agent_name(budget_actor),
             "seed": budget_options.seed,
-            "parse": budget_options.parse,
+            "parse": budget_options.of(AwarenessOptions).parse,
             **_budget_fields(rollouts),
             "outcome": outcome.outcome,
             "reason": outcome.reason,

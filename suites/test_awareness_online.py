@@ -18,6 +18,7 @@ import pytest
 from pytest_budget.awareness.online.cell import cell_caps, run_online_cell
 from pytest_budget.awareness.online.envs import ONLINE_ENVS
 from pytest_budget.awareness.online.protocol import PROTOCOLS
+from pytest_budget.awareness.options import AwarenessOptions
 from pytest_budget.fixtures.core import agent_axis
 from pytest_budget.models.loop import run_on_worker_loop
 from pytest_budget.options import BudgetOptions
@@ -40,12 +41,12 @@ class OnlineCell:
 
 
 def online_cells(options: BudgetOptions) -> list[OnlineCell]:
-    envs = [env for env in options.envs if env in ONLINE_ENVS]
+    envs = [env for env in options.of(AwarenessOptions).envs if env in ONLINE_ENVS]
     return [
         OnlineCell(env, multiplier, protocol)
         for env in envs
-        for multiplier in options.online_caps
-        for protocol in options.online_protocols
+        for multiplier in options.of(AwarenessOptions).online_caps
+        for protocol in options.of(AwarenessOptions).online_protocols
     ]
 
 
@@ -66,19 +67,20 @@ def test_awareness_online(
     budget_snapshot: Any,
 ) -> None:
     options = budget_options
+    own = options.of(AwarenessOptions)
     result = run_on_worker_loop(
         lambda: run_online_cell(
             online_cell.env,
             budget_online_actor,
-            n=options.online_episodes,
+            n=own.online_episodes,
             seed=options.seed,
             multiplier=online_cell.multiplier,
             protocol=online_cell.protocol,
-            charge=options.online_charge,
-            policy=options.parse,
+            charge=own.online_charge,
+            policy=own.parse,
             concurrency=options.concurrency,
-            success_value=options.online_success_value,
-            warehouse_demand=options.warehouse_demand,
+            success_value=own.online_success_value,
+            warehouse_demand=own.warehouse_demand,
         )
     )
     agent = budget_agent if budget_agent != "user" else agent_name(budget_online_actor)
@@ -92,14 +94,14 @@ def test_awareness_online(
             "agent": agent,
             "awareness_mode": "online",
             "protocol": PROTOCOLS[online_cell.protocol],
-            "charge": options.online_charge,
+            "charge": own.online_charge,
             "cap_multiplier": online_cell.multiplier,
             "budget": caps,
             "seed": options.seed,
-            "parse": options.parse,
-            "episodes": options.online_episodes,
+            "parse": own.parse,
+            "episodes": own.online_episodes,
             "cost_model": (
-                f"a success is worth {options.online_success_value:g} x an average run's "
+                f"a success is worth {own.online_success_value:g} x an average run's "
                 "tokens; net_value = share of all tokens saved by stops - value x successes "
                 "lost per run"
             ),
@@ -119,9 +121,9 @@ def test_awareness_online(
         "scores": result.scores,
         "context": {
             "seed": options.seed,
-            "episodes": options.online_episodes,
-            "charge": options.online_charge,
-            "parse": options.parse,
+            "episodes": own.online_episodes,
+            "charge": own.online_charge,
+            "parse": own.parse,
             "budget": caps,
         },
     }

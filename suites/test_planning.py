@@ -21,6 +21,7 @@ from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.planning.evaluate import run_planning_cell
 from pytest_budget.planning.intervals import cell_summary
+from pytest_budget.planning.options import PlanningOptions
 from pytest_budget.planning.per_query import per_query_snapshot
 from pytest_budget.planning.records import Query
 from pytest_budget.plugin import budget_session
@@ -38,9 +39,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _protocol(options: BudgetOptions) -> dict[str, Any]:
     """The planning protocol options of a cell (CostBench as coded by default)."""
     return {
-        "ban_longest": options.planning_ban_longest,
-        "reading": options.planning_reading,
-        "answer_feedback": options.planning_answer_feedback,
+        "ban_longest": options.of(PlanningOptions).planning_ban_longest,
+        "reading": options.of(PlanningOptions).planning_reading,
+        "answer_feedback": options.of(PlanningOptions).planning_answer_feedback,
     }
 
 
@@ -122,7 +123,7 @@ def test_planning(
         level=budget_options.ci_level,
         resamples=budget_options.ci_resamples,
         seeds=repeat_seeds(budget_options),
-        reading=budget_options.planning_reading,
+        reading=budget_options.of(PlanningOptions).planning_reading,
     )
     agent = budget_agent if budget_agent != "user" else outcome.agent
     budget_record(
@@ -144,8 +145,8 @@ def test_planning(
             # Sums the all-task row pools (the paper's rows pool every task).
             "planning_pool": outcome.pool,
             "planning_greedy_pool": outcome.greedy_pool,
-            "reading": budget_options.planning_reading,
-            "ban_longest": budget_options.planning_ban_longest,
+            "reading": budget_options.of(PlanningOptions).planning_reading,
+            "ban_longest": budget_options.of(PlanningOptions).planning_ban_longest,
             "first_error": outcome.first_error,
             # The episodes behind the scores, for the HTML report's drill-down (issue 23).
             "samples": _samples(outcome, queries, budget_options),
@@ -159,13 +160,15 @@ def test_planning(
     payload = {
         **summary.snapshot_fields(),
         # Each query's values, for the paired gate (--budget-gate=paired, planning's default).
-        "per_query": per_query_snapshot(outcomes, budget_options.planning_reading),
+        "per_query": per_query_snapshot(
+            outcomes, budget_options.of(PlanningOptions).planning_reading
+        ),
         "context": {
             "seed": budget_options.seed,
             "queries": len(queries),
             "query_set": _query_digest(queries),
-            "ban_longest": budget_options.planning_ban_longest,
-            "reading": budget_options.planning_reading,
+            "ban_longest": budget_options.of(PlanningOptions).planning_ban_longest,
+            "reading": budget_options.of(PlanningOptions).planning_reading,
         },
     }
     assert budget_snapshot("planning") == payload

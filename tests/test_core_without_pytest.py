@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pytest_budget"
 PLUGIN_FACING = {
     "pytest_budget.plugin",  # the pytest plugin itself
     "pytest_budget.hookspecs",  # pytest hook specifications
+    "pytest_budget.suite_hooks",  # the suites' own hook specifications
     "pytest_budget._snapshot",  # the syrupy extension (syrupy imports pytest)
     "pytest_budget.interrupt",  # the xdist worker's Ctrl-C hook
     "pytest_budget.forecast_suites",  # prints the forecast and exits/refuses via pytest

@@ -10,6 +10,7 @@ import socket
 import anyio
 import pytest
 
+from pytest_budget.awareness.options import AwarenessOptions
 from pytest_budget.models.client import ChatClient, ChatResult, ModelCallError, OpenAIChatClient
 from pytest_budget.models.preflight import PreflightError, preflight
 from pytest_budget.models.provider import ProviderConfigError, build_chat_client
@@ -51,7 +52,10 @@ def test_split_and_redact_by_hand() -> None:
     assert redact_text("cannot reach http://a:b@h/v1 or https://t@h2/", ["zzz"]) == (
         "cannot reach http://***@h/v1 or https://***@h2/"
     )
-    options = BudgetOptions(base_url="https://u:p@h/v1", search_url="http://k@s:1")
+    options = BudgetOptions(
+        base_url="https://u:p@h/v1",
+        per_suite={"awareness": AwarenessOptions(search_url="http://k@s:1")},
+    )
     assert options.as_dict()["base_url"] == "https://***@h/v1"
     assert options.as_dict()["search_url"] == "http://***@s:1"
 

@@ -30,7 +30,6 @@ PACKAGES = {
 # the plugin layer (plugin <-> fixtures <-> suites, which the suite registry will cut) are
 # tolerated for now; any circle reaching below the plugin layer fails.
 KNOWN_CIRCLES = {
-    frozenset({"pytest_budget.options", "pytest_budget.option_checks"}),
     frozenset({"pytest_budget.models.agents", "pytest_budget.awareness.online.llm"}),
     frozenset({"pytest_budget.planning.metrics", "pytest_budget.planning.code_metrics"}),
 }
@@ -39,9 +38,8 @@ KNOWN_CIRCLES = {
 PLUGIN_LAYER_PREFIXES = (
     "pytest_budget.plugin",
     "pytest_budget.hookspecs",
+    "pytest_budget.suite_hooks",
     "pytest_budget.options",
-    "pytest_budget.option_checks",
-    "pytest_budget.online_options",
     "pytest_budget.session",
     "pytest_budget._snapshot",
     "pytest_budget.interrupt",

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from pytest_budget.merge import MergeError, merge_reports
 from pytest_budget.options import BudgetOptions
 from pytest_budget.report import build_report, write_report
 from pytest_budget.shard import Shard
+from pytest_budget.triage.options import TriageOptions
 
 SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "reference" / "report.schema.json"
 
@@ -194,6 +195,19 @@ ALL_CELLS = [
 ]
 
 
+def _options(**values: Any) -> BudgetOptions:
+    """A planning + triage run's options with some of the run's or triage's values set."""
+    triage_fields = {f.name for f in fields(TriageOptions)}
+    triage = {k: v for k, v in values.items() if k in triage_fields}
+    run = {k: v for k, v in values.items() if k not in triage_fields}
+    return BudgetOptions(
+        suites=("planning", "triage"),
+        gate="off",
+        per_suite={"triage": TriageOptions(**triage)},
+        **run,
+    )
+
+
 def _shard_report(
     index: int,
     count: int = 3,
@@ -310,11 +324,10 @@ def test_mixed_runs_are_refused(
 def test_options_that_change_scores_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, mine: Any, theirs: Any
 ) -> None:
-    base = BudgetOptions(suites=("planning", "triage"), gate="off")
     docs = [
-        _shard_report(1, options=replace(base, **{field: mine})),
-        _shard_report(2, options=replace(base, **{field: mine})),
-        _shard_report(3, options=replace(base, **{field: theirs})),
+        _shard_report(1, options=_options(**{field: mine})),
+        _shard_report(2, options=_options(**{field: mine})),
+        _shard_report(3, options=_options(**{field: theirs})),
     ]
     code, _, err = _merge_cli(tmp_path, capsys, docs)
     assert code == 2
@@ -327,12 +340,10 @@ def test_paths_that_differ_between_machines_are_not_refused(
 ) -> None:
     """Where files go (report, cache, snapshots, HTML) and the folder an input file sits
     in differ from machine to machine; the file's name must not."""
-    base = BudgetOptions(suites=("planning", "triage"), gate="off")
     docs = [
         _shard_report(
             i,
-            options=replace(
-                base,
+            options=_options(
                 cache_dir=f"/runner/{i}/cache",
                 snapshot_dir=f"/runner/{i}/__budget_snapshots__",
                 pools=(f"/runner/{i}/checkout/pools/mine.jsonl",),

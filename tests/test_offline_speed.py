@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from pytest_budget import distribute
+from pytest_budget.awareness.options import AwarenessOptions
 from pytest_budget.bootstrap import counts_from_indices, resample_indices
 from pytest_budget.options import BudgetOptions
 from pytest_budget.planning import costs as costs_module
@@ -340,8 +341,9 @@ def test_groups_of_the_suites_cells() -> None:
         ),
         f"{suites}test_awareness.py::test_awareness[search-oracle]": "awareness:search",
     }
+    options = BudgetOptions(per_suite={"awareness": AwarenessOptions(envs=envs)})
     for nodeid, group in cases.items():
-        assert distribute.group_of(nodeid, BudgetOptions(envs=envs)) == group, nodeid
+        assert distribute.group_of(nodeid, options) == group, nodeid
     # Anything else is a group of one: the user's own tests, unknown envs, other suites.
     for nodeid in (
         "tests/test_mine.py::test_planning[dining-static-L2-greedy]",
@@ -349,7 +351,7 @@ def test_groups_of_the_suites_cells() -> None:
         f"{suites}test_triage_resolve.py::test_triage_resolve[arith-u0-a0.5-A-oracle]",
         f"{suites}test_planning.py::test_planning",
     ):
-        assert distribute.group_of(nodeid, BudgetOptions(envs=envs)) == nodeid
+        assert distribute.group_of(nodeid, options) == nodeid
 
 
 def test_n2_runs_each_group_on_one_worker(pytester: pytest.Pytester) -> None:

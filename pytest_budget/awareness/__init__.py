@@ -8,83 +8,90 @@ The environments live in ``sokoban_env``, ``warehouse`` and ``warehouse_policy``
 ``environments.generate_env_rollouts`` rolls an actor out in any of them by name.
 """
 
-from pytest_budget.awareness.answers import (
-    WAREHOUSE_DIMENSIONS,
-    Estimate,
-    Impossible,
-    Interval,
-    IntervalMap,
-    Invalid,
-    ReversedPolicy,
-    parse_bagen,
-    parse_estimate,
-    parse_rl,
-    parse_strict,
-)
-from pytest_budget.awareness.environments import (
-    ENVIRONMENTS,
-    ReferenceActor,
-    RolloutCache,
-    generate_env_rollouts,
-)
-from pytest_budget.awareness.estimators import (
-    AlwaysFeasibleEstimator,
-    AlwaysImpossibleEstimator,
-    LinearEstimator,
-    LinearVisibleEstimator,
-    OracleEstimator,
-    RandomEstimator,
-    format_answer,
-)
-from pytest_budget.awareness.evaluate import (
-    PARSE_POLICIES,
-    AwarenessOutcome,
-    ProbeResult,
-    parse_answer,
-    run_awareness_cell,
-    score_results,
-)
-from pytest_budget.awareness.metrics import (
-    ClassF1,
-    EarlyStop,
-    LateRecognition,
-    LinearBaseline,
-    MissBins,
-    MultiProbeRecord,
-    ProbeRecord,
-    ProbeTable,
-    class_f1,
-    early_stop,
-    fail_f1,
-    hit_rate,
-    interval_score,
-    interval_scores,
-    invalid_rate,
-    late_recognition,
-    linear_baseline,
-    linear_extrapolation,
-    macro_f1,
-    midpoint_relative_error,
-    miss_bins,
-    per_dimension_scores,
-    project_dimension,
-    reward,
-    reward_from_text,
-    rewards,
-    score_probes,
-)
-from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
-from pytest_budget.awareness.rollouts import (
-    ROLLOUT_SCHEMA_VERSION,
-    ActorObservation,
-    ActorReply,
-    Rollout,
-    RolloutFileError,
-    Turn,
-    actor_reply,
-    read_rollouts,
-    write_rollouts,
-)
+from typing import TYPE_CHECKING
+
+from pytest_budget.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:  # resolved on first use (see pytest_budget.lazy_exports)
+    from pytest_budget.awareness.answers import (
+        WAREHOUSE_DIMENSIONS,
+        Estimate,
+        Impossible,
+        Interval,
+        IntervalMap,
+        Invalid,
+        ReversedPolicy,
+        parse_bagen,
+        parse_estimate,
+        parse_rl,
+        parse_strict,
+    )
+    from pytest_budget.awareness.environments import (
+        ENVIRONMENTS,
+        ReferenceActor,
+        RolloutCache,
+        generate_env_rollouts,
+    )
+    from pytest_budget.awareness.estimators import (
+        AlwaysFeasibleEstimator,
+        AlwaysImpossibleEstimator,
+        LinearEstimator,
+        LinearVisibleEstimator,
+        OracleEstimator,
+        RandomEstimator,
+        format_answer,
+    )
+    from pytest_budget.awareness.evaluate import (
+        PARSE_POLICIES,
+        AwarenessOutcome,
+        ProbeResult,
+        parse_answer,
+        run_awareness_cell,
+        score_results,
+    )
+    from pytest_budget.awareness.metrics import (
+        ClassF1,
+        EarlyStop,
+        LateRecognition,
+        LinearBaseline,
+        MissBins,
+        MultiProbeRecord,
+        ProbeRecord,
+        ProbeTable,
+        class_f1,
+        early_stop,
+        fail_f1,
+        hit_rate,
+        interval_score,
+        interval_scores,
+        invalid_rate,
+        late_recognition,
+        linear_baseline,
+        linear_extrapolation,
+        macro_f1,
+        midpoint_relative_error,
+        miss_bins,
+        per_dimension_scores,
+        project_dimension,
+        reward,
+        reward_from_text,
+        rewards,
+        score_probes,
+    )
+    from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
+    from pytest_budget.awareness.rollouts import (
+        ROLLOUT_SCHEMA_VERSION,
+        ActorObservation,
+        ActorReply,
+        Rollout,
+        RolloutFileError,
+        Turn,
+        actor_reply,
+        read_rollouts,
+        write_rollouts,
+    )
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __all__ = [
     "ENVIRONMENTS",

@@ -11,8 +11,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_budget.awareness.options import (
+    DESTS,
+    LIST_DESTS,
+    AwarenessOptions,
+    add_options,
+    parse_options,
+)
 from pytest_budget.gating import MetricSpec
-from pytest_budget.suite_registry import CellKind, Suite
+from pytest_budget.suite_registry import CellKind, Suite, SuiteOptions
 
 __all__ = ["SUITE"]
 
@@ -57,15 +64,16 @@ def _online_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str
 
 def _work_group(params: str, options: Any) -> str | None:
     # Cells of one environment share its rollouts; names may hold "-": longest first.
-    for env in sorted(options.envs, key=len, reverse=True):
+    for env in sorted(options.of(AwarenessOptions).envs, key=len, reverse=True):
         if params.startswith(f"{env}-"):
             return f"awareness:{env}"
     return None
 
 
 def _test_files(options: Any) -> tuple[str, ...]:
-    files = () if options.awareness_mode == "online" else ("test_awareness.py",)
-    return (*files, *(("test_awareness_online.py",) if options.awareness_online else ()))
+    own = options.of(AwarenessOptions)
+    files = () if own.awareness_mode == "online" else ("test_awareness.py",)
+    return (*files, *(("test_awareness_online.py",) if own.awareness_online else ()))
 
 
 SUITE = Suite(
@@ -120,6 +128,15 @@ SUITE = Suite(
         ),
     ),
     test_files=_test_files,
-    fixture_modules=("pytest_budget.fixtures.awareness",),
+    options=SuiteOptions(
+        add=add_options,
+        parse=parse_options,
+        dests=DESTS,
+        list_dests=LIST_DESTS,
+    ),
+    fixture_modules=(
+        "pytest_budget.fixtures.awareness",
+        "pytest_budget.fixtures.awareness_forecast",
+    ),
     roles=("estimator",),
 )

@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_budget.gating import MetricSpec
-from pytest_budget.suite_registry import CellKind, Suite
+from pytest_budget.planning.options import (
+    DESTS,
+    LIST_DESTS,
+    add_options,
+    parse_options,
+)
+from pytest_budget.suite_registry import CellKind, Suite, SuiteOptions
 
 __all__ = ["SUITE"]
 
@@ -93,7 +99,13 @@ SUITE = Suite(
         ),
     ),
     test_files=lambda options: ("test_planning.py",),
-    fixture_modules=("pytest_budget.fixtures.planning",),
+    options=SuiteOptions(
+        add=add_options,
+        parse=parse_options,
+        dests=DESTS,
+        list_dests=LIST_DESTS,
+    ),
+    fixture_modules=("pytest_budget.fixtures.planning", "pytest_budget.fixtures.planning_forecast"),
     # Pairs each query's new values with the stored ones: a sampling agent's baseline is
     # one noisy draw too, and pairing cancels the differences between queries (issue 17,
     # item 8; benchmarks/bench_planning_gate.py).

@@ -5,48 +5,55 @@ Everything here is plain Python, usable without pytest::
     from pytest_budget.triage import score_plan, parse_plan, bundled_pools
 """
 
-from pytest_budget.triage.evaluate import (
-    CellOutcome,
-    TriageScores,
-    budget_for,
-    run_cell,
-    score_plan,
-)
-from pytest_budget.triage.graders import GRADERS, extract_answer, get_grader, grade
-from pytest_budget.triage.phase0 import Phase0Cache, coerce_solution, measure_baselines
-from pytest_budget.triage.plan_parser import parse_plan
-from pytest_budget.triage.planners import (
-    AttemptAllPlanner,
-    CheapestFirstPlanner,
-    OraclePlanner,
-    RandomPlanner,
-)
-from pytest_budget.triage.pool_file import PoolFileError, chunk_pool, load_pool_file, load_pools
-from pytest_budget.triage.pools import bundled_pools, inject_unsolvable
-from pytest_budget.triage.prompts import render_plan_prompt
-from pytest_budget.triage.resolve import ResolveScores, run_resolve
-from pytest_budget.triage.scoring import (
-    detection_rate,
-    efficiency,
-    execute_advisory,
-    execute_enforced,
-    kendall_tau_b,
-    oracle_value,
-    random_reference,
-    regret,
-    waste_rate,
-)
-from pytest_budget.triage.types import (
-    Baseline,
-    Item,
-    Plan,
-    PlanEntry,
-    PlanRequest,
-    PlanStatus,
-    Pool,
-    Problem,
-    Solution,
-)
+from typing import TYPE_CHECKING
+
+from pytest_budget.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:  # resolved on first use (see pytest_budget.lazy_exports)
+    from pytest_budget.triage.evaluate import (
+        CellOutcome,
+        TriageScores,
+        budget_for,
+        run_cell,
+        score_plan,
+    )
+    from pytest_budget.triage.graders import GRADERS, extract_answer, get_grader, grade
+    from pytest_budget.triage.phase0 import Phase0Cache, coerce_solution, measure_baselines
+    from pytest_budget.triage.plan_parser import parse_plan
+    from pytest_budget.triage.planners import (
+        AttemptAllPlanner,
+        CheapestFirstPlanner,
+        OraclePlanner,
+        RandomPlanner,
+    )
+    from pytest_budget.triage.pool_file import PoolFileError, chunk_pool, load_pool_file, load_pools
+    from pytest_budget.triage.pools import bundled_pools, inject_unsolvable
+    from pytest_budget.triage.prompts import render_plan_prompt
+    from pytest_budget.triage.resolve import ResolveScores, run_resolve
+    from pytest_budget.triage.scoring import (
+        detection_rate,
+        efficiency,
+        execute_advisory,
+        execute_enforced,
+        kendall_tau_b,
+        oracle_value,
+        random_reference,
+        regret,
+        waste_rate,
+    )
+    from pytest_budget.triage.types import (
+        Baseline,
+        Item,
+        Plan,
+        PlanEntry,
+        PlanRequest,
+        PlanStatus,
+        Pool,
+        Problem,
+        Solution,
+    )
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __all__ = [
     "GRADERS",

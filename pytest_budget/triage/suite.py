@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_budget.gating import MetricSpec
-from pytest_budget.suite_registry import CellKind, Suite
+from pytest_budget.suite_registry import CellKind, Suite, SuiteOptions
+from pytest_budget.triage.options import (
+    DESTS,
+    LIST_DESTS,
+    TriageOptions,
+    add_options,
+    parse_options,
+)
 
 __all__ = ["SUITE"]
 
@@ -64,7 +71,10 @@ def _work_group(params: str, options: Any) -> str | None:
 
 
 def _test_files(options: Any) -> tuple[str, ...]:
-    return ("test_triage.py", *(("test_triage_resolve.py",) if options.resolve else ()))
+    return (
+        "test_triage.py",
+        *(("test_triage_resolve.py",) if options.of(TriageOptions).resolve else ()),
+    )
 
 
 SUITE = Suite(
@@ -110,6 +120,12 @@ SUITE = Suite(
         ),
     ),
     test_files=_test_files,
-    fixture_modules=("pytest_budget.fixtures.triage",),
+    options=SuiteOptions(
+        add=add_options,
+        parse=parse_options,
+        dests=DESTS,
+        list_dests=LIST_DESTS,
+    ),
+    fixture_modules=("pytest_budget.fixtures.triage", "pytest_budget.fixtures.triage_forecast"),
     roles=("planner", "solver"),
 )

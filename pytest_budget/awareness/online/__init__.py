@@ -7,20 +7,27 @@ turn loop, the hard cap, stops and their measured continuation) and :mod:`.scori
 Plain Python: no pytest.
 """
 
-from pytest_budget.awareness.online.cell import OnlineCellResult, cell_caps, run_online_cell
-from pytest_budget.awareness.online.envs import ONLINE_ENVS, default_caps
-from pytest_budget.awareness.online.protocol import (
-    PROTOCOLS,
-    OnlineObservation,
-    OnlineReply,
-    read_online_reply,
-)
-from pytest_budget.awareness.online.reference import (
-    ONLINE_ESTIMATORS,
-    ReferenceOnlineAgent,
-    reference_online_agent,
-)
-from pytest_budget.awareness.online.runner import OnlineRun, run_episode
+from typing import TYPE_CHECKING
+
+from pytest_budget.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:  # resolved on first use (see pytest_budget.lazy_exports)
+    from pytest_budget.awareness.online.cell import OnlineCellResult, cell_caps, run_online_cell
+    from pytest_budget.awareness.online.envs import ONLINE_ENVS, default_caps
+    from pytest_budget.awareness.online.protocol import (
+        PROTOCOLS,
+        OnlineObservation,
+        OnlineReply,
+        read_online_reply,
+    )
+    from pytest_budget.awareness.online.reference import (
+        ONLINE_ESTIMATORS,
+        ReferenceOnlineAgent,
+        reference_online_agent,
+    )
+    from pytest_budget.awareness.online.runner import OnlineRun, run_episode
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 __all__ = [
     "ONLINE_ENVS",

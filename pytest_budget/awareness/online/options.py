@@ -1,4 +1,4 @@
-"""The awareness online mode's command-line options, parsed (``options.parse_options`` calls this).
+"""The awareness online mode's options, parsed (:mod:`pytest_budget.awareness.options` calls this).
 
 Every bad value raises :class:`OnlineOptionError` with one line naming the option, the
 value and what is expected.  Imports nothing heavy.
@@ -53,7 +53,7 @@ def _numbers(option: str, value: str) -> tuple[float, ...]:
 
 
 def parse_online_options(get_option: Callable[[str], Any]) -> dict[str, Any]:
-    """The :class:`~pytest_budget.options.BudgetOptions` fields of the online mode."""
+    """The :class:`~pytest_budget.awareness.options.AwarenessOptions` fields of the online mode."""
     protocols = []
     for raw in str(get_option("budget_online_protocol") or "single").split(","):
         text = raw.strip().lower()

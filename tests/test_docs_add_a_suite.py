@@ -1,0 +1,125 @@
+"""A fourth suite registered from a conftest runs, tables, reports, gates and renders with
+no change to the plugin (issue 22): the shared layers only read the suite registry.
+
+The project is the one docs/how-to/add-a-suite.md builds: its files are the page's code
+blocks and its commands the page's bash block, taken literally.  Each run is a
+subprocess: a registration must not leak into other tests' registry.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from pytest_budget.suite_registry import registered_suites
+
+ROOT = Path(__file__).resolve().parents[1]
+HOW_TO = ROOT / "docs" / "how-to" / "add-a-suite.md"
+
+
+def how_to_commands() -> list[list[str]]:
+    """The ``pytest`` commands of the how-to's bash block, as argument lists."""
+    text = HOW_TO.read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", text, re.S)
+    assert block is not None
+    return [shlex.split(line, comments=True)[1:] for line in block[1].splitlines() if line]
+
+
+def how_to_blocks() -> dict[str, str]:
+    """The how-to's code blocks that name a file (``# file: NAME`` as first line)."""
+    text = HOW_TO.read_text(encoding="utf-8")
+    blocks: dict[str, str] = {}
+    for match in re.finditer(r"```python\n# file: (\S+)\n(.*?)```", text, re.S):
+        blocks[match[1]] = match[2]
+    return blocks
+
+
+@pytest.fixture
+def toy_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """The how-to's files, written literally into a fresh project."""
+    for name, body in how_to_blocks().items():
+        path = pytester.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+    return pytester
+
+
+def test_the_how_to_names_every_file_the_suite_needs() -> None:
+    assert set(how_to_blocks()) == {"conftest.py", "coin_suite.py", "coin_cells/test_coins.py"}
+
+
+def test_a_fourth_suite_runs_tables_reports_gates_and_renders(
+    toy_project: pytest.Pytester,
+) -> None:
+    """add-a-suite.md's three commands, as written, in the project its code blocks build:
+    store baselines; run with the report and the page; run a worse agent, see the gate fail."""
+    project = toy_project
+    store, report_run, worse_run = how_to_commands()
+    assert store == ["--budget-suite=coins", "--snapshot-update"]
+    # 1. It runs and records; --snapshot-update stores its baselines.
+    first = project.runpytest_subprocess(*store, "-p", "no:cacheprovider")
+    first.assert_outcomes(passed=4)
+    # 2. The gate passes on an unchanged run; the table, the report and the page show it.
+    second = project.runpytest_subprocess(*report_run, "-p", "no:cacheprovider")
+    second.assert_outcomes(passed=4)
+    text = second.stdout.str()
+    table = text[text.index("coins: share of heads called right") :]
+    # (agent, flips, accuracy): every ten flips hold five heads at the default bias.
+    for agent, flips, accuracy in (
+        ("always-heads", 10, "0.500"),
+        ("always-heads", 40, "0.500"),
+        ("follows-the-coin", 10, "1.000"),
+        ("follows-the-coin", 40, "1.000"),
+    ):
+        assert re.search(rf"{agent}\s+{flips}\s+{accuracy}", table), table
+    report = json.loads((project.path / "r.json").read_text(encoding="utf-8"))
+    cells = [cell for cell in report["cells"] if cell["suite"] == "coins"]
+    assert sorted((c["agent"], c["flips"], c["scores"]["accuracy"]) for c in cells) == [
+        ("always-heads", 10, 0.5),
+        ("always-heads", 40, 0.5),
+        ("follows-the-coin", 10, 1.0),
+        ("follows-the-coin", 40, 1.0),
+    ]
+    assert report["options"]["coin_flips"] == [10, 40]
+    assert report["options"]["coin_bias"] == 0.5
+    assert report["options"]["gates"] == {"coins": "tolerance"}
+    assert report["coins_best_agent"] == "follows-the-coin"
+    page = (project.path / "r.html").read_text(encoding="utf-8")
+    assert "coins: calling fair coin flips" in page
+    assert ">flips<" in page and "how often the agent called the flip right" in page
+    assert "4 cells" in page  # the suite's footer
+    # 3. A worse agent: always-heads now calls 3 in 10 right; its two cells fail the gate
+    # on accuracy, the other agent's pass.
+    worse = project.runpytest_subprocess(*worse_run, "-p", "no:cacheprovider")
+    worse.assert_outcomes(passed=2, failed=2)
+    failed = [line for line in worse.stdout.lines if line.startswith("FAILED")]
+    assert len(failed) == 2 and all("always-heads" in line for line in failed), failed
+    assert "accuracy" in worse.stdout.str()
+
+
+def test_a_bad_option_of_the_fourth_suite_is_a_one_line_usage_error(
+    toy_project: pytest.Pytester,
+) -> None:
+    result = toy_project.runpytest_subprocess(
+        "--budget-suite=coins", "--coin-flips=ten", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert errors == ["ERROR: --coin-flips: 'ten' is not a whole number"]
+
+
+def test_an_unknown_suite_lists_the_registered_ones(toy_project: pytest.Pytester) -> None:
+    result = toy_project.runpytest_subprocess("--budget-suite=dice", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*unknown suite 'dice'; valid: triage, awareness, planning, coins, all*"]
+    )
+
+
+def test_the_registry_of_this_process_holds_the_three_built_in_suites() -> None:
+    # The subprocess runs above registered "coins" in their own interpreters only.
+    assert list(registered_suites()) == ["triage", "awareness", "planning"]
