@@ -10,7 +10,7 @@ agent a project supplies through a hook.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -36,109 +36,27 @@ ProviderFactory = Callable[[str, str, Mapping[str, Any]], object]
 _PROVIDERS: dict[str, ProviderFactory] = {}
 
 
-# Factories import lazily so that importing the package stays cheap.
-def _oracle(seed: int) -> object:
-    from pytest_budget.triage.planners import OraclePlanner
+class _ReferenceAgents(Mapping[str, Mapping[str, Callable[[int], object]]]):
+    """name -> role -> factory(seed) of every registered suite's reference agents, read
+    from the registry on each use (a suite registered later is included)."""
 
-    return OraclePlanner()
+    def _all(self) -> dict[str, dict[str, Callable[[int], object]]]:
+        from pytest_budget.suite_registry import reference_agent_roles
 
+        return reference_agent_roles()
 
-def _random(seed: int) -> object:
-    from pytest_budget.triage.planners import RandomPlanner
+    def __getitem__(self, name: str) -> Mapping[str, Callable[[int], object]]:
+        return self._all()[name]
 
-    return RandomPlanner(seed=seed)
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
 
-
-def _cheapest_first(seed: int) -> object:
-    from pytest_budget.triage.planners import CheapestFirstPlanner
-
-    return CheapestFirstPlanner()
-
-
-def _attempt_all(seed: int) -> object:
-    from pytest_budget.triage.planners import AttemptAllPlanner
-
-    return AttemptAllPlanner()
+    def __len__(self) -> int:
+        return len(self._all())
 
 
-def _estimator(class_name: str) -> Callable[[int], object]:
-    def make(seed: int) -> object:
-        from pytest_budget.awareness import estimators
-
-        cls = getattr(estimators, class_name)
-        return cls(seed=seed) if class_name == "RandomEstimator" else cls()
-
-    return make
-
-
-def _tool_agent(class_name: str) -> Callable[[int], object]:
-    def make(seed: int) -> object:
-        from pytest_budget.planning import agents
-
-        cls = getattr(agents, class_name)
-        return cls(seed=seed) if class_name == "RandomValidToolAgent" else cls()
-
-    return make
-
-
-def _reference_actor(seed: int) -> object:
-    from pytest_budget.awareness.environments import ReferenceActor
-
-    return ReferenceActor(seed)
-
-
-def _online(name: str) -> Callable[[int], object]:
-    def make(seed: int) -> object:
-        from pytest_budget.awareness.online.reference import reference_online_agent
-
-        return reference_online_agent(name, seed)
-
-    return make
-
-
-def _reference_solver(seed: int) -> object:
-    from pytest_budget.triage.domains import ReferenceSolver
-
-    return ReferenceSolver()
-
-
-# name -> role -> factory(seed)
-REFERENCE_AGENTS: dict[str, dict[str, Callable[[int], object]]] = {
-    "oracle": {
-        "planner": _oracle,
-        "estimator": _estimator("OracleEstimator"),
-        "tool_agent": _tool_agent("OracleToolAgent"),
-    },
-    "random": {
-        "planner": _random,
-        "estimator": _estimator("RandomEstimator"),
-        "online_actor": _online("random"),
-    },
-    "cheapest-first": {"planner": _cheapest_first},
-    "attempt-all": {"planner": _attempt_all},
-    "linear-knows-T": {"estimator": _estimator("LinearEstimator")},
-    "linear-visible": {
-        "estimator": _estimator("LinearVisibleEstimator"),
-        "online_actor": _online("linear-visible"),
-    },
-    "always-feasible": {
-        "estimator": _estimator("AlwaysFeasibleEstimator"),
-        "online_actor": _online("always-feasible"),
-    },
-    "always-impossible": {
-        "estimator": _estimator("AlwaysImpossibleEstimator"),
-        "online_actor": _online("always-impossible"),
-    },
-    "greedy": {"tool_agent": _tool_agent("GreedyToolAgent")},
-    "random-valid": {"tool_agent": _tool_agent("RandomValidToolAgent")},
-    "atomic-only": {"tool_agent": _tool_agent("AtomicOnlyToolAgent")},
-}
-
-# The agent every role falls back to when the named agent does not fill it.
-_DEFAULT_ROLE_AGENTS: dict[str, Callable[[int], object]] = {
-    "solver": _reference_solver,
-    "actor": _reference_actor,
-}
+#: Every reference agent by name: role -> factory(seed) (declared by the suites).
+REFERENCE_AGENTS: Mapping[str, Mapping[str, Callable[[int], object]]] = _ReferenceAgents()
 
 
 class UnknownAgentError(ValueError):
@@ -160,7 +78,9 @@ def default_agents(kind: str) -> tuple[str, ...]:
 
 def default_role_agent(role: str, seed: int) -> object | None:
     """The built-in agent a role falls back to (reference solver, reference actor), or None."""
-    factory = _DEFAULT_ROLE_AGENTS.get(role)
+    from pytest_budget.suite_registry import fallback_agent
+
+    factory = fallback_agent(role)
     return None if factory is None else factory(seed)
 
 
@@ -241,5 +161,7 @@ def resolve_agent(
         agent = _PROVIDERS[prefix](model, role, dict(settings or {}))
         if agent is not None:
             return agent
-    factory = REFERENCE_AGENTS.get(name, {}).get(role) or _DEFAULT_ROLE_AGENTS.get(role)
+    from pytest_budget.suite_registry import fallback_agent
+
+    factory = REFERENCE_AGENTS.get(name, {}).get(role) or fallback_agent(role)
     return None if factory is None else factory(seed)

@@ -126,6 +126,14 @@ class Suite:
     default_gate: str = "tolerance"
     #: Agent roles its cells ask for (``planner``); the suite whose reference agents fill it.
     roles: tuple[str, ...] = ()
+    #: Its reference agents: name -> role -> factory(seed).  A name several suites use
+    #: (``oracle``) is one agent that fills each suite's role.
+    reference_agents: Mapping[str, Mapping[str, Callable[[int], object]]] = field(
+        default_factory=dict
+    )
+    #: The built-in agent a role falls back to when the named agent does not fill it
+    #: (triage's reference solver, awareness's reference actor): role -> factory(seed).
+    fallback_agents: Mapping[str, Callable[[int], object]] = field(default_factory=dict)
     #: Checks and loads the suite's input files once, before collection (user pools,
     #: query files): raises ``ValueError`` with a one-line message.
     prepare: Callable[[Any], None] | None = None
@@ -250,6 +258,23 @@ def cell_module_paths(suites: Iterable[str], options: Any) -> list[Path]:
         for name in suites
         for file_name in known[name].test_files(options)
     ]
+
+
+def reference_agent_roles() -> dict[str, dict[str, Callable[[int], object]]]:
+    """Every registered reference agent: name -> role -> factory(seed), over all suites."""
+    merged: dict[str, dict[str, Callable[[int], object]]] = {}
+    for suite in registered_suites().values():
+        for name, roles in suite.reference_agents.items():
+            merged.setdefault(name, {}).update(roles)
+    return merged
+
+
+def fallback_agent(role: str) -> Callable[[int], object] | None:
+    """The factory of the built-in agent ``role`` falls back to, if a suite declares one."""
+    for suite in registered_suites().values():
+        if role in suite.fallback_agents:
+            return suite.fallback_agents[role]
+    return None
 
 
 def suite_report_blocks(cells: Sequence[Cell]) -> dict[str, Any]:

@@ -15,6 +15,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pytest_budget"
 # plugin-facing, so they are outside this walk.)
 PLUGIN_FACING = {
     "pytest_budget.plugin",  # the pytest plugin itself
+    "pytest_budget.plugin_models",  # the plugin's model set-up (usage errors via pytest)
+    "pytest_budget.plugin_options",  # the plugin's flags and ini keys (pytest's parser)
+    "pytest_budget.run_reporter",  # the run's reporter plugin object
     "pytest_budget.hookspecs",  # pytest hook specifications
     "pytest_budget.suite_hooks",  # the suites' own hook specifications
     "pytest_budget._snapshot",  # the syrupy extension (syrupy imports pytest)

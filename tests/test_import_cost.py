@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import pytest_budget.plugin as plugin
+import pytest_budget.plugin_models as plugin_models
 
 HEAVY = ("numpy", "httpx", "httpcore", "httptools", "h11", "anyio", "sniffio", "tenacity",
          "filelock", "syrupy", "matplotlib", "asyncio", "ssl")  # fmt: skip
@@ -100,7 +100,7 @@ def test_a_suite_run_still_loads_what_it_needs(pytester: pytest.Pytester) -> Non
 def test_lazy_provider_names_match_the_model_layer() -> None:
     from pytest_budget.models.provider import PROVIDERS
 
-    assert plugin._MODEL_PROVIDERS == PROVIDERS
+    assert plugin_models._MODEL_PROVIDERS == PROVIDERS
 
 
 def test_package_exports_resolve_on_first_use() -> None:

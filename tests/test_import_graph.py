@@ -37,6 +37,9 @@ KNOWN_CIRCLES = {
 # The option / plugin layer: reads pytest's config, owns the run.  Nothing else imports it.
 PLUGIN_LAYER_PREFIXES = (
     "pytest_budget.plugin",
+    "pytest_budget.plugin_models",
+    "pytest_budget.plugin_options",
+    "pytest_budget.run_reporter",
     "pytest_budget.hookspecs",
     "pytest_budget.suite_hooks",
     "pytest_budget.options",

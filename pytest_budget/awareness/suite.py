@@ -7,7 +7,8 @@ estimates; ``--budget-awareness-mode=online|both``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import importlib
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,32 @@ def _test_files(options: Any) -> tuple[str, ...]:
     return (*files, *(("test_awareness_online.py",) if own.awareness_online else ()))
 
 
+# Reference agents: factories import lazily so that the declaration stays light.
+def _estimator(class_name: str) -> Callable[[int], object]:
+    def make(seed: int) -> object:
+        # By full name: a package attribute can hold a module pytester's in-process
+        # runs have dropped from sys.modules.
+        cls = getattr(importlib.import_module("pytest_budget.awareness.estimators"), class_name)
+        return cls(seed=seed) if class_name == "RandomEstimator" else cls()
+
+    return make
+
+
+def _online(name: str) -> Callable[[int], object]:
+    def make(seed: int) -> object:
+        from pytest_budget.awareness.online.reference import reference_online_agent
+
+        return reference_online_agent(name, seed)
+
+    return make
+
+
+def _reference_actor(seed: int) -> object:
+    from pytest_budget.awareness.environments import ReferenceActor
+
+    return ReferenceActor(seed)
+
+
 SUITE = Suite(
     name="awareness",
     kinds=(
@@ -139,4 +166,22 @@ SUITE = Suite(
         "pytest_budget.fixtures.awareness_forecast",
     ),
     roles=("estimator",),
+    reference_agents={
+        "oracle": {"estimator": _estimator("OracleEstimator")},
+        "random": {"estimator": _estimator("RandomEstimator"), "online_actor": _online("random")},
+        "linear-knows-T": {"estimator": _estimator("LinearEstimator")},
+        "linear-visible": {
+            "estimator": _estimator("LinearVisibleEstimator"),
+            "online_actor": _online("linear-visible"),
+        },
+        "always-feasible": {
+            "estimator": _estimator("AlwaysFeasibleEstimator"),
+            "online_actor": _online("always-feasible"),
+        },
+        "always-impossible": {
+            "estimator": _estimator("AlwaysImpossibleEstimator"),
+            "online_actor": _online("always-impossible"),
+        },
+    },
+    fallback_agents={"actor": _reference_actor},
 )

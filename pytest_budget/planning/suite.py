@@ -6,8 +6,9 @@ One cell kind, ``planning``: cost-optimal tool use and re-planning under blockin
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,17 @@ def _report_blocks(cells: Sequence[Cell]) -> dict[str, Any]:
     return {"planning_pooled": pooled_rows(cells)}
 
 
+# Reference agents: factories import lazily so that the declaration stays light.
+def _tool_agent(class_name: str) -> Callable[[int], object]:
+    def make(seed: int) -> object:
+        # By full name: a package attribute can hold a module pytester's in-process
+        # runs have dropped from sys.modules.
+        cls = getattr(importlib.import_module("pytest_budget.planning.agents"), class_name)
+        return cls(seed=seed) if class_name == "RandomValidToolAgent" else cls()
+
+    return make
+
+
 SUITE = Suite(
     name="planning",
     kinds=(
@@ -111,5 +123,11 @@ SUITE = Suite(
     # item 8; benchmarks/bench_planning_gate.py).
     default_gate="paired",
     roles=("tool_agent",),
+    reference_agents={
+        "oracle": {"tool_agent": _tool_agent("OracleToolAgent")},
+        "greedy": {"tool_agent": _tool_agent("GreedyToolAgent")},
+        "random-valid": {"tool_agent": _tool_agent("RandomValidToolAgent")},
+        "atomic-only": {"tool_agent": _tool_agent("AtomicOnlyToolAgent")},
+    },
     report_blocks=_report_blocks,
 )

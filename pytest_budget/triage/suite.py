@@ -7,8 +7,9 @@ with the stated allocation, collected with ``--budget-resolve``).
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,23 @@ def _test_files(options: Any) -> tuple[str, ...]:
     )
 
 
+# Reference agents: factories import lazily so that the declaration stays light.
+def _planner(class_name: str) -> Callable[[int], object]:
+    def make(seed: int) -> object:
+        # By full name: a package attribute can hold a module pytester's in-process
+        # runs have dropped from sys.modules.
+        cls = getattr(importlib.import_module("pytest_budget.triage.planners"), class_name)
+        return cls(seed=seed) if class_name == "RandomPlanner" else cls()
+
+    return make
+
+
+def _reference_solver(seed: int) -> object:
+    from pytest_budget.triage.domains import ReferenceSolver
+
+    return ReferenceSolver()
+
+
 SUITE = Suite(
     name="triage",
     kinds=(
@@ -128,4 +146,11 @@ SUITE = Suite(
     ),
     fixture_modules=("pytest_budget.fixtures.triage", "pytest_budget.fixtures.triage_forecast"),
     roles=("planner", "solver"),
+    reference_agents={
+        "oracle": {"planner": _planner("OraclePlanner")},
+        "random": {"planner": _planner("RandomPlanner")},
+        "cheapest-first": {"planner": _planner("CheapestFirstPlanner")},
+        "attempt-all": {"planner": _planner("AttemptAllPlanner")},
+    },
+    fallback_agents={"solver": _reference_solver},
 )

@@ -1,0 +1,231 @@
+"""The plugin's command-line flags and ini keys (``pytest --help`` lists them under
+"pytest-budget").  The run's own are declared here; each registered suite adds its own
+(:attr:`~pytest_budget.suite_registry.Suite.options`).  The values are read by
+:func:`pytest_budget.options.parse_options`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_budget.suite_registry import registered_suites, suite_names
+
+__all__ = ["OPTION_GROUP", "add_options"]
+
+#: The ``--budget-*`` option group, kept for the re-run commands (``rerun_command_for``).
+OPTION_GROUP: dict[str, Any] = {}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """The run's ``--budget-*`` flags and ``budget_*`` ini keys, then each suite's own."""
+    group = parser.getgroup("budget", "pytest-budget: budget-awareness suites")
+    OPTION_GROUP["budget"] = group  # read by the re-run commands (every option added here)
+    group.addoption(
+        "--budget-suite",
+        help=f"run the installed suite(s): {', '.join(suite_names())}, all, or a comma list",
+    )
+    group.addoption(
+        "--budget-agent",
+        help=f"agent(s) to evaluate, comma list: a reference agent ({_reference_agents()}) or "
+        "'user' for the agent from your hook (default: the suite's reference agents, or "
+        "'user' when your conftest supplies one)",
+    )
+    group.addoption("--budget-seed", help="seed for every random choice (default 42)")
+    group.addoption(
+        "--budget-concurrency",
+        help="agent calls in flight at once per process, across its cells (default 8)",
+    )
+    group.addoption("--budget-report", metavar="PATH", help="write the run's JSON report here")
+    group.addoption(
+        "--budget-html",
+        metavar="PATH",
+        help="write the run's report as one self-contained HTML page with score tables and "
+        'figures (needs matplotlib: pip install "pytest-budget[report]")',
+    )
+    group.addoption(
+        "--budget-allow-partial",
+        action="store_true",
+        default=False,
+        help="a cell some of whose model calls failed after the retries passes (marked "
+        "partial in the report) instead of failing as incomplete",
+    )
+    group.addoption(
+        "--budget-snapshot-dir",
+        metavar="DIR",
+        help="where score snapshots live (default: ini budget_snapshot_dir)",
+    )
+    group.addoption(
+        "--budget-gate",
+        help="tolerance: fail on regressions past tolerance against stored baselines; ci: "
+        "fail only when a score's whole confidence interval is on the worse side of the "
+        "stored value; overlap: only when it is on the worse side of the stored interval; "
+        "paired: a paired test of each query's new values against the stored ones; off: "
+        f"score and report without comparing (default per suite: {_default_gates()})",
+    )
+    group.addoption(
+        "--budget-ci-level",
+        metavar="LEVEL",
+        help="coverage of the bootstrap confidence interval of every score, strictly between "
+        "0 and 1 (default: ini budget_ci_level, else 0.95)",
+    )
+    group.addoption(
+        "--budget-ci-resamples",
+        metavar="N",
+        help="bootstrap resamples per cell (default: ini budget_ci_resamples, else 1000; "
+        "0 turns intervals off)",
+    )
+    group.addoption(
+        "--budget-repeat",
+        metavar="K",
+        help="run each cell's agent K times and report mean, spread and pass^k consistency "
+        "(default: ini budget_repeat, else 1)",
+    )
+    group.addoption(
+        "--budget-base-url",
+        help="base URL of the model endpoint for openai:/anthropic: agents, e.g. "
+        "http://localhost:8000/v1 (default: the provider's public API)",
+    )
+    group.addoption(
+        "--budget-model-header",
+        action="append",
+        metavar="HEADER=ENV_VAR",
+        help="extra request header for model calls (e.g. a gateway token), its value read "
+        "from the environment variable ENV_VAR (repeatable); redacted like the key",
+    )
+    group.addoption(
+        "--budget-api-key-env",
+        help="name of the environment variable holding the API key (default OPENAI_API_KEY or "
+        "ANTHROPIC_API_KEY); keys are only ever read from the environment",
+    )
+    group.addoption(
+        "--budget-max-usd",
+        help="spend cap in USD for the whole run, shared by all xdist workers; when reached, no "
+        "further model calls are made and remaining cells are skipped",
+    )
+    group.addoption(
+        "--budget-max-usd-mode",
+        choices=("refuse", "stop-at-cap"),
+        help="what --budget-max-usd does when the forecast's worst case exceeds it: refuse "
+        "(default: stop before any call) or stop-at-cap (start, and stop calling once the "
+        "spend reaches the cap; the remaining cells are incomplete)",
+    )
+    group.addoption(
+        "--budget-dry-run",
+        action="store_true",
+        default=False,
+        help="print the cost forecast of the run's model calls (calls, tokens, USD) and exit "
+        "without calling any model",
+    )
+    group.addoption(
+        "--budget-record-mode",
+        help="model-call record/replay: none, once, new (default: replay recorded calls, record "
+        "new ones), all (re-record everything)",
+    )
+    group.addoption(
+        "--budget-price-file",
+        metavar="PATH",
+        help="price table for model calls (USD per million input/output/cached tokens)",
+    )
+    group.addoption(
+        "--budget-model-timeout",
+        help="seconds per model HTTP call, a total deadline for the whole answer (default 60)",
+    )
+    group.addoption(
+        "--budget-cache-dir",
+        metavar="DIR",
+        help="where Phase 0 results and recorded model calls are kept (default: inside "
+        "pytest's cache directory, .pytest_cache/d/pytest_budget)",
+    )
+    group.addoption(
+        "--budget-retries",
+        help="retries of a model call after a 429, 5xx, timeout or dropped connection (default 5)",
+    )
+    group.addoption(
+        "--budget-retry-max-s",
+        help="give up retrying a model call after this many seconds in all (default 300)",
+    )
+    group.addoption(
+        "--budget-agent-timeout",
+        metavar="S",
+        help="seconds one agent call (Python or HTTP, sync or async) may take before it is "
+        "that item's error and the run goes on (default: ini budget_agent_timeout, else 900; "
+        "0: no limit)",
+    )
+    group.addoption(
+        "--budget-max-output-chars",
+        metavar="N",
+        help="a raw agent output longer than N characters is scored invalid (the size is "
+        "recorded) instead of parsed (default: ini budget_max_output_chars, else 1000000)",
+    )
+    group.addoption(
+        "--budget-shard",
+        metavar="I/N",
+        help="run only shard I of N (1-based) of the collected tests, chosen by a hash of each "
+        "test's id; merge the shards' reports with budget-report merge",
+    )
+    # Each registered suite's own flags and ini keys.
+    for suite in registered_suites().values():
+        if suite.options is not None:
+            suite.options.add(group.addoption, parser.addini)
+    parser.addini(
+        "budget_snapshot_dir",
+        "directory for score snapshots, relative to rootdir",
+        default="__budget_snapshots__",
+    )
+    parser.addini(
+        "budget_tolerances",
+        "per-metric absolute tolerances, one 'metric = value' per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("budget_tolerance", "absolute tolerance for every gated metric", default="")
+    parser.addini("budget_ci_level", "coverage of the scores' bootstrap intervals", default="")
+    parser.addini("budget_ci_resamples", "bootstrap resamples per cell (0: none)", default="")
+    parser.addini("budget_repeat", "runs of each cell's agent (default 1)", default="")
+    parser.addini(
+        "budget_cache_dir",
+        "where Phase 0 results are cached (default: inside pytest's cache directory)",
+        default="",
+    )
+    parser.addini("budget_record_mode", "model-call record/replay mode", default="")
+    parser.addini("budget_price_file", "price table file for model calls", default="")
+    parser.addini(
+        "budget_prices",
+        "model prices per million tokens, one 'MODEL = INPUT_USD OUTPUT_USD [CACHED_USD]' per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "budget_role_agents",
+        "agent per role, one 'ROLE = AGENT' per line, e.g. 'solver = openai:gpt-4o-mini'",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("budget_model_timeout", "seconds per model HTTP call", default="")
+    parser.addini(
+        "budget_max_output_chars",
+        "longest raw agent output parsed, in characters (default 1000000)",
+        default="",
+    )
+    parser.addini("budget_retries", "retries of a failed model call (default 5)", default="")
+    parser.addini(
+        "budget_agent_timeout", "seconds one agent call may take (default 900; 0: none)", default=""
+    )
+    parser.addini(
+        "budget_retry_max_s", "seconds after which a model call stops retrying", default=""
+    )
+
+
+def _reference_agents() -> str:
+    """``triage: cheapest-first, random, ...; awareness: ...`` from the registry."""
+    return "; ".join(
+        f"{name}: {', '.join(suite.kinds[0].reference_agents)}"
+        for name, suite in registered_suites().items()
+        if suite.kinds and suite.kinds[0].reference_agents
+    )
+
+
+def _default_gates() -> str:
+    return ", ".join(f"{name} {suite.default_gate}" for name, suite in registered_suites().items())

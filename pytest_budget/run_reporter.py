@@ -1,0 +1,199 @@
+"""The run's reporter: registered per run, it counts tests, prints progress, merges the
+cells the workers send, prints the score tables and the forecast beside the spend, and
+writes the JSON report and the HTML page at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_budget.options import BudgetOptions
+from pytest_budget.plugin_models import RUNTIME_PAYLOAD_KEY, is_worker, preflight
+
+if TYPE_CHECKING:
+    from pytest_budget.session import BudgetSession
+
+__all__ = ["RunReporter"]
+
+
+def _with_cache_dir(options: BudgetOptions, config: pytest.Config) -> BudgetOptions:
+    """Default the Phase 0 cache to pytest's cache directory (when the cache plugin is on)."""
+    from dataclasses import replace
+
+    cache = getattr(config, "cache", None)
+    if options.cache_dir is not None or cache is None:
+        return options
+    return replace(options, cache_dir=str(cache.mkdir("pytest_budget")))
+
+
+class RunReporter:
+    """Registered per run in ``pytest_configure``: merges cells, prints tables, writes JSON."""
+
+    def __init__(self, config: pytest.Config, session: BudgetSession) -> None:
+        self.config = config
+        self.session = session
+        self.tests_total = 0
+        self.tests_done = 0
+        self.spend_skipped = 0
+        self.spend_incomplete: list[dict[str, str]] = []  # cells not run for the spend cap
+        self._last_progress = -math.inf
+        self._cell_calls: dict[str, str | None] = {}  # running cells' own calls (JSON)
+
+    def pytest_sessionstart(self) -> None:
+        # config.cache exists only after every plugin's pytest_configure has run.
+        self.session.options = _with_cache_dir(self.session.options, self.config)
+        pending = self.session.memo.pop("preflight", None)
+        if pending is not None and not is_worker(self.config):
+            from pytest_budget.forecast_suites import forecast_before_run
+
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_sep("=", "budget: cost forecast")
+            write = reporter.write_line if reporter is not None else print
+            forecast_before_run(self.config, self.session, write)
+            preflight(self.session.options, *pending)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist: every worker gets the controller's runtime settings (one ledger, one
+        record-mode decision)."""
+        runtime_config = self.session.memo.get("model-runtime-config")
+        if runtime_config is not None:
+            from pytest_budget.models.run import config_to_payload
+
+            node.workerinput[RUNTIME_PAYLOAD_KEY] = json.dumps(config_to_payload(runtime_config))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not is_worker(self.config) and session.items:
+            self.tests_total = len(session.items)
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any | None:
+        """xdist's scheduler.  A run that calls a model hands every worker all of its tests
+        at the start (``--dist load`` or ``worksteal``), so its cells are in flight together
+        and none moves once paid for; an offline ``-n`` run without ``--dist`` sends the
+        tests that share prepared work to one worker together
+        (:mod:`pytest_budget.distribute`).  None: xdist's own scheduler."""
+        if "model-runtime-config" in self.session.memo:
+            from pytest_budget.fixtures.cells import live_scheduler
+
+            return live_scheduler(config, log)
+        from pytest_budget.distribute import make_scheduler
+
+        return make_scheduler(config, log, self.session.options)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.tests_total = max(self.tests_total, len(ids))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if is_worker(self.config):
+            return
+        if report.skipped and "model-runtime-config" in self.session.memo:
+            from pytest_budget.models.run import SPEND_SKIP_MARK
+
+            if SPEND_SKIP_MARK in str(report.longrepr):
+                self.spend_skipped += 1
+                longrepr = report.longrepr
+                reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+                reason = reason.removeprefix("Skipped: ")
+                self.spend_incomplete.append({"nodeid": report.nodeid, "reason": reason})
+        if report.when == "call":
+            self._cell_calls[report.nodeid] = getattr(report, "budget_cell_calls", None)
+        if report.when == "teardown":
+            self.tests_done += 1
+            self._progress(report.nodeid)
+        record = getattr(report, "budget_cell", None)
+        if record is None or report.when not in ("setup", "call"):
+            return
+        cell = json.loads(record)
+        cell["test_outcome"] = report.outcome
+        cell["duration_s"] = round(report.duration, 4)
+        self.session.add_cell(cell)
+
+    def _ledger_state(self) -> Any:
+        runtime = self.session.memo.get("model-runtime-factory")
+        if runtime is not None:
+            runtime.flush()  # this process's own buffered counters (no xdist)
+        runtime_config = self.session.memo.get("model-runtime-config")
+        if runtime_config is None or runtime_config.ledger_path is None:
+            return None, None
+        from pytest_budget.models.ledger import SpendLedger
+
+        return runtime_config, SpendLedger(runtime_config.ledger_path).read()
+
+    def _progress(self, nodeid: str = "") -> None:
+        """A live line of model calls, tokens and spend, and the finished cell's own
+        (:mod:`pytest_budget.progress`: one per cell off a terminal; silent under -q)."""
+        if self.config.get_verbosity() < 0 or "model-runtime-config" not in self.session.memo:
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        from pytest_budget.progress import cell_part, due
+
+        now = time.monotonic()
+        cell = self._cell_calls.pop(nodeid, None)
+        if not due(bool(getattr(reporter, "isatty", False)), now, self._last_progress):
+            return
+        runtime_config, state = self._ledger_state()
+        if state is None or not (state.count("calls") or state.count("replayed") or cell):
+            return
+        self._last_progress = now
+        from pytest_budget.models.run import progress_line
+
+        line = progress_line(runtime_config, state, self.tests_done, self.tests_total)
+        writer = getattr(reporter, "_tw", None)
+        if getattr(writer, "width_of_current_line", 0):  # after xdist's progress dots
+            reporter.write("\n")
+        reporter.ensure_newline()
+        reporter.write_line(line + cell_part(nodeid, cell))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if is_worker(self.config):
+            return
+        for title, lines in self.session.table_lines():
+            terminalreporter.write_sep("=", title)
+            for line in lines:
+                terminalreporter.write_line(line)
+        options = self.session.options
+        if self.session.cells and options.suites and options.gate != "off":
+            rules = ", ".join(f"{suite} {options.gate_for(suite)}" for suite in options.suites)
+            terminalreporter.write_line(f"budget gate: {rules}")
+        runtime_config, state = self._ledger_state()
+        if state is not None:
+            from pytest_budget.models.run import summary_line
+
+            terminalreporter.write_sep("=", "budget: model calls")
+            for line in summary_line(runtime_config, state, self.spend_skipped):
+                terminalreporter.write_line(line)
+            from pytest_budget.forecast_suites import forecast_after_run
+
+            for line in forecast_after_run(self.session, state):
+                terminalreporter.write_line(line)
+        if self.session.options.report_path:
+            terminalreporter.write_line(f"budget report: {self.session.options.report_path}")
+        if self.session.options.html_path:
+            terminalreporter.write_line(f"budget html: {self.session.options.html_path}")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        if is_worker(self.config):
+            return
+        runtime_config, state = self._ledger_state()
+        if state is not None:
+            from pytest_budget.models.run import models_report
+
+            self.session.extra["models"] = models_report(runtime_config, state, self.spend_skipped)
+            from pytest_budget.forecast_suites import forecast_report
+
+            self.session.extra["models"]["forecast"] = forecast_report(self.session)
+            self.session.extra["models"]["cells_incomplete"] = self.spend_incomplete
+        report = self.session.report()
+        self.session.write_report(report)
+        self.session.write_html(report)
