@@ -7,8 +7,6 @@ need pytest lives in the core modules; this module only wires them to pytest's h
 from __future__ import annotations
 
 import json
-import os
-import shlex
 import sys
 from collections.abc import Generator
 from pathlib import Path
@@ -23,26 +21,24 @@ from pytest_budget.plugin_models import (
     register_model_providers,
     set_up_model_runtime,
 )
-from pytest_budget.plugin_options import OPTION_GROUP, add_options
+from pytest_budget.plugin_options import add_options, rerun_command_for
+from pytest_budget.plugin_state import CELL_KEY, SESSION_KEY, budget_session
 from pytest_budget.run_reporter import RunReporter
 from pytest_budget.suite_registry import (
+    bundled_cells_folder,
     cell_module_paths,
     kind_of_test_file,
     registered_suites,
-    suite_names,
 )
 
 if TYPE_CHECKING:
-    from pytest_budget.session import BudgetSession
+    pass
 
 # The shared fixtures, then each registered suite's own.
 pytest_plugins = [
     "pytest_budget.fixtures.core",
     *(module for suite in registered_suites().values() for module in suite.fixture_modules),
 ]
-
-SESSION_KEY = pytest.StashKey["BudgetSession"]()
-CELL_KEY = pytest.StashKey[str]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -110,9 +106,7 @@ def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
 
 
 def _suites_folder() -> Path:
-    import pytest_budget.suites as suites_package
-
-    return Path(suites_package.__file__).resolve().parent
+    return bundled_cells_folder()
 
 
 def _in_suites_folder(arg: str, folder: Path, here: Path) -> bool:
@@ -144,62 +138,6 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
     return pytest.Module.from_parent(
         parent, path=module_path, nodeid=suite_node_path(module_path.name)
     )
-
-
-def _addopts_values(addopts: str) -> set[str]:
-    """The values of ``-o``/``-p`` options in a PYTEST_ADDOPTS string."""
-    words = shlex.split(addopts)
-    values: set[str] = set()
-    for index, word in enumerate(words):
-        if word in ("-o", "--override-ini", "-p") and index + 1 < len(words):
-            values.add(words[index + 1])
-        elif word.startswith("--override-ini="):
-            values.add(word.partition("=")[2])
-        elif word.startswith(("-o", "-p")) and len(word) > 2:
-            values.add(word[2:])
-    return values
-
-
-def rerun_command_for(item: pytest.Item, extra: tuple[str, ...] = ()) -> str:
-    """The exact command that runs ``item`` again with every option of this run that
-    changes its cells, scores or snapshot (``extra``, e.g. ``--snapshot-update``, added)."""
-    from pytest_budget.rerun import OptionValue, rerun_command, suite_of_module
-
-    config = item.config
-    group = OPTION_GROUP.get("budget")
-    budget_options: list[OptionValue] = []
-    for option in group.options if group is not None else ():
-        flag = option.names()[-1]
-        value = config.getoption(option.dest)
-        if value is None or value is False or value == option.attrs().get("default"):
-            continue
-        budget_options.append((flag, value))
-    pytest_options: list[OptionValue] = []
-    known = config.option
-    if getattr(known, "inifilename", None):
-        pytest_options.append(("-c", str(known.inifilename)))
-    if getattr(known, "rootdir", None):
-        pytest_options.append(("--rootdir", str(known.rootdir)))
-    # PYTEST_ADDOPTS applies to the re-run as well: its options are not repeated.
-    from_env = _addopts_values(os.environ.get("PYTEST_ADDOPTS", ""))
-    for flag, dest in (("-o", "override_ini"), ("-p", "plugins")):
-        values = [str(v) for v in getattr(known, dest, None) or () if str(v) not in from_env]
-        if values:
-            pytest_options.append((flag, values))
-    in_suite = Path(item.path).resolve().parent == _suites_folder()
-    suite = suite_of_module(Path(item.path).name, suite_names()) if in_suite else None
-    return rerun_command(
-        item.nodeid,
-        suite=suite,
-        budget_options=budget_options,
-        pytest_options=pytest_options,
-        extra=extra,
-    )
-
-
-def budget_session(config: pytest.Config) -> BudgetSession:
-    """The run's :class:`BudgetSession` (available after ``pytest_configure``)."""
-    return config.stash[SESSION_KEY]
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

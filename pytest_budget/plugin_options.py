@@ -6,13 +6,16 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_budget.suite_registry import registered_suites, suite_names
+from pytest_budget.suite_registry import bundled_cells_folder, registered_suites, suite_names
 
-__all__ = ["OPTION_GROUP", "add_options"]
+__all__ = ["OPTION_GROUP", "add_options", "rerun_command_for"]
 
 #: The ``--budget-*`` option group, kept for the re-run commands (``rerun_command_for``).
 OPTION_GROUP: dict[str, Any] = {}
@@ -229,3 +232,54 @@ def _reference_agents() -> str:
 
 def _default_gates() -> str:
     return ", ".join(f"{name} {suite.default_gate}" for name, suite in registered_suites().items())
+
+
+def _addopts_values(addopts: str) -> set[str]:
+    """The values of ``-o``/``-p`` options in a PYTEST_ADDOPTS string."""
+    words = shlex.split(addopts)
+    values: set[str] = set()
+    for index, word in enumerate(words):
+        if word in ("-o", "--override-ini", "-p") and index + 1 < len(words):
+            values.add(words[index + 1])
+        elif word.startswith("--override-ini="):
+            values.add(word.partition("=")[2])
+        elif word.startswith(("-o", "-p")) and len(word) > 2:
+            values.add(word[2:])
+    return values
+
+
+def rerun_command_for(item: pytest.Item, extra: tuple[str, ...] = ()) -> str:
+    """The exact command that runs ``item`` again with every option of this run that
+    changes its cells, scores or snapshot (``extra``, e.g. ``--snapshot-update``, added)."""
+    from pytest_budget.rerun import OptionValue, rerun_command, suite_of_module
+
+    config = item.config
+    group = OPTION_GROUP.get("budget")
+    budget_options: list[OptionValue] = []
+    for option in group.options if group is not None else ():
+        flag = option.names()[-1]
+        value = config.getoption(option.dest)
+        if value is None or value is False or value == option.attrs().get("default"):
+            continue
+        budget_options.append((flag, value))
+    pytest_options: list[OptionValue] = []
+    known = config.option
+    if getattr(known, "inifilename", None):
+        pytest_options.append(("-c", str(known.inifilename)))
+    if getattr(known, "rootdir", None):
+        pytest_options.append(("--rootdir", str(known.rootdir)))
+    # PYTEST_ADDOPTS applies to the re-run as well: its options are not repeated.
+    from_env = _addopts_values(os.environ.get("PYTEST_ADDOPTS", ""))
+    for flag, dest in (("-o", "override_ini"), ("-p", "plugins")):
+        values = [str(v) for v in getattr(known, dest, None) or () if str(v) not in from_env]
+        if values:
+            pytest_options.append((flag, values))
+    in_suite = Path(item.path).resolve().parent == bundled_cells_folder()
+    suite = suite_of_module(Path(item.path).name, suite_names()) if in_suite else None
+    return rerun_command(
+        item.nodeid,
+        suite=suite,
+        budget_options=budget_options,
+        pytest_options=pytest_options,
+        extra=extra,
+    )

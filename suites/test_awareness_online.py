@@ -22,7 +22,7 @@ from pytest_budget.awareness.options import AwarenessOptions
 from pytest_budget.fixtures.core import agent_axis
 from pytest_budget.models.loop import run_on_worker_loop
 from pytest_budget.options import BudgetOptions
-from pytest_budget.plugin import budget_session
+from pytest_budget.plugin_state import budget_session
 from pytest_budget.roles import agent_name
 
 #: Per-run entries kept in a cell record (the rest are counted).

@@ -24,7 +24,7 @@ from pytest_budget.planning.intervals import cell_summary
 from pytest_budget.planning.options import PlanningOptions
 from pytest_budget.planning.per_query import per_query_snapshot
 from pytest_budget.planning.records import Query
-from pytest_budget.plugin import budget_session
+from pytest_budget.plugin_state import budget_session
 from pytest_budget.roles import agent_name
 
 

@@ -23,7 +23,7 @@ from pytest_budget.fixtures.triage import (
 )
 from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
-from pytest_budget.plugin import budget_session
+from pytest_budget.plugin_state import budget_session
 from pytest_budget.repeats import CellSummary
 from pytest_budget.roles import agent_name
 from pytest_budget.triage.evaluate import (

@@ -16,7 +16,7 @@ from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
 from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
-from pytest_budget.plugin import budget_session
+from pytest_budget.plugin_state import budget_session
 from pytest_budget.suites.test_triage import _context, _fail_on_error, _phase0, _plan, _record
 from pytest_budget.triage.evaluate import TRUNCATION_WARN_SHARE, TruncationWarning
 from pytest_budget.triage.intervals import resolve_cell_summary

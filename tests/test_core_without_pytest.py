@@ -18,6 +18,7 @@ PLUGIN_FACING = {
     "pytest_budget.plugin_models",  # the plugin's model set-up (usage errors via pytest)
     "pytest_budget.plugin_options",  # the plugin's flags and ini keys (pytest's parser)
     "pytest_budget.run_reporter",  # the run's reporter plugin object
+    "pytest_budget.plugin_state",  # the run's state on pytest's config and items
     "pytest_budget.hookspecs",  # pytest hook specifications
     "pytest_budget.suite_hooks",  # the suites' own hook specifications
     "pytest_budget._snapshot",  # the syrupy extension (syrupy imports pytest)

@@ -1,0 +1,24 @@
+"""Where the plugin keeps the run's state on pytest's objects: the session on the config,
+a cell's record on its test item.  Imported by the plugin, its reporter and every suite's
+fixtures and cell modules (which must not import the plugin module itself).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_budget.session import BudgetSession
+
+__all__ = ["CELL_KEY", "SESSION_KEY", "budget_session"]
+
+SESSION_KEY = pytest.StashKey["BudgetSession"]()
+#: A cell's record (JSON), stashed on its test item by ``budget_record``.
+CELL_KEY = pytest.StashKey[str]()
+
+
+def budget_session(config: pytest.Config) -> BudgetSession:
+    """The run's :class:`~pytest_budget.session.BudgetSession` (after ``pytest_configure``)."""
+    return config.stash[SESSION_KEY]
