@@ -5,9 +5,10 @@ subpackages) never imports pytest: budgets, agents, environments and scoring wor
 notebook or a script as well as under pytest.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_budget._version import __version__
+from pytest_budget.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from pytest_budget.agents import register_provider
@@ -24,41 +25,10 @@ if TYPE_CHECKING:
     )
     from pytest_budget.tokens import count_tokens
 
-# Imported on first use: the pytest plugin imports this package in every pytest run of the
-# environment, and an unrelated run must not pay for anyio and the rest.
-_LAZY = {
-    "register_provider": "pytest_budget.agents",
-    "Budget": "pytest_budget.budget",
-    "BudgetExceeded": "pytest_budget.budget",
-    "Meter": "pytest_budget.budget",
-    "Usage": "pytest_budget.budget",
-    "MetricSpec": "pytest_budget.gating",
-    "Regression": "pytest_budget.gating",
-    "compare": "pytest_budget.gating",
-    "Actor": "pytest_budget.roles",
-    "AgentError": "pytest_budget.roles",
-    "Estimator": "pytest_budget.roles",
-    "Planner": "pytest_budget.roles",
-    "Solver": "pytest_budget.roles",
-    "ToolAgent": "pytest_budget.roles",
-    "call_role": "pytest_budget.roles",
-    "count_tokens": "pytest_budget.tokens",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pytest_budget' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+# Imported on first use (see pytest_budget.lazy_exports): the pytest plugin imports this
+# package in every pytest run of the environment, and an unrelated run must not pay for
+# anyio and the rest.
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 
 __all__ = [
