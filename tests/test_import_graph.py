@@ -30,7 +30,6 @@ PACKAGES = {
 # the plugin layer (plugin <-> fixtures <-> suites, which the suite registry will cut) are
 # tolerated for now; any circle reaching below the plugin layer fails.
 KNOWN_CIRCLES = {
-    frozenset({"pytest_budget.models.agents", "pytest_budget.awareness.online.llm"}),
     frozenset({"pytest_budget.planning.metrics", "pytest_budget.planning.code_metrics"}),
 }
 
@@ -169,6 +168,36 @@ def test_the_circles_fixed_in_issue_22_stay_fixed() -> None:
     assert "pytest_budget.triage.domains" not in graph["pytest_budget.triage.arithmetic"]
     assert "pytest_budget.triage.domains" not in graph["pytest_budget.triage.puzzles"]
     assert "pytest_budget.awareness.probes" not in graph["pytest_budget.awareness.dialogue"]
+
+
+SUITE_PACKAGES = ("pytest_budget.triage", "pytest_budget.awareness", "pytest_budget.planning")
+
+
+def test_the_model_layer_imports_no_suite() -> None:
+    """No ``pytest_budget.models.*`` module imports a suite package: each suite's LLM
+    adapters live in the suite (``triage/llm.py``, ``awareness/llm.py``,
+    ``awareness/online/llm.py``, ``planning/llm.py``) and ``pytest_budget.llm_agents``, above
+    both, joins them to roles.  (The role layer below, ``roles`` -> ``replies``, still checks
+    replies against the suites' types; that is the suite registry's to cut.)"""
+    graph = import_graph()
+    models = [
+        m for m in graph if m == "pytest_budget.models" or m.startswith("pytest_budget.models.")
+    ]
+    assert {"pytest_budget.models.agents", "pytest_budget.models.messages"} <= set(models)
+    into_suites = sorted(
+        f"{module} -> {target}"
+        for module in models
+        for target in graph[module]
+        if any(target == p or target.startswith(p + ".") for p in SUITE_PACKAGES)
+    )
+    assert into_suites == []
+    # Every role still has its adapter, each from its own suite package.
+    assert {
+        "pytest_budget.triage.llm",
+        "pytest_budget.awareness.llm",
+        "pytest_budget.awareness.online.llm",
+        "pytest_budget.planning.llm",
+    } <= graph["pytest_budget.llm_agents"]
 
 
 def test_nothing_below_the_plugin_layer_imports_it() -> None:
