@@ -30,7 +30,6 @@ PACKAGES = {
 # the plugin layer (plugin <-> fixtures <-> suites, which the suite registry will cut) are
 # tolerated for now; any circle reaching below the plugin layer fails.
 KNOWN_CIRCLES = {
-    frozenset({"pytest_budget.planning.metrics", "pytest_budget.planning.code_metrics"}),
 }
 
 # The option / plugin layer: reads pytest's config, owns the run.  Nothing else imports it.
