@@ -14,7 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 600
 WAITING = {
     "pytest_budget/plugin.py",
-    "pytest_budget/planning/env.py",
 }
 
 
