@@ -927,6 +927,27 @@ class Recorder:
         return ChatResult(self.texts.pop(0), (), TokenUsage(), "stop")
 
 
+def test_every_llm_role_has_its_suite_adapter_and_a_role_method() -> None:
+    """The role table joins each suite's adapters; each fills a role the harness calls, with
+    that role's method, and the online actor reads the actor's ``max_tokens`` setting."""
+    from pytest_budget.awareness.online.llm import LLMOnlineActor
+    from pytest_budget.llm_agents import LLM_ROLES, ROLES
+    from pytest_budget.roles import ROLE_METHODS
+
+    assert ROLES == ("planner", "solver", "estimator", "actor", "tool_agent", "online_actor")
+    for role, cls in LLM_ROLES.items():
+        assert cls.role == role and role in ROLE_METHODS
+        assert callable(getattr(cls, ROLE_METHODS[role]))
+        assert cls.__module__.split(".")[1] in ("triage", "awareness", "planning")
+    model = Recorder()
+    online = make_llm_agent("online_actor", model, settings={"max_tokens": {"actor": 77}})
+    assert type(online) is LLMOnlineActor and online.max_tokens == 77
+    assert make_llm_agent("online_actor", model).max_tokens == 1024
+    assert make_llm_agent("online_actor", model, settings={"max_tokens": 5}).max_tokens == 5
+    with pytest.raises(ValueError, match="positive integer"):
+        make_llm_agent("online_actor", model, settings={"max_tokens": {"actor": -1}})
+
+
 def test_make_llm_agent_builds_each_role_with_settings() -> None:
     model = Recorder()
     assert isinstance(model, ChatModel)
