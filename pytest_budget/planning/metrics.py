@@ -91,7 +91,7 @@ from pytest_budget.planning.code_metrics import (
     pooled_scores,
     score_sums,
 )
-from pytest_budget.planning.edit_distance import edit_distance, segmented_edit_distance
+from pytest_budget.planning.levenshtein import edit_distance, segmented_edit_distance
 from pytest_budget.planning.records import EpisodeRecord, Segment
 
 __all__ = [
