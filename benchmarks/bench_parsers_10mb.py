@@ -35,8 +35,8 @@ PARSERS: dict[str, tuple[str, str]] = {
         "from pytest_budget.triage.plan_parser import parse_plan as f",
         "f(text, ['q1', 'q2'])",
     ),
-    "models.agents.extract_solver_answer": (
-        "from pytest_budget.models.agents import extract_solver_answer as f",
+    "triage.llm.extract_solver_answer": (
+        "from pytest_budget.triage.llm import extract_solver_answer as f",
         "f(text, 'arith')",
     ),
     "planning.episode.parse_reply": (

@@ -46,7 +46,7 @@ _MODEL_PROVIDERS = ("openai", "anthropic")
 
 def _lazy_provider_factory(provider: str) -> Any:
     def factory(model: str, role: str, settings: dict[str, Any]) -> Any:
-        from pytest_budget.models.provider import provider_factory
+        from pytest_budget.llm_agents import provider_factory
 
         return provider_factory(provider)(model, role, settings)
 

@@ -131,6 +131,9 @@ class Suite:
     reference_agents: Mapping[str, Mapping[str, Callable[[int], object]]] = field(
         default_factory=dict
     )
+    #: Its LLM adapters, read on first use: role -> adapter class (``provider:model``
+    #: agents fill these roles; see :mod:`pytest_budget.llm_agents`).
+    llm_roles: Callable[[], Mapping[str, type]] | None = None
     #: The built-in agent a role falls back to when the named agent does not fill it
     #: (triage's reference solver, awareness's reference actor): role -> factory(seed).
     fallback_agents: Mapping[str, Callable[[int], object]] = field(default_factory=dict)

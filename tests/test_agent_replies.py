@@ -340,7 +340,8 @@ def test_unknown_provider_lists_the_valid_forms() -> None:
 
 def test_both_forms_are_one_agent(monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_budget.agents import register_provider
-    from pytest_budget.models.provider import PROVIDERS, provider_factory
+    from pytest_budget.llm_agents import provider_factory
+    from pytest_budget.models.provider import PROVIDERS
 
     for provider in PROVIDERS:
         register_provider(provider, provider_factory(provider))

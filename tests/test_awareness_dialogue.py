@@ -17,10 +17,10 @@ from pytest_budget.awareness.dialogue import (
 )
 from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
 from pytest_budget.awareness.probes import Probe, make_probes
+from pytest_budget.awareness.prompts import actor_system
 from pytest_budget.awareness.rollouts import ActorObservation, Rollout, Turn
 from pytest_budget.awareness.sokoban_env import SOKOBAN_PRESETS, generate_puzzles, run_rollout
 from pytest_budget.awareness.trajectories import load_trajectories
-from pytest_budget.models.prompts import actor_system
 
 
 def test_token_split_sources_in_order() -> None:

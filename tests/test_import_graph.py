@@ -24,13 +24,10 @@ PACKAGES = {
     "pytest_budget.suites": ROOT / "suites",
 }
 
-# Circles left for the branch that moves the suites' model adapters (issue 22).  The test
-# fails when one of these disappears too, so the list only shrinks.  Any other circle fails,
-# the plugin layer's included (its modules share state through plugin_state, not plugin).
-KNOWN_CIRCLES = {
-    frozenset({"pytest_budget.models.agents", "pytest_budget.awareness.online.llm"}),
-    frozenset({"pytest_budget.planning.metrics", "pytest_budget.planning.code_metrics"}),
-}
+# No import circle is tolerated (the last ones were cut in issue 22; the plugin layer's
+# modules share the run's state through plugin_state, not the plugin module).  Kept as a
+# set so that a circle left for later can be listed here, shrinking only.
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 
 # The option / plugin layer: reads pytest's config, owns the run.  Nothing else imports it.
 PLUGIN_LAYER_PREFIXES = (
@@ -170,6 +167,36 @@ def test_the_circles_fixed_in_issue_22_stay_fixed() -> None:
     assert "pytest_budget.triage.domains" not in graph["pytest_budget.triage.arithmetic"]
     assert "pytest_budget.triage.domains" not in graph["pytest_budget.triage.puzzles"]
     assert "pytest_budget.awareness.probes" not in graph["pytest_budget.awareness.dialogue"]
+
+
+SUITE_PACKAGES = ("pytest_budget.triage", "pytest_budget.awareness", "pytest_budget.planning")
+
+
+def test_the_model_layer_imports_no_suite() -> None:
+    """No ``pytest_budget.models.*`` module imports a suite package: each suite's LLM
+    adapters live in the suite (``triage/llm.py``, ``awareness/llm.py``,
+    ``awareness/online/llm.py``, ``planning/llm.py``), declared in its registry entry, and
+    ``pytest_budget.llm_agents``, above both, joins them to roles through the registry.
+    (The role layer below, ``roles`` -> ``replies``, still checks replies against the
+    suites' types.)"""
+    graph = import_graph()
+    models = [
+        m for m in graph if m == "pytest_budget.models" or m.startswith("pytest_budget.models.")
+    ]
+    assert {"pytest_budget.models.agents", "pytest_budget.models.messages"} <= set(models)
+    into_suites = sorted(
+        f"{module} -> {target}"
+        for module in models
+        for target in graph[module]
+        if any(target == p or target.startswith(p + ".") for p in SUITE_PACKAGES)
+    )
+    assert into_suites == []
+    # The join reads the registry: it names no suite either.
+    assert not [
+        target
+        for target in graph["pytest_budget.llm_agents"]
+        if any(target == p or target.startswith(p + ".") for p in SUITE_PACKAGES)
+    ]
 
 
 def test_nothing_below_the_plugin_layer_imports_it() -> None:

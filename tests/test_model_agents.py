@@ -1,4 +1,5 @@
-"""LLM-backed agents (pytest_budget.models.agents/provider) against real loopback servers.
+"""LLM-backed agents (pytest_budget.llm_agents, the suites' llm modules, models.provider)
+against real loopback servers.
 
 Each role is called through a real HTTP client on ``127.0.0.1``: the request the server
 received (model, messages, max_tokens, tools) and the value the agent returned are checked,
@@ -27,7 +28,9 @@ from pytest_budget.agents import resolve_agent
 from pytest_budget.awareness.answers import Interval, Invalid
 from pytest_budget.awareness.dialogue import WAREHOUSE_ESTIMATION_SYSTEM
 from pytest_budget.awareness.evaluate import parse_answer
+from pytest_budget.awareness.llm import LLMActor, LLMEstimator
 from pytest_budget.awareness.probes import Probe
+from pytest_budget.awareness.prompts import ACTOR_SYSTEMS, actor_system, estimator_system
 from pytest_budget.awareness.rollouts import ActorObservation, ActorReply, Turn, actor_reply
 from pytest_budget.awareness.sokoban_env import (
     SOKOBAN_PRESETS,
@@ -37,6 +40,7 @@ from pytest_budget.awareness.sokoban_env import (
     sokoban_prompt,
 )
 from pytest_budget.awareness.warehouse import WarehouseEnv
+from pytest_budget.llm_agents import DEFAULT_MAX_TOKENS, make_llm_agent, provider_factory
 from pytest_budget.models import (
     AnthropicChatClient,
     ChatClient,
@@ -47,45 +51,35 @@ from pytest_budget.models import (
     ToolCall,
     ToolSpec,
 )
-from pytest_budget.models.agents import (
-    DEFAULT_MAX_TOKENS,
-    ChatModel,
-    LLMActor,
-    LLMEstimator,
-    LLMPlanner,
-    LLMSolver,
-    LLMToolAgent,
-    ModelSolution,
+from pytest_budget.models.agents import ChatModel
+from pytest_budget.models.messages import (
     assistant_message,
     detect_message_format,
-    extract_solver_answer,
-    make_llm_agent,
     openai_messages_to_anthropic,
     tool_spec_from_openai,
-)
-from pytest_budget.models.prompts import (
-    ACTOR_SYSTEMS,
-    PLANNER_SYSTEM,
-    actor_system,
-    estimator_system,
-    solver_system,
 )
 from pytest_budget.models.provider import (
     ProviderConfigError,
     build_chat_client,
     key_required,
-    provider_factory,
 )
 from pytest_budget.planning.env import TravelEnv
 from pytest_budget.planning.episode import ToolAgentObservation, run_episode, system_prompt
+from pytest_budget.planning.llm import LLMToolAgent
 from pytest_budget.planning.records import Query
 from pytest_budget.planning.tools import DIMENSIONS, PREFERENCE_VALUES
 from pytest_budget.tokens import count_tokens
 from pytest_budget.triage import arithmetic, puzzles
 from pytest_budget.triage.graders import grade
+from pytest_budget.triage.llm import LLMPlanner, LLMSolver, ModelSolution, extract_solver_answer
 from pytest_budget.triage.phase0 import coerce_solution
 from pytest_budget.triage.plan_parser import parse_plan
-from pytest_budget.triage.prompts import render_plan_prompt, render_resolve_banner
+from pytest_budget.triage.prompts import (
+    PLANNER_SYSTEM,
+    render_plan_prompt,
+    render_resolve_banner,
+    solver_system,
+)
 from pytest_budget.triage.types import PlanRequest, PlanStatus, Problem
 
 KEY = "sk-canary-agents-7c41e0-do-not-leak"
@@ -931,6 +925,32 @@ class Recorder:
     ) -> ChatResult:
         self.calls.append({"messages": messages, "max_tokens": max_tokens, "tools": tools})
         return ChatResult(self.texts.pop(0), (), TokenUsage(), "stop")
+
+
+def test_every_llm_role_has_its_suite_adapter_and_a_role_method() -> None:
+    """The role table joins each suite's adapters; each fills a role the harness calls, with
+    that role's method, and the online actor reads the actor's ``max_tokens`` setting."""
+    from pytest_budget.awareness.online.llm import LLMOnlineActor
+    from pytest_budget.llm_agents import LLM_ROLES, ROLES
+    from pytest_budget.roles import ROLE_METHODS
+    from pytest_budget.suite_registry import registered_suites
+
+    assert set(ROLES) == {"planner", "solver", "estimator", "actor", "tool_agent", "online_actor"}
+    for role, cls in LLM_ROLES.items():
+        assert cls.role == role and role in ROLE_METHODS
+        assert callable(getattr(cls, ROLE_METHODS[role]))
+    # Each suite's adapters come from its own package.
+    for name, suite in registered_suites().items():
+        assert suite.llm_roles is not None
+        for cls in suite.llm_roles().values():
+            assert cls.__module__.startswith(f"pytest_budget.{name}."), (name, cls)
+    model = Recorder()
+    online = make_llm_agent("online_actor", model, settings={"max_tokens": {"actor": 77}})
+    assert type(online) is LLMOnlineActor and online.max_tokens == 77
+    assert make_llm_agent("online_actor", model).max_tokens == 1024
+    assert make_llm_agent("online_actor", model, settings={"max_tokens": 5}).max_tokens == 5
+    with pytest.raises(ValueError, match="positive integer"):
+        make_llm_agent("online_actor", model, settings={"max_tokens": {"actor": -1}})
 
 
 def test_make_llm_agent_builds_each_role_with_settings() -> None:

@@ -23,12 +23,13 @@ from pytest_budget.awareness.options import AwarenessOptions
 from pytest_budget.bootstrap import counts_from_indices, resample_indices
 from pytest_budget.options import BudgetOptions
 from pytest_budget.planning import costs as costs_module
-from pytest_budget.planning import env as env_module
+from pytest_budget.planning import ground_truth, tool_specs
 from pytest_budget.planning.agents import GreedyToolAgent, OracleToolAgent
 from pytest_budget.planning.costs import query_seed, tool_costs
-from pytest_budget.planning.env import TravelEnv, copy_json
+from pytest_budget.planning.env import TravelEnv
 from pytest_budget.planning.episode import ToolAgentObservation, run_episode
 from pytest_budget.planning.queries import generate_queries
+from pytest_budget.planning.tool_specs import copy_json
 from pytest_budget.planning.tools import TASKS, atomic_chain, build_tools
 from pytest_budget.report import finite_cell
 from pytest_budget.triage import intervals
@@ -37,8 +38,8 @@ from pytest_budget.triage.scoring import oracle_value
 
 def _fresh_tools(env: TravelEnv) -> list[dict[str, Any]]:
     """The tool list built from nothing: every memo emptied first."""
-    env_module._SPEC_MEMO.clear()
-    env_module._properties.cache_clear()
+    tool_specs._SPEC_MEMO.clear()
+    tool_specs._properties.cache_clear()
     return env.tools
 
 
@@ -135,7 +136,7 @@ def test_ground_truth_memo_matches_a_fresh_search_in_every_setting() -> None:
         for env in envs:
             usable = tuple(env._plannable)
             prices = tuple(env.costs[t.name] for t in usable)
-            expected = env_module._dijkstra(env.goal, env.initial_state, usable, prices)
+            expected = ground_truth.dijkstra(env.goal, env.initial_state, usable, prices)
             solved = env.solve()
             assert solved is not None and expected is not None
             assert (tuple(solved[0]), solved[1]) == expected
@@ -152,11 +153,11 @@ def test_ground_truth_memo_keeps_levels_apart_even_with_the_same_tool_names() ->
     assert [t.name for t in low_tools] == [t.name for t in same_names]
     prices = tuple(low.costs[t.name] for t in low_tools)
     start = low.initial_state
-    env_module._SOLVE_MEMO.clear()
-    reached = env_module._solve_memo(low.goal, 2, start, low_tools, prices)
+    ground_truth._SOLVE_MEMO.clear()
+    reached = ground_truth.cheapest_path(low.goal, 2, start, low_tools, prices)
     assert reached is not None
     # At level 5 these tools stop at L2: Select_Final needs the L5 output.
-    assert env_module._solve_memo(high.goal, 5, start, same_names, prices) is None
+    assert ground_truth.cheapest_path(high.goal, 5, start, same_names, prices) is None
 
 
 def test_each_agent_gets_the_same_ground_truth_as_alone() -> None:
@@ -165,12 +166,12 @@ def test_each_agent_gets_the_same_ground_truth_as_alone() -> None:
     async def episode(agent: object) -> Any:
         return await run_episode(query, 5, "cost_change", 1, agent)
 
-    env_module._SOLVE_MEMO.clear()
+    ground_truth._SOLVE_MEMO.clear()
     alone = anyio.run(episode, OracleToolAgent())
     anyio.run(episode, GreedyToolAgent())  # fills the memo for the same query and scenario
     shared = anyio.run(episode, OracleToolAgent())
     assert shared == alone
-    fresh = env_module._dijkstra(
+    fresh = ground_truth.dijkstra(
         "TravelAccommodation",
         TravelEnv("accommodation", 5, query.query_id).initial_state,
         tuple(TravelEnv("accommodation", 5, query.query_id).all_tool_specs),

@@ -2,7 +2,7 @@
 
 CostBench makes one request per turn with ``temperature``, ``max_tokens``, the task's tools,
 ``tool_choice="auto"`` and ``parallel_tool_calls=False``.  Each test runs a real episode
-through :class:`~pytest_budget.models.agents.LLMToolAgent` against the loopback
+through :class:`~pytest_budget.planning.llm.LLMToolAgent` against the loopback
 ``ScriptedServer`` and checks every request body the server received.
 """
 
@@ -13,9 +13,10 @@ from typing import Any
 import anyio
 from scripted_server import Reply, ScriptedServer  # tests/ is on sys.path (prepend import mode)
 
+from pytest_budget.llm_agents import make_llm_agent
 from pytest_budget.models import AnthropicChatClient, OpenAIChatClient
-from pytest_budget.models.agents import LLMToolAgent, make_llm_agent
 from pytest_budget.planning.episode import ONE_TOOL_MESSAGE, run_episode
+from pytest_budget.planning.llm import LLMToolAgent
 from pytest_budget.planning.queries import generate_queries
 from pytest_budget.planning.records import EpisodeRecord
 

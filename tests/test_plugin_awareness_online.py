@@ -115,8 +115,8 @@ def test_offline_online_run_records_budget_split_and_protocol(pytester: pytest.P
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_http_online_actor_keeps_acting_and_estimation_tokens_apart(provider: str) -> None:
+    from pytest_budget.llm_agents import provider_factory
     from pytest_budget.models.loop import run_on_worker_loop
-    from pytest_budget.models.provider import provider_factory
 
     with ModelServer(_play, input_tokens=400, output_tokens=30) as server:
         agent = provider_factory(provider)("m", "online_actor", {"base_url": server.url})

@@ -141,7 +141,7 @@ def test_two_megabytes_of_hostile_text_parse_in_seconds() -> None:
     process so a regression fails on the timeout instead of hanging the suite."""
     code = textwrap.dedent(
         """
-        from pytest_budget.models.agents import extract_solver_answer
+        from pytest_budget.triage.llm import extract_solver_answer
         from pytest_budget.planning.episode import parse_reply
         from pytest_budget.triage.graders import extract_answer
         n = 2_000_000

@@ -17,9 +17,9 @@ import anyio
 import pytest
 from model_server import ModelServer  # tests/ is on sys.path (prepend import mode)
 
-from pytest_budget.models import prompts as model_prompts
-from pytest_budget.models.agents import LLMSolver
 from pytest_budget.models.client import AnthropicChatClient, OpenAIChatClient
+from pytest_budget.triage import prompts as triage_prompts
+from pytest_budget.triage.llm import LLMSolver
 from pytest_budget.triage.phase0 import (
     BaselineReport,
     Phase0Cache,
@@ -106,7 +106,7 @@ def test_a_changed_solver_prompt_is_a_miss(
     cache = Phase0Cache(tmp_path)
     assert _measure(_solver(one.url), cache).solver_calls == 1
     before = solver_identity(_solver(one.url))["prompt"]
-    monkeypatch.setitem(model_prompts.SOLVER_SYSTEMS, "", "Solve it.\nAnswer: <answer>")
+    monkeypatch.setitem(triage_prompts.SOLVER_SYSTEMS, "", "Solve it.\nAnswer: <answer>")
     assert solver_identity(_solver(one.url))["prompt"] != before
     assert _measure(_solver(one.url), cache).solver_calls == 1
 

@@ -9,9 +9,10 @@ import anyio
 import pytest
 from model_server import ModelServer  # tests/ is on sys.path (prepend import mode)
 
-from pytest_budget.models.agents import DEFAULT_MAX_TOKENS, LLMPlanner, ModelSolution, PlanText
+from pytest_budget.llm_agents import DEFAULT_MAX_TOKENS
 from pytest_budget.models.client import OpenAIChatClient
 from pytest_budget.triage.evaluate import run_cell, truncation_counts, truncation_warning
+from pytest_budget.triage.llm import LLMPlanner, ModelSolution, PlanText
 from pytest_budget.triage.phase0 import Phase0Cache, measure_baselines
 from pytest_budget.triage.types import Baseline, Item, Pool, Problem
 

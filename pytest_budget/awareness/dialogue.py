@@ -11,7 +11,7 @@ Token environments (Sokoban, Search, coding-agent logs; any rollout whose budget
     1. ``system``: the actor's own system prompt: ``meta["actor_system_prompt"]`` of the
        rollout (imported chat logs carry their first system message there); else, for the
        built-in Sokoban and Search environments, the system prompt the built-in actor
-       protocol gives an LLM actor (:func:`pytest_budget.models.prompts.actor_system`; the
+       protocol gives an LLM actor (:func:`pytest_budget.awareness.prompts.actor_system`; the
        reference actors play by the same protocol); else BAGEN's fallback, the estimator's
        own system prompt (:func:`fallback_system`: :data:`ESTIMATION_SYSTEM` naming the
        environment label).
@@ -53,6 +53,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_budget.awareness.prompts import actor_system, env_family, estimator_system
 from pytest_budget.awareness.rollouts import Turn
 
 if TYPE_CHECKING:
@@ -182,10 +183,7 @@ def actor_system_prompt(env: str, recorded: str | None) -> str | None:
     """
     if isinstance(recorded, str) and recorded.strip():
         return recorded
-    family = env.split("-", 1)[0].strip().lower()
-    if family in _BUILT_IN_ACTOR_FAMILIES:
-        from pytest_budget.models.prompts import actor_system
-
+    if env_family(env) in _BUILT_IN_ACTOR_FAMILIES:
         return actor_system(env)
     return None
 
@@ -326,8 +324,6 @@ def estimator_messages(probe: Probe) -> list[dict[str, str]]:
             probe.env
         )
     else:
-        from pytest_budget.models.prompts import estimator_system
-
         return [
             {"role": "system", "content": estimator_system(tuple(probe.budget))},
             {"role": "user", "content": probe.text},

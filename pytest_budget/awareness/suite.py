@@ -103,6 +103,13 @@ def _reference_actor(seed: int) -> object:
     return ReferenceActor(seed)
 
 
+def _llm_roles() -> Mapping[str, type]:
+    from pytest_budget.awareness.llm import LLM_ROLES
+    from pytest_budget.awareness.online.llm import LLM_ROLES as ONLINE_ROLES
+
+    return {**LLM_ROLES, **ONLINE_ROLES}
+
+
 SUITE = Suite(
     name="awareness",
     kinds=(
@@ -166,6 +173,7 @@ SUITE = Suite(
         "pytest_budget.fixtures.awareness_forecast",
     ),
     roles=("estimator",),
+    llm_roles=_llm_roles,
     reference_agents={
         "oracle": {"estimator": _estimator("OracleEstimator")},
         "random": {"estimator": _estimator("RandomEstimator"), "online_actor": _online("random")},

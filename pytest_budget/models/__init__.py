@@ -1,6 +1,8 @@
 """Model layer: async HTTP chat clients (OpenAI-compatible, Anthropic) and token usage.
 
-Groundwork for LLM-backed agents; nothing here imports pytest.
+Groundwork for LLM-backed agents (the generic :class:`~pytest_budget.models.agents.LLMAgent`;
+each suite's adapters live in its own package).  Nothing here imports pytest or a suite
+(``tests/test_import_graph.py``).
 """
 
 from __future__ import annotations

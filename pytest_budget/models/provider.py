@@ -6,8 +6,9 @@ by ``api_key_env`` (``--budget-api-key-env``), never from an argument or a file.
 APIs need a key and a missing one is a one-line :class:`ProviderConfigError`; any other
 ``base_url`` (a local server) may run without one.
 
-:func:`provider_factory` gives the ``factory(model, role, settings)`` that
-:func:`pytest_budget.agents.register_provider` expects; nothing is registered here.
+:func:`pytest_budget.llm_agents.provider_factory` builds the LLM agents of a provider on
+these clients (the ``factory(model, role, settings)`` that
+:func:`pytest_budget.agents.register_provider` expects); nothing is registered here.
 
 Connections are kept alive on the process's worker loop (:mod:`pytest_budget.models.loop`),
 where the suites run every cell: one ``httpx`` pool serves them all.  An ``httpx``
@@ -25,7 +26,6 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pytest_budget.models.agents import ROLES, ChatModel, make_llm_agent
 from pytest_budget.models.client import (
     DEFAULT_TIMEOUT,
     AnthropicChatClient,
@@ -40,12 +40,12 @@ __all__ = [
     "PROVIDERS",
     "ProviderConfigError",
     "build_chat_client",
+    "check_provider",
     "check_provider_config",
     "endpoint_settings",
     "gateway_headers",
     "key_required",
     "parse_header_env",
-    "provider_factory",
 ]
 
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
@@ -79,7 +79,8 @@ class ProviderConfigError(ValueError):
     """
 
 
-def _check_provider(provider: str) -> None:
+def check_provider(provider: str) -> None:
+    """Raise :class:`ProviderConfigError` unless ``provider`` is one of :data:`PROVIDERS`."""
     if provider not in PROVIDERS:
         raise ProviderConfigError(
             f"unknown model provider {provider!r}; providers: {', '.join(PROVIDERS)}"
@@ -171,7 +172,7 @@ def check_provider_config(
 ) -> None:
     """What :func:`build_chat_client` would reject (bad provider/URL, missing key or header
     variable), without opening anything: the plugin calls it before a run starts."""
-    _check_provider(provider)
+    check_provider(provider)
     if not model:
         raise ProviderConfigError(f"{provider}: no model name given, e.g. {provider}:MODEL")
     _api_key(provider, model, _base_url(provider, base_url), api_key_env)
@@ -186,7 +187,7 @@ def endpoint_settings(
     For callers that talk to the endpoint outside a chat call (the preflight check); the key
     must only ever go into a request header.
     """
-    _check_provider(provider)
+    check_provider(provider)
     url = _base_url(provider, base_url)
     return url, _api_key(provider, model, url, api_key_env)
 
@@ -216,7 +217,7 @@ def build_chat_client(
     Credentials in ``base_url`` (``https://user:pass@host/v1``) are sent as Basic
     authorization and appear nowhere else.  Raises :class:`ProviderConfigError`.
     """
-    _check_provider(provider)
+    check_provider(provider)
     if not model:
         raise ProviderConfigError(f"{provider}: the model name is empty (use {provider}:MODEL)")
     url = _base_url(provider, base_url)
@@ -230,36 +231,3 @@ def build_chat_client(
         use_shared_pool=True,
         extra_headers=gateway_headers(header_envs),
     )
-
-
-def provider_factory(provider: str) -> ProviderFactory:
-    """``factory(model, role, settings)`` building LLM agents on ``provider``'s client.
-
-    For :func:`pytest_budget.agents.register_provider`.  ``settings`` keys read:
-    ``base_url``, ``api_key_env`` (the variable's name, never the key), ``timeout``
-    (seconds), ``chat_model`` (a callable ``client -> ChatModel`` wrapping the client, e.g.
-    a runtime; default: the bare client), and the agent settings of
-    :func:`~pytest_budget.models.agents.make_llm_agent` (``max_tokens``, ``temperature``).
-    Agents are named ``provider:model``.  A role no LLM agent fills gives ``None``.
-    """
-    _check_provider(provider)
-
-    def factory(model: str, role: str, settings: Mapping[str, Any]) -> object:
-        if role not in ROLES:
-            return None
-        timeout = settings.get("timeout")
-        client = build_chat_client(
-            provider,
-            model,
-            base_url=settings.get("base_url"),
-            api_key_env=settings.get("api_key_env"),
-            timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
-            header_envs=tuple(settings.get("header_envs") or ()),
-        )
-        wrap: Callable[[ChatClient], ChatModel] | None = settings.get("chat_model")
-        chat: ChatModel = client if wrap is None else wrap(client)
-        agent_settings = {**settings, "message_format": settings.get("message_format") or provider}
-        return make_llm_agent(role, chat, name=f"{provider}:{model}", settings=agent_settings)
-
-    factory.__name__ = factory.__qualname__ = f"{provider}_provider"
-    return factory

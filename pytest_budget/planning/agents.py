@@ -31,8 +31,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from pytest_budget.planning.costs import derive_seed
-from pytest_budget.planning.env import fill_arguments, greedy_pick, id_kind
+from pytest_budget.planning.env import fill_arguments, id_kind
 from pytest_budget.planning.episode import ReferenceView, ToolAgentObservation
+from pytest_budget.planning.ground_truth import greedy_pick
 from pytest_budget.planning.tools import Tool, atomic_chain
 
 __all__ = [

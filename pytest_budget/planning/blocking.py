@@ -46,7 +46,7 @@ removals are silent.  The wording is ours.
 
 **Greedy baseline under blocking** (:meth:`Blocker.replay_greedy`, fact sheet §5.4): CostBench
 replays the blocks that fired in the agent's run.  Greedy step ``i`` (counted from 1) picks
-as in a static run (:func:`~pytest_budget.planning.env.greedy_pick` over the task's tools
+as in a static run (:func:`~pytest_budget.planning.ground_truth.greedy_pick` over the task's tools
 minus the greedy's removed ones), is charged and appended; the next replayed block fires
 when its turn equals ``i`` and the goal was not reached, and is consumed either way.  A ban
 takes the tool just picked (charged, on the path, removed from the candidates; the state
@@ -68,7 +68,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_budget.planning.costs import derive_seed, query_seed
-from pytest_budget.planning.env import GREEDY_MAX_STEPS, TravelEnv, greedy_pick
+from pytest_budget.planning.env import TravelEnv
+from pytest_budget.planning.ground_truth import GREEDY_MAX_STEPS, greedy_pick
 from pytest_budget.planning.records import Query, Segment
 
 __all__ = [

@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pytest_budget.planning.metrics import edit_distance
+from pytest_budget.planning.levenshtein import edit_distance
 from pytest_budget.planning.records import EpisodeRecord
 
 __all__ = [

@@ -14,26 +14,32 @@ Behaviour as CostBench codes it (fact sheet §4.3-§4.4, §5.3-§5.4):
   equal to the input types, enum values, 5-digit ids, a known location preference); then the
   tool runs and ``Cost: X`` is appended.  Failures start with ``[ERROR]`` and leave the
   state unchanged.
-* :meth:`TravelEnv.optimal_path` is CostBench's Dijkstra: heap entries ``(cost, calls,
+* :meth:`TravelEnv.optimal_path` is CostBench's Dijkstra
+  (:func:`~pytest_budget.planning.ground_truth.dijkstra`): heap entries ``(cost, calls,
   state, path)`` with float costs, pushing the usable tools in registry order, so exact ties
   resolve the way CostBench's heap resolves them (frozenset ``<`` then path order): one
   single ground-truth path per start state.
-* :meth:`TravelEnv.greedy_path` is CostBench's greedy baseline ("stimulation"; see its doc).
+* :meth:`TravelEnv.greedy_path` is CostBench's greedy baseline ("stimulation"; see its doc
+  and :func:`~pytest_budget.planning.ground_truth.greedy_pick`).
+* The tool list in OpenAI format is built (and shared) by
+  :func:`~pytest_budget.planning.tool_specs.tool_list_for`.
 """
 
 from __future__ import annotations
 
-import copy
-import functools
-import heapq
 import json
 import re
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_budget.planning.costs import query_seed, tool_costs
+from pytest_budget.planning.ground_truth import (
+    GREEDY_MAX_STEPS,
+    cheapest_path,
+    float_sum,
+    greedy_pick,
+)
 from pytest_budget.planning.ids import (
     LOCATION_PACKAGES,
     format_id,
@@ -44,6 +50,7 @@ from pytest_budget.planning.ids import (
     search_space_id,
 )
 from pytest_budget.planning.records import Query
+from pytest_budget.planning.tool_specs import copy_json, tool_list_for
 from pytest_budget.planning.tools import (
     DIMENSIONS,
     LOCATION_PREFERENCE,
@@ -66,9 +73,6 @@ __all__ = [
     "greedy_pick",
     "id_kind",
 ]
-
-#: The greedy baseline stops after this many steps (CostBench's stimulation loop).
-GREEDY_MAX_STEPS = 20
 
 
 def id_kind(task: str, type_name: str) -> str:
@@ -112,39 +116,6 @@ def fill_arguments(tool: Tool, query: Query, ids: Mapping[str, str]) -> dict[str
         else:
             args[name] = ids[name]
     return args
-
-
-def greedy_score(tool: Tool, costs: Mapping[str, float]) -> float:
-    """CostBench's greedy score: the cost of an atomic tool, cost / component count of a
-    composite."""
-    cost = costs[tool.name]
-    return cost / len(tool.components) if tool.is_composite else cost
-
-
-def greedy_pick(
-    tools: Iterable[Tool],
-    costs: Mapping[str, float],
-    state: frozenset[str],
-    previous: str | None,
-) -> Tool | None:
-    """CostBench's greedy choice: among ``tools`` (in registry order) whose inputs are held
-    and which consume ``previous`` (the last output; ``None`` before the first step), the
-    first one with the least :func:`greedy_score`.  ``None`` when nothing qualifies.
-
-    As coded, a candidate's output may already be held; and nothing relaxes the "consume the
-    previous output" rule (the relaxation App. B.2 describes never happens in the code).
-    """
-    best: Tool | None = None
-    best_score = 0.0
-    for tool in tools:
-        if not state.issuperset(tool.inputs):
-            continue
-        if previous is not None and previous not in tool.inputs:
-            continue
-        score = greedy_score(tool, costs)
-        if best is None or score < best_score:
-            best, best_score = tool, score
-    return best
 
 
 @dataclass(frozen=True)
@@ -480,7 +451,7 @@ class TravelEnv:
         listed = self._plannable if use_bans else self._visible
         usable = tuple(t for t in listed if t.name not in skip)
         prices = tuple(self.costs[t.name] for t in usable)
-        solved = _solve_memo(self.goal, self.refinement_level, start, usable, prices)
+        solved = cheapest_path(self.goal, self.refinement_level, start, usable, prices)
         return None if solved is None else (list(solved[0]), solved[1])
 
     def optimal_path(self, start: frozenset[str] | None = None) -> tuple[list[str], float]:
@@ -494,7 +465,7 @@ class TravelEnv:
             _, states, path = cached
             if start in states:
                 rest = list(path[states.index(start) :])
-                return rest, _float_sum(self.costs[n] for n in rest)
+                return rest, float_sum(self.costs[n] for n in rest)
         solved = self.solve(start)
         if solved is None:
             raise RuntimeError("goal unreachable with the current tools")
@@ -539,186 +510,6 @@ class TravelEnv:
             state = state | {tool.output}
             previous = tool.output
         return path, cost
-
-
-def tool_list_for(
-    task: str, level: int, visible: Sequence[Tool], costs: Mapping[str, float]
-) -> tuple[dict[str, Any], ...]:
-    """The tool list of ``visible`` (in order) at ``costs``, in OpenAI function format, as
-    shared dicts (:meth:`TravelEnv.tool_list`)."""
-    prices = tuple(costs[t.name] for t in visible)
-    key: tuple[object, ...] = (task, level, tuple(t.name for t in visible), prices)
-    if not all(type(p) is float for p in prices):
-        # 15 and 15.0 are equal keys but read differently in a description.
-        key = (*key, tuple(type(p).__name__ for p in prices))
-    specs = _SPEC_MEMO.get(key)
-    if specs is None:
-        specs = tuple(_spec(task, tool, price) for tool, price in zip(visible, prices, strict=True))
-        _SPEC_MEMO[key] = specs
-        if len(_SPEC_MEMO) > _SPEC_MEMO_SIZE:
-            _SPEC_MEMO.popitem(last=False)
-    else:
-        _SPEC_MEMO.move_to_end(key)
-    return specs
-
-
-# (task, level, listed tool names, their costs) -> the tool list in OpenAI format.
-_SPEC_MEMO: OrderedDict[tuple[object, ...], tuple[dict[str, Any], ...]] = OrderedDict()
-_SPEC_MEMO_SIZE = 4_096  # ~40 KB an entry
-
-
-@functools.cache  # a few hundred tools in all
-def _properties(task: str, tool: Tool) -> tuple[tuple[str, dict[str, Any]], ...]:
-    enum_values = {dimension_type(task, d): (d, PREFERENCE_VALUES[task][d]) for d in DIMENSIONS}
-    properties: list[tuple[str, dict[str, Any]]] = []
-    for name in tool.inputs:
-        if name in enum_values:
-            dim, values = enum_values[name]
-            properties.append(
-                (
-                    name,
-                    {
-                        "type": "string",
-                        "enum": list(values),
-                        "description": f"The user's {task} {dim.replace('_', ' ')}; one of: "
-                        + ", ".join(values)
-                        + ".",
-                    },
-                )
-            )
-        elif name == TIME_INFO:
-            properties.append(
-                (
-                    name,
-                    {"type": "string", "description": "The TimeInfo id from the user's request."},
-                )
-            )
-        elif name == LOCATION_PREFERENCE and task != "location":
-            properties.append(
-                (
-                    name,
-                    {
-                        "type": "string",
-                        "description": "The LocationPreference id from the user's request.",
-                    },
-                )
-            )
-        else:
-            properties.append(
-                (
-                    name,
-                    {
-                        "type": "string",
-                        "description": f"The {name} id returned by an earlier tool.",
-                    },
-                )
-            )
-    return tuple(properties)
-
-
-def _spec(task: str, tool: Tool, cost: float) -> dict[str, Any]:
-    """One tool in OpenAI function format (shared parts are shared: copy before editing)."""
-    if tool.is_composite:
-        kind = "[Composite tool] "
-        parts = f" Components: {', '.join(tool.components)}."
-    else:
-        kind, parts = "[Atomic tool] ", ""
-    description = (
-        f"{kind}{tool.purpose}{parts} Using this tool costs {cost} units. "
-        f"Output type: {tool.output}."
-    )
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": dict(_properties(task, tool)),
-                "required": list(tool.inputs),
-            },
-        },
-    }
-
-
-_ATOMS = frozenset({str, int, float, bool, type(None)})
-
-
-def copy_json(value: Any) -> Any:
-    """``copy.deepcopy`` for JSON-shaped data (dicts, lists, strings, numbers, None), many
-    times faster; anything else inside is deep-copied as usual."""
-    kind = type(value)
-    if kind is dict:
-        out = dict(value)
-        for key, item in out.items():
-            if type(item) not in _ATOMS:
-                out[key] = copy_json(item)
-        return out
-    if kind is list:
-        return [item if type(item) in _ATOMS else copy_json(item) for item in value]
-    if kind in _ATOMS:
-        return value
-    return copy.deepcopy(value)
-
-
-# Ground truths are recomputed for every agent, scenario and block with the same tools and
-# costs; the search is a pure function of its inputs, so one process remembers the answers.
-_SOLVE_MEMO: OrderedDict[tuple[object, ...], tuple[tuple[str, ...], float] | None] = OrderedDict()
-_SOLVE_MEMO_SIZE = 20_000  # a key shares its tools and prices with the env: ~1 KB each
-
-
-def _solve_memo(
-    goal: str,
-    level: int,
-    start: frozenset[str],
-    tools: tuple[Tool, ...],
-    prices: tuple[float, ...],
-) -> tuple[tuple[str, ...], float] | None:
-    # Within a task (goal) and level a tool's name stands for the tool (build_tools), and
-    # names hash and compare far faster than the dataclasses.
-    key = (goal, level, start, tuple(t.name for t in tools), prices)
-    if key in _SOLVE_MEMO:
-        _SOLVE_MEMO.move_to_end(key)
-        return _SOLVE_MEMO[key]
-    solved = _dijkstra(goal, start, tools, prices)
-    _SOLVE_MEMO[key] = solved
-    if len(_SOLVE_MEMO) > _SOLVE_MEMO_SIZE:
-        _SOLVE_MEMO.popitem(last=False)
-    return solved
-
-
-def _dijkstra(
-    goal: str, start: frozenset[str], tools: tuple[Tool, ...], prices: tuple[float, ...]
-) -> tuple[tuple[str, ...], float] | None:
-    """CostBench's heap search: entries (cost, calls, state, path), first goal state popped."""
-    usable = [
-        (t.name, frozenset(t.inputs), t.output, p) for t, p in zip(tools, prices, strict=True)
-    ]
-    heap: list[tuple[float, int, frozenset[str], tuple[str, ...]]] = [(0.0, 0, start, ())]
-    visited: set[frozenset[str]] = set()
-    while heap:
-        cost, calls, state, path = heapq.heappop(heap)
-        if state in visited:
-            continue
-        visited.add(state)
-        if goal in state:
-            return path, cost
-        for name, needs, output, price in usable:
-            # A held output leads back to this (visited) state: skipped like any visited one.
-            if output in state or not needs <= state:
-                continue
-            nxt = state | {output}
-            if nxt in visited:
-                continue
-            heapq.heappush(heap, (cost + price, calls + 1, nxt, (*path, name)))
-    return None
-
-
-def _float_sum(values: Iterable[float]) -> float:
-    total = 0.0
-    for value in values:
-        total += value
-    return total
 
 
 _LEVEL_WORDS = ("availability", "location", "reputation", "restrictions", "cost-effectiveness")

@@ -49,10 +49,11 @@ from typing import Any
 import anyio
 
 from pytest_budget.planning.blocking import MAX_TOOL_STEPS, Blocker, check_mode
-from pytest_budget.planning.env import TravelEnv, copy_json, expected_answer, tool_list_for
+from pytest_budget.planning.env import TravelEnv, expected_answer
 from pytest_budget.planning.ids import parse_answer
 from pytest_budget.planning.prompts import example_paths, system_prompt, user_prompt
 from pytest_budget.planning.records import EpisodeRecord, Query, ToolCallRecord
+from pytest_budget.planning.tool_specs import copy_json, tool_list_for
 from pytest_budget.planning.tools import Tool, task_label
 from pytest_budget.roles import AgentError, InvalidOutput, call_role
 

@@ -85,6 +85,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pytest_budget.planning.code_metrics import (
+    greedy_pooled_scores,
+    greedy_sums,
+    pooled_scores,
+    score_sums,
+)
+from pytest_budget.planning.levenshtein import edit_distance, segmented_edit_distance
 from pytest_budget.planning.records import EpisodeRecord, Segment
 
 __all__ = [
@@ -97,61 +104,6 @@ __all__ = [
 ]
 
 _WRONG_PARAMETER_KINDS = frozenset({"wrong_parameters", "bad_arguments"})
-
-
-def _dp_rows(agent: Sequence[str], row: list[int], path: Sequence[str]) -> list[int]:
-    """Levenshtein rows: extend ``row`` (cost of ground truth so far vs ``agent[:j]``)."""
-    n = len(agent)
-    for token in path:
-        new = [row[0] + 1]
-        left = row[0] + 1
-        for j in range(1, n + 1):
-            best = row[j - 1] + (agent[j - 1] != token)
-            if row[j] + 1 < best:
-                best = row[j] + 1
-            if left + 1 < best:
-                best = left + 1
-            new.append(best)
-            left = best
-        row = new
-    return row
-
-
-def edit_distance(a: Sequence[str], b: Sequence[str]) -> int:
-    """Levenshtein distance between two tool-name sequences (unit insert/delete/substitute)."""
-    # Common prefix and suffix never change the distance; strip them first.
-    start = 0
-    stop_a, stop_b = len(a), len(b)
-    while start < stop_a and start < stop_b and a[start] == b[start]:
-        start += 1
-    while stop_a > start and stop_b > start and a[stop_a - 1] == b[stop_b - 1]:
-        stop_a -= 1
-        stop_b -= 1
-    a, b = a[start:stop_a], b[start:stop_b]
-    if not a or not b:
-        return len(a) + len(b)
-    return _dp_rows(a, list(range(len(a) + 1)), b)[-1]
-
-
-def segmented_edit_distance(
-    agent: Sequence[str], segments: Sequence[Sequence[Sequence[str]]]
-) -> int:
-    """Edit distance from ``agent`` to the nearest concatenation that takes one alternative
-    per segment (``segments[i]`` lists segment ``i``'s tied paths; an empty list is ``()``).
-    """
-    if len(segments) == 1 and len(segments[0]) <= 1:
-        return edit_distance(agent, segments[0][0] if segments[0] else ())
-    row = list(range(len(agent) + 1))
-    for alternatives in segments:
-        if not alternatives:
-            continue
-        best: list[int] | None = None
-        for path in alternatives:
-            out = _dp_rows(agent, row, path)
-            best = out if best is None else [min(x, y) for x, y in zip(best, out, strict=True)]
-        assert best is not None
-        row = best
-    return row[-1]
 
 
 def _ground_truth(segments: Sequence[Segment]) -> tuple[list[tuple[tuple[str, ...], ...]], int]:
@@ -377,8 +329,6 @@ def score_episodes(
     ``n_uihr`` = |A| and ``n_m`` = |M|; ``reading="prose"`` the paper's text (see
     :func:`prose_scores`).  Every other key is the same in both.
     """
-    from pytest_budget.planning.code_metrics import pooled_scores, score_sums
-
     if reading not in READINGS:
         raise ValueError(f"unknown reading {reading!r}; expected one of {', '.join(READINGS)}")
     episodes = list(episodes)
@@ -481,8 +431,6 @@ def greedy_scores(
     (:func:`~pytest_budget.planning.code_metrics.greedy_pooled_scores`: every episode, raw
     AED, NED forced to 1 when greedy misses the goal, cost gap = mean greedy cost - mean
     ground-truth cost); ``reading="prose"``: :func:`prose_greedy_scores`."""
-    from pytest_budget.planning.code_metrics import greedy_pooled_scores, greedy_sums
-
     if reading not in READINGS:
         raise ValueError(f"unknown reading {reading!r}; expected one of {', '.join(READINGS)}")
     if reading == "prose":

@@ -75,6 +75,12 @@ def _tool_agent(class_name: str) -> Callable[[int], object]:
     return make
 
 
+def _llm_roles() -> Mapping[str, type]:
+    from pytest_budget.planning.llm import LLM_ROLES
+
+    return LLM_ROLES
+
+
 SUITE = Suite(
     name="planning",
     kinds=(
@@ -123,6 +129,7 @@ SUITE = Suite(
     # item 8; benchmarks/bench_planning_gate.py).
     default_gate="paired",
     roles=("tool_agent",),
+    llm_roles=_llm_roles,
     reference_agents={
         "oracle": {"tool_agent": _tool_agent("OracleToolAgent")},
         "greedy": {"tool_agent": _tool_agent("GreedyToolAgent")},

@@ -95,6 +95,12 @@ def _reference_solver(seed: int) -> object:
     return ReferenceSolver()
 
 
+def _llm_roles() -> Mapping[str, type]:
+    from pytest_budget.triage.llm import LLM_ROLES
+
+    return LLM_ROLES
+
+
 SUITE = Suite(
     name="triage",
     kinds=(
@@ -146,6 +152,7 @@ SUITE = Suite(
     ),
     fixture_modules=("pytest_budget.fixtures.triage", "pytest_budget.fixtures.triage_forecast"),
     roles=("planner", "solver"),
+    llm_roles=_llm_roles,
     reference_agents={
         "oracle": {"planner": _planner("OraclePlanner")},
         "random": {"planner": _planner("RandomPlanner")},

@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from pytest_budget.models.agents import ChatModel, LLMAgent, env_token_cap
-from pytest_budget.models.prompts import actor_system, estimator_system
+from pytest_budget.awareness.llm import env_token_cap
+from pytest_budget.awareness.online.prompts import online_system
+from pytest_budget.awareness.prompts import actor_system, estimator_system
+from pytest_budget.models.agents import LLMAgent
 
-__all__ = ["EstimateText", "LLMOnlineActor"]
+__all__ = ["LLM_ROLES", "EstimateText", "LLMOnlineActor"]
 
 
 class EstimateText(str):
@@ -35,21 +37,11 @@ class LLMOnlineActor(LLMAgent):
     """The ``online_actor`` role on a chat model (single-call or two-call by observation)."""
 
     role: ClassVar[str] = "online_actor"
-
-    def __init__(
-        self,
-        model: ChatModel,
-        *,
-        name: str | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-    ) -> None:
-        # The actor's per-call default (the online rules add a short estimate tag).
-        super().__init__(model, name=name, max_tokens=max_tokens or 1024, temperature=temperature)
+    # The actor's per-call default and setting (the online rules add a short estimate tag).
+    default_max_tokens: ClassVar[int] = 1024
+    settings_role: ClassVar[str | None] = "actor"
 
     def messages(self, observation: Any) -> list[dict[str, Any]]:
-        from pytest_budget.awareness.online.prompts import online_system
-
         system = actor_system(str(observation.env))
         if getattr(observation, "cap", None) is not None:
             system = online_system(system, str(getattr(observation, "protocol", "single")))
@@ -84,3 +76,7 @@ class LLMOnlineActor(LLMAgent):
         if result.usage.reported:
             usage = {"input_tokens": result.usage.input, "output_tokens": result.usage.output}
         return EstimateText(result.text, usage)
+
+
+#: The role the online mode's LLM agent fills (read by :mod:`pytest_budget.llm_agents`).
+LLM_ROLES: dict[str, type[LLMAgent]] = {"online_actor": LLMOnlineActor}
