@@ -19,6 +19,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from pytest_budget.suite_registry import reply_rule
+
 __all__ = [
     "DEFAULT_MAX_OUTPUT_CHARS",
     "OUTPUT_LIMIT",
@@ -106,19 +108,6 @@ def _too_long(value: object, limit: int) -> str | None:
     return None
 
 
-# What each role accepts, in words, for the reasons below.
-_EXPECTED = {
-    "planner": "a Plan, a mapping with a 'plan' list, a list of entries or text",
-    "solver": "a Solution, a mapping with 'text' (and 'tokens'/'answer') or text",
-    "estimator": "text, an Interval, an IntervalMap or Impossible",
-    "tool_agent": "text or an assistant message (a mapping with 'content'/'tool_calls')",
-}
-# The keys a mapping must have at least one of, per role.
-_MAPPING_KEYS = {
-    "planner": ("plan",),
-    "solver": ("text", "answer"),
-    "tool_agent": ("content", "text", "tool_calls", "choices"),
-}
 _NOT_ANSWERS = (type(None), bool, int, float, complex, bytes, bytearray)
 
 
@@ -136,59 +125,38 @@ def reply_problem(role: str, value: object, limit: int | None = None) -> str | N
 
 
 def _problem(role: str, value: object, limit: int) -> str | None:
-    expected = _EXPECTED.get(role)
-    if expected is None or role == "actor":
-        # An actor's reply is an action for the environment, which scores anything it
-        # cannot read as a malformed action (its str()) and goes on; only size is checked.
-        return _actor_problem(value, limit)
+    rule = reply_rule(role)
+    if rule is None:
+        # No rule (an actor): the reply is an action for the environment, which scores
+        # anything it cannot read as a malformed action and goes on; only size is checked.
+        return _free_problem(value, limit)
     if isinstance(value, str):
         return _too_long(value, limit)
     if isinstance(value, _NOT_ANSWERS):
-        return f"returned {describe(value)}; expected {expected}"
-    if isinstance(value, Mapping):
-        keys = _MAPPING_KEYS[role]
-        if not any(key in value for key in keys):
-            wanted = " or ".join(repr(key) for key in keys)
+        return f"returned {describe(value)}; expected {rule.expected}"
+    if isinstance(value, Mapping) and rule.mapping_keys:
+        if not any(key in value for key in rule.mapping_keys):
+            wanted = " or ".join(repr(key) for key in rule.mapping_keys)
             return (
                 f"returned a {type(value).__name__} without {wanted} ({_keys(value)}); "
-                f"expected {expected}"
+                f"expected {rule.expected}"
             )
-        for key in ("text", "content"):
-            long = _too_long(value.get(key), limit)
-            if long is not None:
-                return f"{key!r} {long}"
-        return None
-    if role == "planner":
-        from pytest_budget.triage.types import Plan
+        return _mapping_problem(value, limit)
+    if rule.accepts is not None and not rule.accepts(value):
+        return f"returned {describe(value)}; expected {rule.expected}"
+    return _too_long(getattr(value, "text", None), limit) if rule.sized_text else None
 
-        if not isinstance(value, Plan | list | tuple):
-            return f"returned {describe(value)}; expected {expected}"
-    elif role == "solver":
-        from pytest_budget.triage.types import Solution
 
-        if not isinstance(value, Solution):
-            return f"returned {describe(value)}; expected {expected}"
-        return _too_long(value.text, limit)
-    elif role == "estimator":
-        from pytest_budget.awareness.answers import Impossible, Interval, IntervalMap, Invalid
-
-        if not isinstance(value, Interval | IntervalMap | Impossible | Invalid):
-            return f"returned {describe(value)}; expected {expected}"
-    elif role == "tool_agent":
-        if not (hasattr(value, "tool_calls") or callable(getattr(value, "model_dump", None))):
-            return f"returned {describe(value)}; expected {expected}"
+def _mapping_problem(value: Mapping[Any, Any], limit: int) -> str | None:
+    for key in ("text", "content"):
+        long = _too_long(value.get(key), limit)
+        if long is not None:
+            return f"{key!r} {long}"
     return None
 
 
-def _actor_problem(value: object, limit: int) -> str | None:
+def _free_problem(value: object, limit: int) -> str | None:
     if isinstance(value, Mapping):
-        for key in ("text", "content"):
-            long = _too_long(value.get(key), limit)
-            if long is not None:
-                return f"{key!r} {long}"
-        return None
-    from pytest_budget.awareness.rollouts import ActorReply
-
-    if isinstance(value, ActorReply):
-        return _too_long(value.text, limit)
-    return _too_long(value, limit)
+        return _mapping_problem(value, limit)
+    text = getattr(value, "text", None)  # a reply object (an actor's ActorReply)
+    return _too_long(text if isinstance(text, str) else value, limit)

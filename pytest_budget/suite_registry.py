@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILTIN_SUITES",
     "CellKind",
+    "ReplyRule",
     "Suite",
     "SuiteError",
     "SuiteOptions",
@@ -90,6 +91,21 @@ class CellKind:
 
 
 @dataclass(frozen=True)
+class ReplyRule:
+    """What an agent of a role may answer, checked before any parser reads it
+    (:func:`pytest_budget.replies.reply_problem`): text always; a mapping with one of
+    ``mapping_keys``; an object ``accepts`` takes.  A role without a rule takes anything
+    (only its size is checked)."""
+
+    #: The answers, in words, for the reason an answer is refused.
+    expected: str
+    mapping_keys: tuple[str, ...] = ()
+    accepts: Callable[[object], bool] | None = None
+    #: Whether an accepted object's ``text`` is checked against the raw-output size limit.
+    sized_text: bool = False
+
+
+@dataclass(frozen=True)
 class SuiteOptions:
     """A suite's own options: how they are registered and read.
 
@@ -131,6 +147,8 @@ class Suite:
     reference_agents: Mapping[str, Mapping[str, Callable[[int], object]]] = field(
         default_factory=dict
     )
+    #: What its roles' agents may answer (role -> rule).
+    replies: Mapping[str, ReplyRule] = field(default_factory=dict)
     #: Its LLM adapters, read on first use: role -> adapter class (``provider:model``
     #: agents fill these roles; see :mod:`pytest_budget.llm_agents`).
     llm_roles: Callable[[], Mapping[str, type]] | None = None
@@ -270,6 +288,14 @@ def reference_agent_roles() -> dict[str, dict[str, Callable[[int], object]]]:
         for name, roles in suite.reference_agents.items():
             merged.setdefault(name, {}).update(roles)
     return merged
+
+
+def reply_rule(role: str) -> ReplyRule | None:
+    """The rule of ``role``'s answers, from the suite that declares it (None: no rule)."""
+    for suite in registered_suites().values():
+        if role in suite.replies:
+            return suite.replies[role]
+    return None
 
 
 def fallback_agent(role: str) -> Callable[[int], object] | None:

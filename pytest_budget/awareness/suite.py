@@ -20,7 +20,7 @@ from pytest_budget.awareness.options import (
     parse_options,
 )
 from pytest_budget.gating import MetricSpec
-from pytest_budget.suite_registry import CellKind, Suite, SuiteOptions
+from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions
 
 __all__ = ["SUITE"]
 
@@ -110,6 +110,12 @@ def _llm_roles() -> Mapping[str, type]:
     return {**LLM_ROLES, **ONLINE_ROLES}
 
 
+def _is_estimate(value: object) -> bool:
+    from pytest_budget.awareness.answers import Impossible, Interval, IntervalMap, Invalid
+
+    return isinstance(value, Interval | IntervalMap | Impossible | Invalid)
+
+
 SUITE = Suite(
     name="awareness",
     kinds=(
@@ -173,6 +179,11 @@ SUITE = Suite(
         "pytest_budget.fixtures.awareness_forecast",
     ),
     roles=("estimator",),
+    replies={
+        "estimator": ReplyRule(
+            "text, an Interval, an IntervalMap or Impossible", accepts=_is_estimate
+        ),
+    },
     llm_roles=_llm_roles,
     reference_agents={
         "oracle": {"estimator": _estimator("OracleEstimator")},

@@ -19,7 +19,7 @@ from pytest_budget.planning.options import (
     add_options,
     parse_options,
 )
-from pytest_budget.suite_registry import CellKind, Suite, SuiteOptions
+from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions
 
 __all__ = ["SUITE"]
 
@@ -81,6 +81,11 @@ def _llm_roles() -> Mapping[str, type]:
     return LLM_ROLES
 
 
+def _is_message(value: object) -> bool:
+    """An SDK message or completion object (a mapping is checked by its keys)."""
+    return hasattr(value, "tool_calls") or callable(getattr(value, "model_dump", None))
+
+
 SUITE = Suite(
     name="planning",
     kinds=(
@@ -129,6 +134,13 @@ SUITE = Suite(
     # item 8; benchmarks/bench_planning_gate.py).
     default_gate="paired",
     roles=("tool_agent",),
+    replies={
+        "tool_agent": ReplyRule(
+            "text or an assistant message (a mapping with 'content'/'tool_calls')",
+            mapping_keys=("content", "text", "tool_calls", "choices"),
+            accepts=_is_message,
+        ),
+    },
     llm_roles=_llm_roles,
     reference_agents={
         "oracle": {"tool_agent": _tool_agent("OracleToolAgent")},

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_budget.gating import MetricSpec
-from pytest_budget.suite_registry import CellKind, Suite, SuiteOptions
+from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions
 from pytest_budget.triage.options import (
     DESTS,
     LIST_DESTS,
@@ -101,6 +101,18 @@ def _llm_roles() -> Mapping[str, type]:
     return LLM_ROLES
 
 
+def _is_plan(value: object) -> bool:
+    from pytest_budget.triage.types import Plan
+
+    return isinstance(value, Plan | list | tuple)
+
+
+def _is_solution(value: object) -> bool:
+    from pytest_budget.triage.types import Solution
+
+    return isinstance(value, Solution)
+
+
 SUITE = Suite(
     name="triage",
     kinds=(
@@ -152,6 +164,19 @@ SUITE = Suite(
     ),
     fixture_modules=("pytest_budget.fixtures.triage", "pytest_budget.fixtures.triage_forecast"),
     roles=("planner", "solver"),
+    replies={
+        "planner": ReplyRule(
+            "a Plan, a mapping with a 'plan' list, a list of entries or text",
+            mapping_keys=("plan",),
+            accepts=_is_plan,
+        ),
+        "solver": ReplyRule(
+            "a Solution, a mapping with 'text' (and 'tokens'/'answer') or text",
+            mapping_keys=("text", "answer"),
+            accepts=_is_solution,
+            sized_text=True,
+        ),
+    },
     llm_roles=_llm_roles,
     reference_agents={
         "oracle": {"planner": _planner("OraclePlanner")},
