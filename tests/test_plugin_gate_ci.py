@@ -208,8 +208,8 @@ def test_ci_gate_passes_noise_and_fails_a_real_regression(pytester: pytest.Pytes
     old.stdout.fnmatch_lines([
         "*eta_u regressed: stored 0.873737, new -0.893939 with 95% interval*",
         "*BudgetBaselineWarning: baseline *arith-u0-a0.5-A-user.json stores no intervals*"
-        "re-record with: pytest --budget-suite=triage --budget-alpha=0.5 --budget-unsolvable=0 "
-        "--budget-gate=ci -p no:hypothesispytest -p no:cacheprovider --snapshot-update "
+        "re-record with: pytest --budget-suite=triage --budget-gate=ci --budget-alpha=0.5 "
+        "--budget-unsolvable=0 -p no:hypothesispytest -p no:cacheprovider --snapshot-update "
         "'pytest_budget/suites/test_triage.py::test_triage?arith-u0-a0.5-A-user?'*",
     ])  # fmt: skip
     use(pytester, "base")
