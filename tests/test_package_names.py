@@ -41,3 +41,34 @@ def test_the_check_sees_the_packages_and_their_exports() -> None:
     assert "edit_distance" in planning.__all__ and "levenshtein" in _submodules(
         "pytest_budget.planning"
     )
+
+
+def _submodule_imports_via_package(path: Path) -> list[str]:
+    """``from pytest_budget.triage import arithmetic``: a submodule read off its package."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module in PACKAGES and not node.level:
+            subs = _submodules(node.module)
+            found += [
+                f"{node.lineno}: {node.module}.{a.name}" for a in node.names if a.name in subs
+            ]
+    return found
+
+
+def test_suite_code_never_reads_a_submodule_off_its_package() -> None:
+    """The suite packages stay imported between pytest's in-process runs (the registry
+    loads their declarations), and the import system leaves each submodule as an attribute
+    of its package; the next run imports the submodule again, so ``from pkg import sub``
+    would hand out the previous run's module and its classes (a Solution that is not a
+    Solution).  Suite code imports submodules by their full name
+    (``import pytest_budget.triage.arithmetic as arithmetic``), which imports them again."""
+    suites = ("triage", "awareness", "planning")
+    offenders = {
+        str(path.relative_to(ROOT)): found
+        for name in suites
+        for path in (ROOT / name).rglob("*.py")
+        if (found := _submodule_imports_via_package(path))
+    }
+    assert offenders == {}

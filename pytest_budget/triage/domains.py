@@ -57,7 +57,8 @@ class Domain:
 @functools.cache
 def _builtin_domains() -> dict[str, Domain]:
     # Imported on first use: importing the registry stays cheap.
-    from pytest_budget.triage import arithmetic, puzzles
+    import pytest_budget.triage.arithmetic as arithmetic
+    import pytest_budget.triage.puzzles as puzzles
 
     return {
         "arith": Domain(
@@ -109,7 +110,8 @@ def recognise_domain(problem: Problem) -> str | None:
     """The built-in domain of ``problem``: its ``domain`` if known, else read from the text."""
     if problem.domain in DOMAINS:
         return problem.domain
-    from pytest_budget.triage import arithmetic, puzzles
+    import pytest_budget.triage.arithmetic as arithmetic
+    import pytest_budget.triage.puzzles as puzzles
 
     if puzzles.looks_like_puzzle(problem.text):
         return "sokoban"

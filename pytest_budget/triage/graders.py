@@ -222,7 +222,7 @@ def grade_sokoban(answer: str | None, item: Item) -> bool:
     if moves is None:
         return False
     # Imported lazily: only puzzle items need the Sokoban engine.
-    from pytest_budget import sokoban
+    import pytest_budget.sokoban as sokoban
     from pytest_budget.triage.puzzles import grid_from_text
 
     try:

@@ -17,7 +17,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 
-from pytest_budget import sokoban
+import pytest_budget.sokoban as sokoban
 from pytest_budget.triage.solutions import Estimate, capped_solution
 from pytest_budget.triage.types import Item, Problem, Solution
 

@@ -41,7 +41,7 @@ def episode_resources(
 ) -> dict[str, Any]:
     """What the episodes of ``env`` share (questions and an in-process searcher; a panel)."""
     if env == "search":
-        from pytest_budget.awareness import search_env
+        import pytest_budget.awareness.search_env as search_env
         from pytest_budget.awareness.environments import SEARCH_CORPUS_SEED
         from pytest_budget.awareness.search_corpus import build_corpus
 

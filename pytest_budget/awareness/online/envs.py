@@ -88,7 +88,7 @@ class SokobanSession(_TokenCounting):
     external = False
 
     def __init__(self, env: str, seed: int, index: int) -> None:
-        from pytest_budget.awareness import sokoban_env
+        import pytest_budget.awareness.sokoban_env as sokoban_env
         from pytest_budget.awareness.sokoban_puzzles import _generate_puzzle
 
         self._m = sokoban_env
@@ -139,7 +139,7 @@ class SearchSession:
     external = False
 
     def __init__(self, seed: int, index: int, searcher: Any, question: Any) -> None:
-        from pytest_budget.awareness import search_env
+        import pytest_budget.awareness.search_env as search_env
 
         self._m = search_env
         self.preset = search_env.SEARCH_PRESET
@@ -211,7 +211,7 @@ class WarehouseSession(_TokenCounting):
     external = True
 
     def __init__(self, seed: int, index: int, panel: Any, target: float) -> None:
-        from pytest_budget.awareness import warehouse
+        import pytest_budget.awareness.warehouse as warehouse
         from pytest_budget.awareness.warehouse_env import _rng_seed
 
         self._m = warehouse

@@ -67,7 +67,7 @@ class ReferenceOnlineAgent:
 
 def reference_online_agent(name: str, seed: int) -> ReferenceOnlineAgent:
     """The reference online agent called ``name`` (one of :data:`ONLINE_ESTIMATORS`)."""
-    from pytest_budget.awareness import estimators
+    import pytest_budget.awareness.estimators as estimators
 
     classes = {
         "linear-visible": estimators.LinearVisibleEstimator,
