@@ -66,3 +66,19 @@ def test_the_generated_world_is_the_one_the_code_tables_gave() -> None:
     assert corpus_digest(build_corpus(7, n_questions=50)) == (
         "5965f65db9d5d3bb065ace96121ee1e3f004d22bdcf484dd6c77c694dec58448"
     )
+
+
+def test_every_sample_script_of_a_cell_kind_is_declared_package_data() -> None:
+    """The scripts that draw each kind's samples on the HTML page live in the suites'
+    packages: each exists and matches a package-data glob (else a wheel leaves it out and
+    the page loses its drill-down)."""
+    from pytest_budget.suite_registry import cell_kinds
+
+    declared = _declared()["pytest_budget"]
+    scripts = {name: kind.sample_script for name, kind in cell_kinds().items()}
+    shipped = {name: path for name, path in scripts.items() if path is not None}
+    assert set(shipped) == {"triage", "awareness", "planning"}
+    for path in shipped.values():
+        assert path.is_file(), path
+        relative = path.relative_to(ROOT / "pytest_budget").as_posix()
+        assert any(fnmatch.fnmatch(relative, glob) for glob in declared), relative
