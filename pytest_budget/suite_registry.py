@@ -34,6 +34,7 @@ __all__ = [
     "SuiteOptions",
     "cell_kind",
     "cell_kinds",
+    "lazy",
     "register_suite",
     "registered_suites",
     "suite_names",
@@ -47,6 +48,20 @@ BUILTIN_SUITES: tuple[str, ...] = (
     "pytest_budget.awareness.suite",
     "pytest_budget.planning.suite",
 )
+
+
+def lazy(target: str) -> Callable[..., Any]:
+    """The function ``"package.module:name"``, imported on its first call: a declaration
+    names its tables, columns and figures without importing them (they pull in numpy and
+    matplotlib)."""
+    module, _, name = target.partition(":")
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = name
+    call.__qualname__ = target
+    return call
 
 
 class SuiteError(ValueError):

@@ -8,7 +8,7 @@ estimates; ``--budget-awareness-mode=online|both``).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,47 +20,11 @@ from pytest_budget.awareness.options import (
     parse_options,
 )
 from pytest_budget.gating import MetricSpec
-from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions
+from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions, lazy
 
 __all__ = ["SUITE"]
 
 Cell = Mapping[str, Any]
-
-
-def _table(cells: Sequence[Cell]) -> list[str]:
-    from pytest_budget.awareness.summary import awareness_table
-
-    return awareness_table(cells)
-
-
-def _online_table(cells: Sequence[Cell]) -> list[str]:
-    from pytest_budget.awareness.online.summary import online_table
-
-    return online_table(cells)
-
-
-def _columns() -> Any:
-    from pytest_budget.awareness.page import awareness_columns
-
-    return awareness_columns()
-
-
-def _footer(cells: Sequence[Cell]) -> list[str]:
-    from pytest_budget.awareness.summary import rollout_lines
-
-    return rollout_lines(cells)
-
-
-def _charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> Any:
-    from pytest_budget.awareness.figures import awareness_charts
-
-    return awareness_charts(cells, colors, prefix)
-
-
-def _online_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> Any:
-    from pytest_budget.awareness.online.figures import online_charts
-
-    return online_charts(cells, colors, prefix)
 
 
 def _work_group(params: str, options: Any) -> str | None:
@@ -97,12 +61,6 @@ def _online(name: str) -> Callable[[int], object]:
     return make
 
 
-def _reference_actor(seed: int) -> object:
-    from pytest_budget.awareness.environments import ReferenceActor
-
-    return ReferenceActor(seed)
-
-
 def _llm_roles() -> Mapping[str, type]:
     from pytest_budget.awareness.llm import LLM_ROLES
     from pytest_budget.awareness.online.llm import LLM_ROLES as ONLINE_ROLES
@@ -137,11 +95,11 @@ SUITE = Suite(
                 "oracle",
             ),
             table_title="awareness: feasibility, interval quality and early stop",
-            table=_table,
+            table=lazy("pytest_budget.awareness.summary:awareness_table"),
             page_title="awareness: mid-rollout budget estimation (BAGEN)",
-            columns=_columns,
-            footer=_footer,
-            charts=_charts,
+            columns=lazy("pytest_budget.awareness.page:awareness_columns"),
+            footer=lazy("pytest_budget.awareness.summary:rollout_lines"),
+            charts=lazy("pytest_budget.awareness.figures:awareness_charts"),
             always_on_page=True,
             sample_script=Path(__file__).with_name("samples.js"),
             work_group=_work_group,
@@ -162,9 +120,9 @@ SUITE = Suite(
             # The reference actors with an online estimator.
             reference_agents=("linear-visible", "always-feasible", "always-impossible", "random"),
             table_title="awareness online: acting under a cap while estimating (issue 24)",
-            table=_online_table,
+            table=lazy("pytest_budget.awareness.online.summary:online_table"),
             page_title="awareness, online mode: acting under a cap while estimating",
-            charts=_online_charts,
+            charts=lazy("pytest_budget.awareness.online.figures:online_charts"),
         ),
     ),
     test_files=_test_files,
@@ -202,5 +160,5 @@ SUITE = Suite(
             "online_actor": _online("always-impossible"),
         },
     },
-    fallback_agents={"actor": _reference_actor},
+    fallback_agents={"actor": lazy("pytest_budget.awareness.environments:ReferenceActor")},
 )

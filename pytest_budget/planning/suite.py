@@ -19,37 +19,13 @@ from pytest_budget.planning.options import (
     add_options,
     parse_options,
 )
-from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions
+from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions, lazy
 
 __all__ = ["SUITE"]
 
 Cell = Mapping[str, Any]
 # Cells of one task and refinement level share its queries and ground truth.
 _TASK_LEVEL = re.compile(r"^(?P<task>[a-z]+)-.*?-L(?P<level>\d+)-")
-
-
-def _table(cells: Sequence[Cell]) -> list[str]:
-    from pytest_budget.planning.summary import planning_table
-
-    return planning_table(cells)
-
-
-def _columns() -> Any:
-    from pytest_budget.planning.page import planning_columns
-
-    return planning_columns()
-
-
-def _footer(cells: Sequence[Cell]) -> list[str]:
-    from pytest_budget.planning.page import planning_footer
-
-    return planning_footer(cells)
-
-
-def _charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> Any:
-    from pytest_budget.planning.figures import planning_charts
-
-    return planning_charts(cells, colors, prefix)
 
 
 def _work_group(params: str, options: Any) -> str | None:
@@ -107,11 +83,11 @@ SUITE = Suite(
             ),
             reference_agents=("greedy", "random-valid", "atomic-only", "oracle"),
             table_title="planning: cost-optimal tool use (CostBench)",
-            table=_table,
+            table=lazy("pytest_budget.planning.summary:planning_table"),
             page_title="planning: cost-optimal tool use (CostBench)",
-            columns=_columns,
-            footer=_footer,
-            charts=_charts,
+            columns=lazy("pytest_budget.planning.page:planning_columns"),
+            footer=lazy("pytest_budget.planning.page:planning_footer"),
+            charts=lazy("pytest_budget.planning.figures:planning_charts"),
             always_on_page=True,
             sample_script=Path(__file__).with_name("samples.js"),
             # What a planning record always holds (docs/reference/report.schema.json).

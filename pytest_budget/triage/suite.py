@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_budget.gating import MetricSpec
-from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions
+from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions, lazy
 from pytest_budget.triage.options import (
     DESTS,
     LIST_DESTS,
@@ -28,42 +28,6 @@ __all__ = ["SUITE"]
 Cell = Mapping[str, Any]
 # Cells of one pool (and unsolvable ratio) share its generation and Phase 0.
 _POOL = re.compile(r"^(?P<pool>.+-u[0-9.]+)-a[0-9.]+-")
-
-
-def _triage_table(cells: Sequence[Cell]) -> list[str]:
-    from pytest_budget.triage.summary import triage_table
-
-    return triage_table(cells)
-
-
-def _resolve_table(cells: Sequence[Cell]) -> list[str]:
-    from pytest_budget.triage.summary import resolve_table
-
-    return resolve_table(cells)
-
-
-def _triage_columns() -> Any:
-    from pytest_budget.triage.page import triage_columns
-
-    return triage_columns()
-
-
-def _resolve_columns() -> Any:
-    from pytest_budget.triage.page import resolve_columns
-
-    return resolve_columns()
-
-
-def _footer(cells: Sequence[Cell]) -> list[str]:
-    from pytest_budget.triage.page import triage_footer
-
-    return triage_footer(cells)
-
-
-def _charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> Any:
-    from pytest_budget.triage.figures import triage_charts
-
-    return triage_charts(cells, colors, prefix)
 
 
 def _work_group(params: str, options: Any) -> str | None:
@@ -89,12 +53,6 @@ def _planner(class_name: str) -> Callable[[int], object]:
     return make
 
 
-def _reference_solver(seed: int) -> object:
-    from pytest_budget.triage.domains import ReferenceSolver
-
-    return ReferenceSolver()
-
-
 def _llm_roles() -> Mapping[str, type]:
     from pytest_budget.triage.llm import LLM_ROLES
 
@@ -113,6 +71,12 @@ def _is_solution(value: object) -> bool:
     return isinstance(value, Solution)
 
 
+def _reference_solver(seed: int) -> object:
+    from pytest_budget.triage.domains import ReferenceSolver
+
+    return ReferenceSolver()  # deterministic: no seed
+
+
 SUITE = Suite(
     name="triage",
     kinds=(
@@ -129,11 +93,11 @@ SUITE = Suite(
             ),
             reference_agents=("cheapest-first", "random", "attempt-all", "oracle"),
             table_title="triage: triage efficiency (eta), regret, detection and waste",
-            table=_triage_table,
+            table=lazy("pytest_budget.triage.summary:triage_table"),
             page_title="triage: which problems to attempt under a shared budget (TRIAGE)",
-            columns=_triage_columns,
-            footer=_footer,
-            charts=_charts,
+            columns=lazy("pytest_budget.triage.page:triage_columns"),
+            footer=lazy("pytest_budget.triage.page:triage_footer"),
+            charts=lazy("pytest_budget.triage.figures:triage_charts"),
             always_on_page=True,
             sample_script=Path(__file__).with_name("samples.js"),
             work_group=_work_group,
@@ -150,9 +114,9 @@ SUITE = Suite(
                 ),
             ),
             table_title="triage: budget-aware re-solve (stated allocation)",
-            table=_resolve_table,
+            table=lazy("pytest_budget.triage.summary:resolve_table"),
             page_title="triage: budget-aware re-solve (stated allocation)",
-            columns=_resolve_columns,
+            columns=lazy("pytest_budget.triage.page:resolve_columns"),
         ),
     ),
     test_files=_test_files,
