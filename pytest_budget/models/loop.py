@@ -20,14 +20,15 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
-import urllib.request
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
 import httpx
 import sniffio
+
+from pytest_budget.models.http_transport import pooled_client
 
 __all__ = [
     "WorkerLoop",
@@ -35,7 +36,6 @@ __all__ = [
     "close_worker_loop",
     "on_worker_loop",
     "run_on_worker_loop",
-    "set_pool_size",
     "shared_http_client",
     "shared_limiter",
     "worker_loop",
@@ -45,9 +45,6 @@ T = TypeVar("T")
 
 _LOCK = threading.Lock()
 _LOOP: WorkerLoop | None = None
-# Keep-alive connections kept per pool at least (more when the concurrency is higher).
-_MIN_KEEPALIVE = 32
-_keepalive = _MIN_KEEPALIVE
 
 
 class WorkerLoop:
@@ -228,102 +225,16 @@ def shared_limiter(total: int) -> anyio.CapacityLimiter:
     return loop.limiter
 
 
-def set_pool_size(concurrency: int) -> None:
-    """Keep at least ``concurrency`` idle keep-alive connections (before the first call)."""
-    global _keepalive
-    _keepalive = max(_MIN_KEEPALIVE, concurrency)
-
-
-class _ShardedTransport(httpx.AsyncBaseTransport):
-    """httpx's own transport, split into small pools; each request goes to the least busy.
-
-    httpcore's pool re-checks every connection (and every connection against every other
-    for the keep-alive count) on each request and each answer, so one pool of 32 busy
-    connections costs about a millisecond of CPU per call; pools of :data:`_SHARD`
-    connections keep that check small, whatever the concurrency.
-    """
-
-    def __init__(self, connections: int) -> None:
-        shards = max(1, -(-connections // _SHARD))
-        # One SSL context for every pool (each costs ~10 ms of CPU to build).
-        context = httpx.create_ssl_context()
-        self._pools = [
-            httpx.AsyncHTTPTransport(
-                verify=context,
-                limits=httpx.Limits(max_connections=_SHARD, max_keepalive_connections=_SHARD),
-            )
-            for _ in range(shards)
-        ]
-        self._busy = [0] * shards
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        index = min(range(len(self._busy)), key=self._busy.__getitem__)
-        self._busy[index] += 1
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                self._busy[index] -= 1
-
-        try:
-            response = await self._pools[index].handle_async_request(request)
-        except BaseException:
-            release()
-            raise
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=response.headers,
-            stream=_Released(response.stream, release),  # type: ignore[arg-type]
-            extensions=response.extensions,
-        )
-
-    async def aclose(self) -> None:
-        for pool in self._pools:
-            await pool.aclose()
-
-
-class _Released(httpx.AsyncByteStream):
-    """A response stream that frees its pool's slot when it is closed."""
-
-    def __init__(self, stream: httpx.AsyncByteStream, release: Callable[[], None]) -> None:
-        self._stream = stream
-        self._release = release
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._stream:
-            yield chunk
-
-    async def aclose(self) -> None:
-        try:
-            await self._stream.aclose()
-        finally:
-            self._release()
-
-
-_SHARD = 8  # connections per small pool
-
-
 def shared_http_client() -> httpx.AsyncClient | None:
     """The worker loop's pooled client when called on that loop, else None.
 
     Keep-alive connections belong to the loop that opened them, so other loops (an async
     test's own) get None and use a client of their own.  Connections stay alive whatever
-    the proxy environment; with proxy variables set (``HTTP_PROXY``, ``NO_PROXY``...) the
-    pool is httpx's own, which honours them.
+    the proxy environment (:func:`~pytest_budget.models.http_transport.pooled_client`).
     """
     loop = _LOOP
     if loop is None or not loop.is_current():
         return None
     if loop.http is None:
-        if urllib.request.getproxies():
-            loop.http = httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=_keepalive),
-                timeout=None,
-            )
-        else:
-            loop.http = httpx.AsyncClient(
-                transport=_ShardedTransport(_keepalive), timeout=None, trust_env=False
-            )
+        loop.http = pooled_client()
     return loop.http
