@@ -2,14 +2,13 @@
 
 :func:`pooled_client` makes the ``httpx.AsyncClient`` that every cell of a process sends
 through (:func:`pytest_budget.models.loop.shared_http_client`).  Its transport,
-:class:`PooledTransport`, is httpx's own ``AsyncHTTPTransport`` split into small pools that
-are added as the calls in flight grow, over :class:`AsyncioBackend`.
+:class:`PooledTransport`, hands each request to one of httpx's own ``AsyncHTTPTransport``
+pools, over :class:`AsyncioBackend`.
 
-**Small pools.**  httpcore's pool re-checks every connection (and every queued request) on
-each request and each answer, so one pool of 32 busy connections costs about a millisecond
-of CPU per call; pools of :data:`SHARD` connections keep that check small.  A request goes
-to the least busy pool, and a new pool is added when all are full, so there are as many
-connections as calls in flight (the runtime's ``--budget-concurrency`` limit bounds them).
+**One connection per pool.**  httpcore's pool re-checks every connection (and, for the
+keep-alive count, every idle connection against every other) on each request and each
+answer, so one pool of 32 busy connections costs about a millisecond of CPU per call.
+:class:`PooledTransport` keeps pools of one connection on a free list instead.
 
 **The network layer.**
 
@@ -40,16 +39,14 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import httpcore
 import httpx
+from httpx._utils import get_environment_proxies
 
-__all__ = ["SHARD", "AsyncioBackend", "PooledTransport", "pooled_client"]
-
-SHARD = 8
-"""Connections per small pool."""
+__all__ = ["AsyncioBackend", "PooledTransport", "pooled_client"]
 
 # Bytes buffered by writes before they are sent without waiting for the next read.
 _FLUSH_AT = 64 * 1024
@@ -291,9 +288,9 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
 
 
 def _small_pool(context: ssl.SSLContext) -> httpx.AsyncHTTPTransport:
-    """httpx's transport with an httpcore pool of :data:`SHARD` connections on
-    :class:`AsyncioBackend` (httpx takes no network backend, so its pool is replaced)."""
-    limits = httpx.Limits(max_connections=SHARD, max_keepalive_connections=SHARD)
+    """httpx's transport with an httpcore pool of one connection on :class:`AsyncioBackend`
+    (httpx takes no network backend, so its pool is replaced)."""
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     transport = httpx.AsyncHTTPTransport(verify=context, limits=limits)
     transport._pool = httpcore.AsyncConnectionPool(
         ssl_context=context,
@@ -306,54 +303,58 @@ def _small_pool(context: ssl.SSLContext) -> httpx.AsyncHTTPTransport:
 
 
 class PooledTransport(httpx.AsyncBaseTransport):
-    """Small httpx pools, added as needed; each request goes to the least busy one."""
+    """httpx transports of one connection each, kept on a free list.
+
+    A request takes the transport whose connection went idle last (a new one when none is
+    idle) and gives it back when its answer is closed, so each httpcore pool only ever
+    looks at its one connection, and there are as many connections as calls were ever in
+    flight at once (the runtime's ``--budget-concurrency`` limit bounds them).
+    """
 
     def __init__(self) -> None:
         # One SSL context for every pool (each costs ~10 ms of CPU to build).
         self._context = httpx.create_ssl_context()
         self._pools: list[httpx.AsyncHTTPTransport] = []
-        self._busy: list[int] = []
+        self._idle: list[httpx.AsyncHTTPTransport] = []
 
     @property
-    def pools(self) -> int:
-        """How many small pools there are now."""
+    def connections(self) -> int:
+        """How many one-connection pools there are (idle or busy)."""
         return len(self._pools)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        busy = self._busy
-        index = min(range(len(busy)), key=busy.__getitem__) if busy else -1
-        if index < 0 or busy[index] >= SHARD:
-            self._pools.append(_small_pool(self._context))
-            busy.append(0)
-            index = len(busy) - 1
-        busy[index] += 1
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                busy[index] -= 1
-
+        idle = self._idle
+        if idle:
+            pool = idle.pop()
+        else:
+            pool = _small_pool(self._context)
+            self._pools.append(pool)
         try:
-            response = await self._pools[index].handle_async_request(request)
+            response = await pool.handle_async_request(request)
         except BaseException:
-            release()
+            idle.append(pool)
             raise
-        response.stream = _Released(response.stream, release)  # type: ignore[arg-type]
+        response.stream = _Released(response.stream, idle, pool)  # type: ignore[arg-type]
         return response
 
     async def aclose(self) -> None:
+        self._idle.clear()
         for pool in self._pools:
             await pool.aclose()
 
 
 class _Released(httpx.AsyncByteStream):
-    """A response stream that frees its pool's slot when it is closed."""
+    """A response stream that puts its pool back on the free list when it is closed."""
 
-    def __init__(self, stream: httpx.AsyncByteStream, release: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        stream: httpx.AsyncByteStream,
+        idle: list[httpx.AsyncHTTPTransport],
+        pool: httpx.AsyncHTTPTransport,
+    ) -> None:
         self._stream = stream
-        self._release = release
+        self._idle = idle
+        self._pool: httpx.AsyncHTTPTransport | None = pool
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._stream:
@@ -363,17 +364,22 @@ class _Released(httpx.AsyncByteStream):
         try:
             await self._stream.aclose()
         finally:
-            self._release()
+            pool, self._pool = self._pool, None
+            if pool is not None:
+                self._idle.append(pool)
 
 
 def pooled_client() -> httpx.AsyncClient:
     """The ``httpx.AsyncClient`` of a worker loop: :class:`PooledTransport` for every URL
     that goes direct; the proxy variables of the environment (``HTTP_PROXY``,
-    ``NO_PROXY``...) route the others through httpx's proxy transports.  Connections are
-    kept alive either way."""
+    ``NO_PROXY``...) route the others through httpx's proxy transports, mounted as httpx
+    itself mounts them (it does so only without a transport of one's own).  Connections
+    are kept alive either way."""
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {
+        pattern: None if url is None else httpx.AsyncHTTPTransport(proxy=url, limits=limits)
+        for pattern, url in get_environment_proxies().items()
+    }
     return httpx.AsyncClient(
-        transport=PooledTransport(),
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=None),
-        timeout=None,
-        trust_env=True,
+        transport=PooledTransport(), mounts=mounts, limits=limits, timeout=None
     )

@@ -475,7 +475,10 @@ class RuntimeChatModel:
         # One live call per request in the whole run: a cell of this process or another
         # xdist worker asking the same thing meanwhile waits and replays its answer.
         async with runtime.claim(key):
-            recorded = recorder.load(self.provider, self.model, key, body, refresh=True)
+            # Only other processes of the run (xdist workers) record while this one runs.
+            recorded = recorder.load(
+                self.provider, self.model, key, body, refresh=runtime.config.claim_files
+            )
             if recorded is not None:
                 return self._replayed(recorded)
             return await self._live(messages, body, body_json, key, max_tokens)
