@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import heapq
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -31,10 +33,12 @@ import sniffio
 from pytest_budget.models.http_transport import pooled_client
 
 __all__ = [
+    "CALL_RANK",
     "WorkerLoop",
     "cancel_worker_loop",
     "close_worker_loop",
     "on_worker_loop",
+    "ranked_limiter",
     "run_on_worker_loop",
     "shared_http_client",
     "shared_limiter",
@@ -212,14 +216,66 @@ def run_on_worker_loop(func: Callable[[], Awaitable[T]]) -> T:
     return worker_loop().run(func)
 
 
+#: The rank of the work running: the cell's place in the run's order (lower goes first).
+#: Waiters for a :func:`ranked_limiter` token are served lowest rank first, then in order of
+#: arrival, so the calls of the cells whose tests come first finish first (their scoring
+#: and tests run while later cells' calls are on the wire) and the wire stays as busy.
+CALL_RANK: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "pytest_budget_call_rank", default=-1
+)
+
+
+class _RankedWaiters:
+    """The part of ``OrderedDict`` anyio's asyncio limiter uses for its waiters, ordered
+    by (:data:`CALL_RANK` of the waiting task, arrival)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, Any]] = []
+        self._events: dict[Any, tuple[int, Any]] = {}
+        self._arrivals = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __setitem__(self, borrower: Any, event: Any) -> None:
+        self._arrivals += 1
+        heapq.heappush(self._heap, (CALL_RANK.get(), self._arrivals, borrower))
+        self._events[borrower] = (self._arrivals, event)
+
+    def pop(self, borrower: Any, default: Any = None) -> Any:
+        found = self._events.pop(borrower, None)  # its heap entry is skipped later
+        return default if found is None else found[1]
+
+    def popitem(self, last: bool = True) -> tuple[Any, Any]:
+        while self._heap:
+            _, arrival, borrower = heapq.heappop(self._heap)
+            found = self._events.get(borrower)
+            if found is not None and found[0] == arrival:
+                del self._events[borrower]
+                return borrower, found[1]
+        raise KeyError("no waiters")
+
+
+def ranked_limiter(total: int) -> anyio.CapacityLimiter:
+    """An ``anyio.CapacityLimiter`` (asyncio) that hands free tokens to the waiter of the
+    lowest :data:`CALL_RANK` first; a plain one where anyio's internals differ."""
+    limiter = anyio.CapacityLimiter(total)
+    if isinstance(getattr(limiter, "_wait_queue", None), OrderedDict):
+        limiter._wait_queue = _RankedWaiters()  # type: ignore[attr-defined]
+    return limiter
+
+
 def shared_limiter(total: int) -> anyio.CapacityLimiter:
     """The one ``--budget-concurrency`` limit of every cell's agent calls on the worker loop
-    (a limiter of its own on any other loop)."""
+    (a limiter of its own on any other loop); ranked (:data:`CALL_RANK`)."""
     loop = _LOOP
     if loop is None or not loop.is_current():
         return anyio.CapacityLimiter(total)
     if loop.limiter is None:
-        loop.limiter = anyio.CapacityLimiter(total)
+        loop.limiter = ranked_limiter(total)
     elif loop.limiter.total_tokens != total:
         loop.limiter.total_tokens = total
     return loop.limiter
