@@ -212,7 +212,7 @@ class _Stream(httpcore.AsyncNetworkStream):
             raise httpcore.ConnectError(str(exc)) from exc
         if transport is None:  # pragma: no cover - the peer closed during the handshake
             raise httpcore.ConnectError("connection closed during the TLS handshake")
-        return _Stream(self._protocol, transport)  # type: ignore[arg-type]
+        return _Stream(self._protocol, transport)
 
     def get_extra_info(self, info: str) -> Any:
         transport = self._transport

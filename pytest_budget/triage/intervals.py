@@ -429,9 +429,9 @@ def _resolve_success(outcome: str, scores: Mapping[str, object]) -> bool:
     return after >= before
 
 
-def _cell_resamples(n: int, *, seed: int, suite: str, cell_id: str, resamples: int) -> tuple[
-    IntArray, IntArray, int
-]:
+def _cell_resamples(
+    n: int, *, seed: int, suite: str, cell_id: str, resamples: int
+) -> tuple[IntArray, IntArray, int]:
     """A cell's resamples (indices, counts) and the seed of its inner random orderings."""
     indices = resample_indices(n, resamples, bootstrap_seed(seed, suite, cell_id))
     counts = counts_from_indices(indices, n)
@@ -464,9 +464,7 @@ def warm_shared(
     )
     values = np.array([item.value for item in units], dtype=np.float64)
     key = _pool_digest(costs, solved, values, alpha, indices, INNER_SAMPLES, inner)
-    pending: concurrent.futures.Future[tuple[FloatArray, FloatArray]] = (
-        concurrent.futures.Future()
-    )
+    pending: concurrent.futures.Future[tuple[FloatArray, FloatArray]] = concurrent.futures.Future()
     if cache.setdefault(key, pending) is not pending:
         return  # known, or being computed
     try:
