@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -262,3 +264,40 @@ def test_reverse_play_with_tables_equals_the_plain_search(boxes: int) -> None:
         assert sokoban._reverse_play(*args) == _plain_reverse_play(*args)
         compared += 1
     assert compared >= 40
+
+
+# -- pools generated once per live run ----------------------------------------------------
+
+
+def test_xdist_workers_load_the_pools_the_controller_generated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_budget.fixtures import triage as fixtures
+    from pytest_budget.triage import pools
+
+    def session() -> Any:
+        runtime = SimpleNamespace(ledger_path=str(tmp_path / "runs" / "r1.json"))
+        options = SimpleNamespace(pools=(), seed=4, pool_size=7)
+        return SimpleNamespace(options=options, memo={"model-runtime-config": runtime})
+
+    controller = session()
+    made = fixtures._base_pools(controller)
+    injected = fixtures.TriageGroundTruth.pool(SimpleNamespace(  # type: ignore[arg-type]
+        session=controller, options=controller.options, pools=lambda: made
+    ), "arith", 0.5)  # fmt: skip
+    fixtures.export_pools(controller)
+    assert (tmp_path / "runs" / "r1-pools.pickle").is_file()
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a worker generated a pool again")
+
+    monkeypatch.setattr(pools, "bundled_pools", never)
+    monkeypatch.setattr(pools, "unsolvable_supply", never)
+    worker = session()
+    assert fixtures._base_pools(worker) == made
+    assert worker.memo[("injected", "arith", 0.5)] == injected
+    # Without a run folder (an offline run) nothing is written or read.
+    offline = SimpleNamespace(options=controller.options, memo={})
+    fixtures.export_pools(offline)
+    monkeypatch.undo()
+    assert fixtures._base_pools(offline) == made
