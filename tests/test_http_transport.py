@@ -117,8 +117,8 @@ def test_the_worker_loops_client_uses_the_asyncio_backend() -> None:
 
     pooled = run_on_worker_loop(transport)
     assert isinstance(pooled, PooledTransport)
-    with ModelServer(lambda body: "ok") as server:
-        _calls(server, 2)
+    with ModelServer(lambda body: "ok", latency=0.3) as server:
+        _calls(server, 2)  # both in flight at once: two connections
 
         async def backends() -> list[object]:
             return [pool._pool._network_backend for pool in pooled._pools]  # type: ignore[attr-defined]

@@ -277,7 +277,8 @@ def test_xdist_workers_load_the_pools_the_controller_generated(
 
     def session() -> Any:
         runtime = SimpleNamespace(ledger_path=str(tmp_path / "runs" / "r1.json"))
-        options = SimpleNamespace(pools=(), seed=4, pool_size=7)
+        triage = SimpleNamespace(pools=(), pool_size=7)
+        options = SimpleNamespace(seed=4, of=lambda kind: triage)
         return SimpleNamespace(options=options, memo={"model-runtime-config": runtime})
 
     controller = session()
