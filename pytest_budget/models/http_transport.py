@@ -183,7 +183,13 @@ class _Stream(httpcore.AsyncNetworkStream):
 
     async def aclose(self) -> None:
         self._pending.clear()
-        self._transport.close()
+        transport = self._transport
+        if not transport.is_closing():
+            transport.close()
+            # As anyio does: let the loop run the close (the socket is released now, not
+            # when the loop is gone), then drop whatever could not be sent.
+            await asyncio.sleep(0)
+            transport.abort()
 
     async def start_tls(
         self,
