@@ -9,7 +9,11 @@ is the real path of a user's run: ``LLMEstimator`` over the model runtime (recor
 cassette, ledger, retries, concurrency limit) over ``OpenAIChatClient``, driven by
 ``run_awareness_cell`` (probe prompts, parsing, scoring).  Three figures:
 
-* **live**: wall time of N probes against the bound N*d/c (target: within 15%);
+* **live**: wall time of N probes against the bound N*d/c (target: within 15%), and the
+  client's CPU per call (target: under 1 ms): this process's CPU time (``getrusage``,
+  user + system, every thread: the worker loop's and the caller's) over the live cell; the
+  server runs in a process of its own (``multiprocessing`` spawn), so none of its CPU is
+  counted;
 * **replay**: the same N probes answered from the recordings just made, with no server:
   the harness's own cost per call (look-up, parse, score, ledger), target well under 1 ms;
 * **bare**: N probes through the same path with an in-process estimator (no HTTP, no
@@ -25,6 +29,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import resource
 import tempfile
 import time
@@ -176,9 +181,9 @@ def main() -> None:
             return LLMEstimator(runtime.wrap(build_chat_client("openai", "m", base_url=url)))
 
         live_s, live_cpu, live = _cell(rollouts, estimator(), args.concurrency)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _cpu_s()
         asyncio.run(_floor(port.value, n, args.concurrency))
-        floor_s = time.perf_counter() - started
+        floor_s, floor_cpu = time.perf_counter() - started, _cpu_s() - cpu
         server.terminate()
         server.join(5)
         replay_s, _, replay = _cell(rollouts, estimator(), args.concurrency)
@@ -196,12 +201,17 @@ def main() -> None:
     assert live.scores == replay.scores
     print(f"probes {n}, delay {args.delay * 1000:g} ms, concurrency {args.concurrency}")
     print(f"live:   {live_s:.3f} s, bound N*d/c {bound:.3f} s, ratio {live_s / bound:.3f}")
-    print(f"        client CPU {live_cpu / n * 1000:.3f} ms per call (the rest of 2 cores serve)")
+    print(
+        f"        client CPU {live_cpu / n * 1000:.3f} ms per call (this process's user + "
+        "system time, all threads; the server is another process)"
+    )
     print(f"replay: {replay_s:.3f} s, {replay_s / n * 1000:.3f} ms per probe (no server)")
     print(f"bare:   {bare_s:.3f} s, {bare_s / n * 1000:.3f} ms per probe (no HTTP, no runtime)")
     print(
-        f"floor:  {floor_s:.3f} s, ratio {floor_s / bound:.3f} (bare asyncio client, same server)"
+        f"floor:  {floor_s:.3f} s, ratio {floor_s / bound:.3f}, CPU "
+        f"{floor_cpu / n * 1000:.3f} ms per call (bare asyncio client, same server)"
     )
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

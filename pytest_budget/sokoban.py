@@ -104,48 +104,63 @@ def _reverse_play(
     Mirrors the public recursive search (pre-order, global visited set, first best kept on
     ties) with an explicit stack, so deep ``search_depth`` values cannot hit the recursion
     limit.  Box ``i`` starts on ``targets[i]``; the stack holds
-    ``(player, boxes, swaps, last_pulled_box, ttl)``.
+    ``(player, boxes, swaps, last_pulled_box, ttl)``.  The per-cell tables (moves with the
+    cell behind each, distance of each cell to each target) are built once per call; the
+    states visited and the result are those of the plain search
+    (``tests/test_sokoban_generation_speed.py`` compares the two).
     """
     nbr = board.neighbours
     width = board.width
     ncells = board.width * board.height
     target_set = frozenset(targets)
-    target_rc = [divmod(t, width) for t in targets]
+    # moves[cell]: (next cell, cell behind) per open action, in action order.
+    moves = [tuple((row[a], row[_OPPOSITE[a]]) for a in range(4) if row[a] >= 0) for row in nbr]
+    # distance[i][cell]: Manhattan distance from cell to box i's target.
+    distance = []
+    for t in targets:
+        tr, tc = divmod(t, width)
+        distance.append(
+            [abs(cell // width - tr) + abs(cell % width - tc) for cell in range(ncells)]
+        )
+    pairs = len(targets) == 2
     visited: set[int] = set()
     best_score, best_player, best_boxes = -1, player, targets
     start = (player, targets, 0, -1, search_depth)
     stack: list[tuple[int, tuple[int, ...], int, int, int]] = [start]
+    pop, push, seen = stack.pop, stack.append, visited.add
     while stack:
-        pos, boxes, swaps, last, ttl = stack.pop()
+        pos, boxes, swaps, last, ttl = pop()
         ttl -= 1
         if ttl <= 0:
             continue
         if len(visited) >= max_states:
             break
         # Box identity does not matter for "seen before" (the public code hashes the grid).
-        key = pos
-        for b in sorted(boxes):
-            key = key * ncells + b
+        if pairs:
+            a, b = boxes
+            key = (pos * ncells + a) * ncells + b if a <= b else (pos * ncells + b) * ncells + a
+        else:
+            key = pos
+            for b in sorted(boxes):
+                key = key * ncells + b
         if key in visited:
             continue
-        visited.add(key)
-        if pos in target_set or any(b in target_set for b in boxes):
+        seen(key)
+        if pos in target_set or not target_set.isdisjoint(boxes):
             score = 0
         else:
             displacement = 0
-            for b, (tr, tc) in zip(boxes, target_rc, strict=True):
-                br, bc = divmod(b, width)
-                displacement += abs(br - tr) + abs(bc - tc)
+            for i, b in enumerate(boxes):
+                displacement += distance[i][b]
             score = swaps * displacement
         if score > best_score:
             best_score, best_player, best_boxes = score, pos, boxes
-        children: list[tuple[int, tuple[int, ...], int, int, int]] = []
-        moves_from = nbr[pos]
-        for a in range(4):
-            nxt = moves_from[a]
-            if nxt < 0 or nxt in boxes:
+        # Children pushed in reverse so the first action is explored first, as in the
+        # recursive original.
+        children = []
+        for nxt, behind in moves[pos]:
+            if nxt in boxes:
                 continue
-            behind = moves_from[_OPPOSITE[a]]
             if behind >= 0 and behind in boxes:
                 # Moving away from an adjacent box always pulls it along (RAGEN's 4 actions).
                 i = boxes.index(behind)
@@ -153,8 +168,8 @@ def _reverse_play(
                 children.append((nxt, pulled, swaps + (i != last), i, ttl))
             else:
                 children.append((nxt, boxes, swaps, last, ttl))
-        # Reverse so the first action is explored first, as in the recursive original.
-        stack.extend(reversed(children))
+        for child in reversed(children):
+            push(child)
     return best_score, best_player, best_boxes
 
 

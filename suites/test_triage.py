@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.fixtures.cells import cell_result
+from pytest_budget.fixtures.cells import cell_result, in_background
 from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
 from pytest_budget.fixtures.triage import (
     TriageCell,
@@ -34,7 +34,7 @@ from pytest_budget.triage.evaluate import (
     truncation_counts,
     truncation_warning,
 )
-from pytest_budget.triage.intervals import cell_summary, item_units
+from pytest_budget.triage.intervals import cell_summary, item_units, warm_shared
 from pytest_budget.triage.phase0 import BaselineReport
 from pytest_budget.triage.types import Pool
 
@@ -121,6 +121,8 @@ def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] 
         phase0 = await ground_truth.abaselines(pool, solver)
         if phase0.errors and not phase0.baselines:
             return None  # the test fails the cell
+        # The summary's plan-free tables, computed while the planner call is in flight.
+        in_background(lambda: _warm(pool, phase0, cell, options, "triage", state.memo))
         return await _plan(pool, phase0, cell, planner, options)
 
     return work, (agent_name(planner), agent_name(solver))
@@ -146,6 +148,28 @@ def _summary(
         level=options.ci_level,
         resamples=options.ci_resamples,
         seeds=repeat_seeds(options),
+        suite=suite,
+        cache=memo.setdefault("triage-bootstrap", {}),
+    )
+
+
+def _warm(
+    pool: Pool,
+    phase0: BaselineReport,
+    cell: TriageCell,
+    options: BudgetOptions,
+    suite: str,
+    memo: dict[Any, Any],
+) -> None:
+    """What :func:`_summary` shares between the cell's plans (V_oracle, V_random per
+    resample), computed ahead into the same cache."""
+    warm_shared(
+        item_units(pool.items, phase0.baselines),
+        phase0.baselines,
+        cell.alpha,
+        seed=options.seed,
+        cell_id=cell.id,
+        resamples=options.ci_resamples,
         suite=suite,
         cache=memo.setdefault("triage-bootstrap", {}),
     )

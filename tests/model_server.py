@@ -10,7 +10,9 @@ A real ``ThreadingHTTPServer`` on ``127.0.0.1`` (free port) speaking HTTP/1.1:
 * a request without the expected key (``api_key``) gets 401 like the hosted APIs;
 * ``fail(*faults)`` queues faults for the next POSTs: an HTTP status with headers
   (``Fault.status(429, {"retry-after": "0"})``), a dropped connection, a truncated JSON body,
-  a reply slower than the client's timeout, a reply without ``usage``, an HTML page.
+  a reply slower than the client's timeout, a reply without ``usage``, an HTML page, a
+  whole reply after which the server closes the kept-alive connection;
+* ``tls``: a server-side ``ssl.SSLContext`` serves HTTPS instead.
 
 It counts requests, TCP connections (``connections``) and the most POSTs ever in flight at
 once (``max_in_flight``).
@@ -19,6 +21,7 @@ once (``max_in_flight``).
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections import deque
@@ -36,7 +39,7 @@ ESTIMATOR_MARK = "<answer>impossible</answer>"
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # status | drop | truncate | slow | no_usage | html
+    kind: str  # status | drop | truncate | slow | no_usage | html | close
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
@@ -179,6 +182,10 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "truncate":
             payload = payload[: len(payload) // 2]
         self._send(200, payload)
+        if fault is not None and fault.kind == "close":
+            # A whole answer, then the connection closes (no "Connection: close" header),
+            # as a server does with keep-alive connections it times out.
+            self.close_connection = True
 
 
 class _Server(ThreadingHTTPServer):
@@ -205,10 +212,12 @@ class ModelServer:
         output_tokens: int = 7,
         report_usage: bool = True,
         reject: Callable[[dict[str, Any]], str | None] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.answer = answer or role_answer
         # A request ``reject(body)`` names gets HTTP 400 with that message (not retried).
         self.reject = reject
+        self.tls = tls  # a server-side context: HTTPS
         self.latency = latency
         self.models = models
         self.api_key = api_key
@@ -241,8 +250,11 @@ class ModelServer:
     def start(self) -> ModelServer:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.owner = self
+        if self.tls is not None:
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         host, port = self._server.server_address[:2]
-        self._url = f"http://{host!s}:{port}/v1"
+        scheme = "https" if self.tls is not None else "http"
+        self._url = f"{scheme}://{host!s}:{port}/v1"
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )

@@ -53,6 +53,9 @@ def test_a_live_run_makes_the_same_calls_with_and_without_xdist(
     assert sum(PLANNER in body for body in bodies["0"]) == 8
     assert len(runs["0"]) == 8 + 2 * (6 + 3)
     assert _scores(pytester.path / "r0.json") == _scores(pytester.path / "r2.json")
+    # The controller's forecast generated the pools; the workers loaded them.
+    assert len(list((pytester.path / "cache-2" / "runs").glob("*-pools.pickle"))) == 1
+    assert list((pytester.path / "cache-0" / "runs").glob("*-pools.pickle")) == []
 
 
 def test_the_calls_of_different_cells_are_in_flight_together(pytester: pytest.Pytester) -> None:

@@ -198,6 +198,7 @@ class ChatClient:
         if use_shared_pool is None:
             use_shared_pool = http_client is None
         self._use_pool = use_shared_pool
+        self._fixed: tuple[httpx.URL, httpx.Timeout] | None = None
 
     @property
     def _http(self) -> httpx.AsyncClient:
@@ -343,11 +344,13 @@ class ChatClient:
 
     async def _send(self, content: bytes) -> httpx.Response:
         http = shared_http_client() if self._use_pool else None
+        fixed = self._fixed
+        if fixed is None:
+            # The same for every call: parsed and built once.
+            fixed = self._fixed = (httpx.URL(self.endpoint), httpx.Timeout(self.timeout))
+        url, timeout = fixed
         return await (http or self._http).post(
-            self.endpoint,
-            content=content,
-            headers=self._headers(),
-            timeout=httpx.Timeout(self.timeout),
+            url, content=content, headers=self._headers(), timeout=timeout
         )
 
     def _error(

@@ -19,23 +19,27 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import heapq
 import threading
-import urllib.request
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
 import httpx
 import sniffio
 
+from pytest_budget.models.http_transport import pooled_client
+
 __all__ = [
+    "CALL_RANK",
     "WorkerLoop",
     "cancel_worker_loop",
     "close_worker_loop",
     "on_worker_loop",
+    "ranked_limiter",
     "run_on_worker_loop",
-    "set_pool_size",
     "shared_http_client",
     "shared_limiter",
     "worker_loop",
@@ -45,9 +49,6 @@ T = TypeVar("T")
 
 _LOCK = threading.Lock()
 _LOOP: WorkerLoop | None = None
-# Keep-alive connections kept per pool at least (more when the concurrency is higher).
-_MIN_KEEPALIVE = 32
-_keepalive = _MIN_KEEPALIVE
 
 
 class WorkerLoop:
@@ -215,94 +216,69 @@ def run_on_worker_loop(func: Callable[[], Awaitable[T]]) -> T:
     return worker_loop().run(func)
 
 
+#: The rank of the work running: the cell's place in the run's order (lower goes first).
+#: Waiters for a :func:`ranked_limiter` token are served lowest rank first, then in order of
+#: arrival, so the calls of the cells whose tests come first finish first (their scoring
+#: and tests run while later cells' calls are on the wire) and the wire stays as busy.
+CALL_RANK: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "pytest_budget_call_rank", default=-1
+)
+
+
+class _RankedWaiters:
+    """The part of ``OrderedDict`` anyio's asyncio limiter uses for its waiters, ordered
+    by (:data:`CALL_RANK` of the waiting task, arrival)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, Any]] = []
+        self._events: dict[Any, tuple[int, Any]] = {}
+        self._arrivals = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __setitem__(self, borrower: Any, event: Any) -> None:
+        self._arrivals += 1
+        heapq.heappush(self._heap, (CALL_RANK.get(), self._arrivals, borrower))
+        self._events[borrower] = (self._arrivals, event)
+
+    def pop(self, borrower: Any, default: Any = None) -> Any:
+        found = self._events.pop(borrower, None)  # its heap entry is skipped later
+        return default if found is None else found[1]
+
+    def popitem(self, last: bool = True) -> tuple[Any, Any]:
+        while self._heap:
+            _, arrival, borrower = heapq.heappop(self._heap)
+            found = self._events.get(borrower)
+            if found is not None and found[0] == arrival:
+                del self._events[borrower]
+                return borrower, found[1]
+        raise KeyError("no waiters")
+
+
+def ranked_limiter(total: int) -> anyio.CapacityLimiter:
+    """An ``anyio.CapacityLimiter`` (asyncio) that hands free tokens to the waiter of the
+    lowest :data:`CALL_RANK` first; a plain one where anyio's internals differ."""
+    limiter = anyio.CapacityLimiter(total)
+    if isinstance(getattr(limiter, "_wait_queue", None), OrderedDict):
+        limiter._wait_queue = _RankedWaiters()  # type: ignore[attr-defined]
+    return limiter
+
+
 def shared_limiter(total: int) -> anyio.CapacityLimiter:
     """The one ``--budget-concurrency`` limit of every cell's agent calls on the worker loop
-    (a limiter of its own on any other loop)."""
+    (a limiter of its own on any other loop); ranked (:data:`CALL_RANK`)."""
     loop = _LOOP
     if loop is None or not loop.is_current():
         return anyio.CapacityLimiter(total)
     if loop.limiter is None:
-        loop.limiter = anyio.CapacityLimiter(total)
+        loop.limiter = ranked_limiter(total)
     elif loop.limiter.total_tokens != total:
         loop.limiter.total_tokens = total
     return loop.limiter
-
-
-def set_pool_size(concurrency: int) -> None:
-    """Keep at least ``concurrency`` idle keep-alive connections (before the first call)."""
-    global _keepalive
-    _keepalive = max(_MIN_KEEPALIVE, concurrency)
-
-
-class _ShardedTransport(httpx.AsyncBaseTransport):
-    """httpx's own transport, split into small pools; each request goes to the least busy.
-
-    httpcore's pool re-checks every connection (and every connection against every other
-    for the keep-alive count) on each request and each answer, so one pool of 32 busy
-    connections costs about a millisecond of CPU per call; pools of :data:`_SHARD`
-    connections keep that check small, whatever the concurrency.
-    """
-
-    def __init__(self, connections: int) -> None:
-        shards = max(1, -(-connections // _SHARD))
-        # One SSL context for every pool (each costs ~10 ms of CPU to build).
-        context = httpx.create_ssl_context()
-        self._pools = [
-            httpx.AsyncHTTPTransport(
-                verify=context,
-                limits=httpx.Limits(max_connections=_SHARD, max_keepalive_connections=_SHARD),
-            )
-            for _ in range(shards)
-        ]
-        self._busy = [0] * shards
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        index = min(range(len(self._busy)), key=self._busy.__getitem__)
-        self._busy[index] += 1
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                self._busy[index] -= 1
-
-        try:
-            response = await self._pools[index].handle_async_request(request)
-        except BaseException:
-            release()
-            raise
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=response.headers,
-            stream=_Released(response.stream, release),  # type: ignore[arg-type]
-            extensions=response.extensions,
-        )
-
-    async def aclose(self) -> None:
-        for pool in self._pools:
-            await pool.aclose()
-
-
-class _Released(httpx.AsyncByteStream):
-    """A response stream that frees its pool's slot when it is closed."""
-
-    def __init__(self, stream: httpx.AsyncByteStream, release: Callable[[], None]) -> None:
-        self._stream = stream
-        self._release = release
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._stream:
-            yield chunk
-
-    async def aclose(self) -> None:
-        try:
-            await self._stream.aclose()
-        finally:
-            self._release()
-
-
-_SHARD = 8  # connections per small pool
 
 
 def shared_http_client() -> httpx.AsyncClient | None:
@@ -310,20 +286,11 @@ def shared_http_client() -> httpx.AsyncClient | None:
 
     Keep-alive connections belong to the loop that opened them, so other loops (an async
     test's own) get None and use a client of their own.  Connections stay alive whatever
-    the proxy environment; with proxy variables set (``HTTP_PROXY``, ``NO_PROXY``...) the
-    pool is httpx's own, which honours them.
+    the proxy environment (:func:`~pytest_budget.models.http_transport.pooled_client`).
     """
     loop = _LOOP
     if loop is None or not loop.is_current():
         return None
     if loop.http is None:
-        if urllib.request.getproxies():
-            loop.http = httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=_keepalive),
-                timeout=None,
-            )
-        else:
-            loop.http = httpx.AsyncClient(
-                transport=_ShardedTransport(_keepalive), timeout=None, trust_env=False
-            )
+        loop.http = pooled_client()
     return loop.http

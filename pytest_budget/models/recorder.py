@@ -254,9 +254,15 @@ class _Cassette:
     def refresh(self) -> None:
         """Index what other processes appended to their journals since the last read (an
         xdist worker replays a call another worker has just recorded)."""
-        if not self.folder.is_dir():
+        try:
+            names = [
+                entry.path
+                for entry in os.scandir(self.folder)
+                if entry.name.startswith("calls-") and entry.name.endswith(".jsonl")
+            ]
+        except OSError:  # not made yet
             return
-        for path in sorted(str(p) for p in self.folder.glob(_JOURNAL_GLOB)):
+        for path in sorted(names):
             if path == self._journal:
                 continue
             start = self._indexed.get(path, 0)

@@ -41,6 +41,7 @@ import anyio.lowlevel
 from pytest_budget.budget import Usage, current_meter
 from pytest_budget.models.client import ChatClient, ChatResult, ModelCallError, ToolSpec
 from pytest_budget.models.ledger import SpendLedger
+from pytest_budget.models.loop import ranked_limiter
 from pytest_budget.models.prices import PriceTable
 from pytest_budget.models.recorder import CallRecorder, canonical_body, key_of, scrub_result
 from pytest_budget.models.retry import RetryPolicy, call_with_retries, is_transient
@@ -114,7 +115,7 @@ class AdaptiveLimit:
         token = anyio.lowlevel.current_token().native_token
         if self._limiter is None or self._token is not token:
             self._token = token
-            self._limiter = anyio.CapacityLimiter(self.limit)
+            self._limiter = ranked_limiter(self.limit)
         return self._limiter
 
     def _apply(self) -> None:
@@ -475,7 +476,10 @@ class RuntimeChatModel:
         # One live call per request in the whole run: a cell of this process or another
         # xdist worker asking the same thing meanwhile waits and replays its answer.
         async with runtime.claim(key):
-            recorded = recorder.load(self.provider, self.model, key, body, refresh=True)
+            # Only other processes of the run (xdist workers) record while this one runs.
+            recorded = recorder.load(
+                self.provider, self.model, key, body, refresh=runtime.config.claim_files
+            )
             if recorded is not None:
                 return self._replayed(recorded)
             return await self._live(messages, body, body_json, key, max_tokens)

@@ -24,6 +24,7 @@ through ``cache``.  Plain Python and numpy: nothing here imports pytest.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import math
 from collections.abc import Mapping, MutableMapping, Sequence
@@ -55,6 +56,7 @@ __all__ = [
     "resampled_scores",
     "resolve_cell_summary",
     "triage_success",
+    "warm_shared",
 ]
 
 #: The resampling unit named in a triage cell's ``ci_meta``.
@@ -286,6 +288,11 @@ def resampled_scores(
 
     key = _pool_digest(costs, solved, values, alpha, indices, inner_samples, seed)
     shared = cache.get(key) if cache is not None else None
+    if isinstance(shared, concurrent.futures.Future):  # being computed ahead (warm_shared)
+        try:
+            shared = shared.result()
+        except Exception:  # computed here instead
+            shared = None
     if shared is None:
         shared = (
             _oracle_values(indices, counts, costs, solved, values, budget),
@@ -422,6 +429,61 @@ def _resolve_success(outcome: str, scores: Mapping[str, object]) -> bool:
     return after >= before
 
 
+def _cell_resamples(
+    n: int, *, seed: int, suite: str, cell_id: str, resamples: int
+) -> tuple[IntArray, IntArray, int]:
+    """A cell's resamples (indices, counts) and the seed of its inner random orderings."""
+    indices = resample_indices(n, resamples, bootstrap_seed(seed, suite, cell_id))
+    counts = counts_from_indices(indices, n)
+    return indices, counts, bootstrap_seed(seed, suite, cell_id, "random-reference")
+
+
+def warm_shared(
+    units: Sequence[Item],
+    baselines: Mapping[str, Baseline],
+    alpha: float,
+    *,
+    seed: int,
+    cell_id: str,
+    resamples: int,
+    cache: MutableMapping[str, Any],
+    suite: str = "triage",
+) -> None:
+    """Compute the cell's V_oracle and V_random per resample into ``cache`` ahead of
+    :func:`cell_summary` (same arguments, same entry), e.g. in a thread while the cell's
+    planner call is in flight: they depend on the pool, its Phase 0 and alpha, not on the
+    plan.  A summary that comes while this runs waits for it."""
+    if resamples <= 0 or not units:
+        return
+    indices, counts, inner = _cell_resamples(
+        len(units), seed=seed, suite=suite, cell_id=cell_id, resamples=resamples
+    )
+    costs = np.array([baselines[item.id].tokens for item in units], dtype=np.int64)
+    solved = np.array(
+        [baselines[item.id].solved and not item.unsolvable for item in units], dtype=np.bool_
+    )
+    values = np.array([item.value for item in units], dtype=np.float64)
+    key = _pool_digest(costs, solved, values, alpha, indices, INNER_SAMPLES, inner)
+    pending: concurrent.futures.Future[tuple[FloatArray, FloatArray]] = concurrent.futures.Future()
+    if cache.setdefault(key, pending) is not pending:
+        return  # known, or being computed
+    try:
+        earn = np.where(solved, values, 0.0)
+        budget = np.floor(alpha * (counts @ costs).astype(np.float64) + 1e-9).astype(np.int64)
+        shared = (
+            _oracle_values(indices, counts, costs, solved, values, budget),
+            _random_values(
+                indices, counts, costs, earn, budget, inner_samples=INNER_SAMPLES, seed=inner
+            ),
+        )
+    except BaseException as exc:
+        cache.pop(key, None)
+        pending.set_exception(exc)
+        raise
+    cache[key] = shared
+    pending.set_result(shared)
+
+
 def cell_summary(
     outcomes: Sequence[CellOutcome],
     units: Sequence[Item],
@@ -445,9 +507,9 @@ def cell_summary(
     matrices: list[ResampleMatrix] | None = None
     meta: CIMeta | None = None
     if resamples > 0 and units:
-        indices = resample_indices(len(units), resamples, bootstrap_seed(seed, suite, cell_id))
-        counts = counts_from_indices(indices, len(units))
-        inner = bootstrap_seed(seed, suite, cell_id, "random-reference")
+        indices, counts, inner = _cell_resamples(
+            len(units), seed=seed, suite=suite, cell_id=cell_id, resamples=resamples
+        )
         matrices = [
             resampled_scores(
                 outcome.plan, units, baselines, alpha, indices, counts, seed=inner, cache=cache
