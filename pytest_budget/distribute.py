@@ -47,8 +47,16 @@ def _explicit_dist(config: Any) -> bool:
     return any(a in ("--dist", "-d") or a.startswith("--dist=") for a in args)
 
 
-def make_scheduler(config: Any, log: Any, options: Any) -> Any | None:
-    """The grouping scheduler for ``-n`` without ``--dist`` (None: xdist's own)."""
+def make_scheduler(config: Any, log: Any, options: Any, *, live: bool) -> Any | None:
+    """xdist's scheduler for a run (None: xdist's own).
+
+    A run that calls a model (``live``) hands every worker all of its tests at the start
+    (``--dist load`` or ``worksteal``), so its cells are in flight together and none moves
+    once paid for; an offline ``-n`` run without ``--dist`` sends the tests that share
+    prepared work to one worker together (the module docstring).
+    """
+    if live:
+        return _live_scheduler(config, log)
     if config.getvalue("dist") != "load" or _explicit_dist(config):
         return None
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
@@ -58,3 +66,47 @@ def make_scheduler(config: Any, log: Any, options: Any) -> Any | None:
             return group_of(nodeid, options)
 
     return BudgetScheduling(config, log)
+
+
+def _worker_rank(node: Any) -> tuple[int, str]:
+    """Sort key of an xdist worker: the number of its id ``gwN``."""
+    worker_id = str(node.gateway.id)
+    digits = worker_id.removeprefix("gw")
+    return (int(digits) if digits.isdigit() else -1, worker_id)
+
+
+def _live_scheduler(config: Any, log: Any) -> Any:
+    """The xdist scheduler of a run that calls a model (``--dist load``, xdist's default,
+    or ``worksteal``): every test is handed out at the start, test ``i`` of the collection
+    to worker ``i mod n``; None for another ``--dist`` (``loadscope``, ``each``...), which
+    xdist then schedules itself."""
+    if config.getvalue("dist") not in ("load", "worksteal"):
+        return None
+    from xdist.scheduler import LoadScheduling
+
+    class LiveScheduling(LoadScheduling):  # type: ignore[misc]
+        """xdist's ``load`` scheduling, with the whole collection sent at once."""
+
+        def schedule(self) -> None:
+            # A restarted worker: xdist's own rescheduling.
+            if getattr(self, "collection", None) is not None:
+                super().schedule()
+                return
+            if not self._check_nodes_have_same_collection():
+                self.log("**Different tests collected, aborting run**")
+                return
+            collection = list(next(iter(self.node2collection.values())))
+            self.collection = collection
+            self.pending[:] = []
+            # In worker-id order (gw0, gw1, ...), not the order the workers came up in, so
+            # that test i always runs on worker i mod n.
+            nodes = sorted(self.nodes, key=_worker_rank)
+            for rank, node in enumerate(nodes):
+                share = list(range(rank, len(collection), len(nodes)))
+                if share:
+                    self.node2pending[node].extend(share)
+                    node.send_runtest_some(share)
+            for node in nodes:
+                node.shutdown()
+
+    return LiveScheduling(config, log)

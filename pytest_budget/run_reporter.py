@@ -79,13 +79,10 @@ class RunReporter:
         and none moves once paid for; an offline ``-n`` run without ``--dist`` sends the
         tests that share prepared work to one worker together
         (:mod:`pytest_budget.distribute`).  None: xdist's own scheduler."""
-        if "model-runtime-config" in self.session.memo:
-            from pytest_budget.fixtures.cells import live_scheduler
-
-            return live_scheduler(config, log)
         from pytest_budget.distribute import make_scheduler
 
-        return make_scheduler(config, log, self.session.options)
+        live = "model-runtime-config" in self.session.memo
+        return make_scheduler(config, log, self.session.options, live=live)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
