@@ -63,6 +63,7 @@ import json
 import math
 import multiprocessing
 import random
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -448,7 +449,7 @@ def _overlap_one(old: dict[str, Any], new: dict[str, Any], spec: MetricSpec) -> 
 
 
 def measure_cell(job: tuple[str, Any], n: int, p: float, baselines: int, reruns: int,
-                 alphas: Sequence[float], checks: int) -> dict[str, Any]:  # fmt: skip
+                 alphas: Sequence[float], checks: int, power_reruns: int = 0) -> dict[str, Any]:  # fmt: skip
     """One cell: per baseline and rule, the false-alarm rate and the powers."""
     _patch()
     specs = metric_specs("planning")
@@ -470,7 +471,7 @@ def measure_cell(job: tuple[str, Any], n: int, p: float, baselines: int, reruns:
         for kind, prob in (("alarm", good), ("emr", regressed["emr"]), ("cost", regressed["cost"])):
             if prob is None:
                 continue
-            leaves = cell.draw(prob, rng, reruns)
+            leaves = cell.draw(prob, rng, reruns if kind == "alarm" else power_reruns or reruns)
             new = runs_of(cell, leaves)
             fails, skipped, p_values = decide(base, new, specs, alphas)
             for rule, row in fails.items():
@@ -487,6 +488,7 @@ def measure_cell(job: tuple[str, Any], n: int, p: float, baselines: int, reruns:
     out["mismatches"] = mismatches
     out["screen"] = _check_screen(screened, specs, alphas)
     out["seconds"] = time.perf_counter() - started
+    print(f"  {cell.cell_id} n={n}: {out['seconds']:.0f} s", file=sys.stderr, flush=True)
     return out
 
 
@@ -560,7 +562,8 @@ def clopper_pearson(hits: int, trials: int, side: str) -> float:
     return hi if side == "upper" else lo
 
 
-def summarise(cells: list[dict[str, Any]], baselines: int, reruns: int) -> list[dict[str, Any]]:
+def summarise(cells: list[dict[str, Any]], baselines: int, reruns: int,
+              power_reruns: int) -> list[dict[str, Any]]:  # fmt: skip
     rules = list(cells[0]["rates"]["alarm"])
     rows = []
     trials = baselines * reruns
@@ -587,7 +590,9 @@ def summarise(cells: list[dict[str, Any]], baselines: int, reruns: int) -> list[
                 "mean": float(np.mean(list(pw.values()))),
                 "worst": pw[weakest],
                 "worst_cell": weakest,
-                "worst_lower": clopper_pearson(round(pw[weakest] * trials), trials, "lower"),
+                "worst_lower": clopper_pearson(
+                    round(pw[weakest] * baselines * power_reruns), baselines * power_reruns, "lower"
+                ),
                 "cells": len(pw),
             }
         rows.append(row)
@@ -599,6 +604,8 @@ def main() -> None:
     parser.add_argument("--queries", default="200", help="queries per task, comma list")
     parser.add_argument("--baselines", type=int, default=10, help="baselines per cell")
     parser.add_argument("--reruns", type=int, default=200, help="reruns per baseline")
+    parser.add_argument("--power-reruns", type=int, default=40,
+                        help="reruns of each regressed agent per baseline")  # fmt: skip
     parser.add_argument("--p", type=float, default=0.8, help="the agent's P(ground truth)")
     parser.add_argument("--workers", type=int, default=2, help="processes (cells in parallel)")
     parser.add_argument("--alphas", default=DEFAULT_ALPHAS, help="levels of the paired rule")
@@ -618,16 +625,18 @@ def main() -> None:
     for n in [int(q) for q in args.queries.split(",")]:
         start = time.perf_counter()
         work = functools.partial(measure_cell, n=n, p=args.p, baselines=args.baselines,
-                                 reruns=args.reruns, alphas=alphas, checks=args.checks)  # fmt: skip
+                                 reruns=args.reruns, alphas=alphas, checks=args.checks,
+                                 power_reruns=args.power_reruns)  # fmt: skip
         with multiprocessing.Pool(args.workers) as pool:
             cells = pool.map(work, jobs, chunksize=1)
         took = time.perf_counter() - start
-        rows = summarise(cells, args.baselines, args.reruns)
+        rows = summarise(cells, args.baselines, args.reruns, args.power_reruns)
         screen = np.sum([c["screen"] for c in cells], axis=0)
         report["queries"][n] = {"rows": rows, "cells": cells, "seconds": took}
         unreachable = [c["cell"] for c in cells if not c["reachable"]["cost"]]
         print(
-            f"\nqueries/task={n} baselines={args.baselines} reruns={args.reruns} p={args.p} "
+            f"\nqueries/task={n} baselines={args.baselines} reruns={args.reruns} "
+            f"power reruns={args.power_reruns} p={args.p} "
             f"cells={len(cells)} episodes={sum(c['leaves'] for c in cells)} ({took:.0f} s); "
             f"self-check mismatches {sum(c['mismatches'] for c in cells)}; screen mismatches "
             f"{screen[1]} of {screen[0]} checked; cost +2 out of reach in {len(unreachable)} cells; "
