@@ -270,6 +270,10 @@ class Runs:
     scores: Array
     ci: Array
 
+    def take(self, rows: npt.NDArray[np.int64]) -> Runs:
+        """These runs, repeated/reordered along the run axis."""
+        return Runs(self.num[:, rows], self.den[:, rows], self.scores[:, rows], self.ci[:, rows])
+
 
 def runs_of(cell: Cell, leaves: npt.NDArray[np.int64]) -> Runs:
     num, den = cell.num[:, leaves], cell.den[:, leaves]
@@ -297,7 +301,7 @@ def interval_rules(
     """Per metric and run (5, size): did ``tolerance``, ``ci``, ``overlap`` fail it; ``lost``
     and ``past`` (defined, past the tolerance), which the paired rule needs."""
     sign, tol = _worse(specs), np.asarray([s.tolerance for s in specs])[:, None]
-    old, after = base.scores[:, :1], new.scores
+    old, after = base.scores, new.scores
     gated = np.isfinite(old)
     lost = gated & ~np.isfinite(after)
     with np.errstate(invalid="ignore"):
@@ -307,7 +311,7 @@ def interval_rules(
         far = np.where(sign > 0, lo, hi)  # the new interval's better end
         has = np.isfinite(far)
         ci_fail = np.where(has, (sign * (far - old) > 1e-12) & worse, past)
-        kept = base.ci[:, :1]
+        kept = base.ci
         edge = np.where(sign > 0, kept[..., 1], kept[..., 0])  # the stored interval's worse end
         over = (sign * (far - edge) > 1e-12) & (sign * (after - edge) > 1e-12)
         overlap = np.where(has & np.isfinite(edge), over, ci_fail)
@@ -330,10 +334,10 @@ def paired_p(
     screened: list[tuple[int, int, float]] = []
     batch: list[tuple[int, int]] = []
     for k, spec in enumerate(specs):
-        dn, dd = new.num[k] - base.num[k, :1], new.den[k] - base.den[k, :1]
+        dn, dd = new.num[k] - base.num[k], new.den[k] - base.den[k]
         differ = (dn != 0) | (dd != 0)
         m_all[k] = differ.sum(-1)
-        on, od = base.num[k, 0].sum(), base.den[k, 0].sum()
+        on, od = base.num[k].sum(-1), base.den[k].sum(-1)
         nn, nd = new.num[k].sum(-1), new.den[k].sum(-1)
         with np.errstate(invalid="ignore", divide="ignore"):
             r, half = (on + nn) / (od + nd), (od + nd) / 2
@@ -344,7 +348,7 @@ def paired_p(
         for j in np.flatnonzero(past[k]):
             m = int(m_all[k, j])
             if m <= EXACT_LIMIT:
-                kept = (base.num[k, 0], base.den[k, 0])
+                kept = (base.num[k, j], base.den[k, j])
                 got = (new.num[k, j], new.den[k, j])
                 p[k, j] = paired_p_value(kept, got, spec.direction) or 1.0
             elif z[j] < Z_LOW:
@@ -375,7 +379,7 @@ def _batched_p(
         part = items[lo : lo + chunk]
         vals = []
         for k, j in part:
-            dn, dd = new.num[k, j] - base.num[k, 0], new.den[k, j] - base.den[k, 0]
+            dn, dd = new.num[k, j] - base.num[k, j], new.den[k, j] - base.den[k, j]
             keep = (dn != 0) | (dd != 0)
             vals.append((dn[keep], dd[keep]))
         width = max(len(v[0]) for v in vals)
@@ -384,7 +388,7 @@ def _batched_p(
             vn[: len(a), i], vd[: len(b), i] = a, b
         s_num, s_den = patterns[:, :width] @ vn, patterns[:, :width] @ vd
         for i, (k, j) in enumerate(part):
-            on, od = float(base.num[k, 0].sum()), float(base.den[k, 0].sum())
+            on, od = float(base.num[k, j].sum()), float(base.den[k, j].sum())
             nn, nd = float(new.num[k, j].sum()), float(new.den[k, j].sum())
             new_d, old_d = nd - s_den[:, i], od + s_den[:, i]
             ok = (new_d != 0) & (old_d != 0)
@@ -465,25 +469,28 @@ def measure_cell(job: tuple[str, Any], n: int, p: float, baselines: int, reruns:
     rates: dict[str, dict[str, list[float]]] = {k: {} for k in ("alarm", "emr", "cost")}
     screened: list[tuple[Runs, Runs, tuple[int, int, float]]] = []
     mismatches = 0
-    for b in range(baselines):
-        base_leaves = cell.draw(good, rng, 1)
-        base = runs_of(cell, base_leaves)
-        for kind, prob in (("alarm", good), ("emr", regressed["emr"]), ("cost", regressed["cost"])):
-            if prob is None:
-                continue
-            leaves = cell.draw(prob, rng, reruns if kind == "alarm" else power_reruns or reruns)
-            new = runs_of(cell, leaves)
-            fails, skipped, p_values = decide(base, new, specs, alphas)
-            for rule, row in fails.items():
-                rates[kind].setdefault(rule, []).append(float(row.mean()))
-            screened += [(base, new, s) for s in random.Random(b).sample(skipped, min(4, len(skipped)))]
-            for j in range(checks if b == 0 else 0):
-                got, suite = _suite_decisions(cell, base_leaves[0], leaves[j], specs)
-                same_scores = np.allclose(suite.scores[:, 0], new.scores[:, j], equal_nan=True)
-                mismatches += (not same_scores) + sum(
-                    got[r] != bool(fails[r][j]) for r in got if r in fails
-                )
-                mismatches += _p_mismatches(base, new, j, p_values, skipped, specs)
+    base_leaves = cell.draw(good, rng, baselines)
+    bases = runs_of(cell, base_leaves)
+    for kind, prob in (("alarm", good), ("emr", regressed["emr"]), ("cost", regressed["cost"])):
+        if prob is None:
+            continue
+        each = reruns if kind == "alarm" else power_reruns or reruns
+        owner = np.repeat(np.arange(baselines), each)  # rerun i is gated against owner[i]
+        base = bases.take(owner)
+        leaves = cell.draw(prob, rng, len(owner))
+        new = runs_of(cell, leaves)
+        fails, skipped, p_values = decide(base, new, specs, alphas)
+        for rule, row in fails.items():
+            rates[kind][rule] = [float(v) for v in row.reshape(baselines, each).mean(axis=1)]
+        picked = random.Random(kind).sample(skipped, min(20, len(skipped)))
+        screened += [(base, new, item) for item in picked]
+        for j in range(min(checks, each)):
+            got, suite = _suite_decisions(cell, base_leaves[owner[j]], leaves[j], specs)
+            same_scores = np.allclose(suite.scores[:, 0], new.scores[:, j], equal_nan=True)
+            mismatches += (not same_scores) + sum(
+                got[r] != bool(fails[r][j]) for r in got if r in fails
+            )
+            mismatches += _p_mismatches(base, new, j, p_values, skipped, specs)
     out["rates"] = rates
     out["mismatches"] = mismatches
     out["screen"] = _check_screen(screened, specs, alphas)
@@ -502,7 +509,7 @@ def _p_mismatches(base: Runs, new: Runs, j: int, p: Array,
             continue  # not past the tolerance: not tested
         if (k, j) in screened:
             continue
-        kept = (base.num[k, 0], base.den[k, 0])
+        kept = (base.num[k, j], base.den[k, j])
         true = paired_p_value(kept, (new.num[k, j], new.den[k, j]), spec.direction) or 1.0
         bad += not math.isclose(true, p[k, j], rel_tol=1e-9)
     return bad
@@ -532,7 +539,7 @@ def _check_screen(items: list[tuple[Runs, Runs, tuple[int, int, float]]],
     is a level in ``alphas`` on which the screen's decision differs."""
     bad = 0
     for base, new, (k, j, z) in items:
-        kept = (base.num[k, 0], base.den[k, 0])
+        kept = (base.num[k, j], base.den[k, j])
         true = paired_p_value(kept, (new.num[k, j], new.den[k, j]), specs[k].direction) or 1.0
         guess = 1.0 if z < Z_LOW else 1 / (1 + DRAWS)
         bad += any((true < a) != (guess < a) for a in alphas)
