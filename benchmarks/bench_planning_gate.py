@@ -81,7 +81,7 @@ from pytest_budget.bootstrap import (
 )
 from pytest_budget.gating import PAIRED_ALPHA, compare, compare_ci, compare_overlap, compare_paired
 from pytest_budget.metrics import MetricSpec, metric_specs
-from pytest_budget.options import DEFAULT_SCENARIOS, parse_scenarios
+from pytest_budget.planning.options import DEFAULT_SCENARIOS, parse_scenarios
 from pytest_budget.paired import DRAWS, EXACT_LIMIT, _column, paired_p_value
 from pytest_budget.planning import env as env_module
 from pytest_budget.planning.agents import _ReferenceToolAgent
@@ -250,9 +250,16 @@ def build_cell(task: str, scenario: Any, n: int) -> Cell:
     seed = bootstrap_seed(CI_SEED, "planning", cell_id)
     counts = counts_from_indices(resample_indices(n, RESAMPLES, seed), n).astype(np.float64)
     return Cell(
-        cell_id, n, np.asarray(starts), np.asarray(ones, float), np.asarray(flips, float),
-        num, den, records, counts,
-    )  # fmt: skip
+        cell_id,
+        n,
+        np.asarray(starts),
+        np.asarray(ones, float),
+        np.asarray(flips, float),
+        num,
+        den,
+        records,
+        counts,
+    )
 
 
 def _ratio(num: Array, den: Array) -> Array:
@@ -342,8 +349,10 @@ def paired_p(
         with np.errstate(invalid="ignore", divide="ignore"):
             r, half = (on + nn) / (od + nd), (od + nd) / 2
             a = (dn - r[:, None] * dd) / half[:, None]
-            z = (1 if spec.direction == "lower" else -1) * (nn / nd - on / od) / np.sqrt(
-                (a * a).sum(-1)
+            z = (
+                (1 if spec.direction == "lower" else -1)
+                * (nn / nd - on / od)
+                / np.sqrt((a * a).sum(-1))
             )
         for j in np.flatnonzero(past[k]):
             m = int(m_all[k, j])
@@ -414,16 +423,21 @@ def decide(
     return out, screened, p
 
 
-def _suite_decisions(cell: Cell, base: npt.NDArray[np.int64], run: npt.NDArray[np.int64],
-                     specs: Sequence[MetricSpec]) -> tuple[dict[str, bool], Runs]:  # fmt: skip
+def _suite_decisions(
+    cell: Cell, base: npt.NDArray[np.int64], run: npt.NDArray[np.int64], specs: Sequence[MetricSpec]
+) -> tuple[dict[str, bool], Runs]:
     """The suite's own code on real records: scores, intervals, per-query values, gates."""
 
     def fields(leaves: npt.NDArray[np.int64]) -> tuple[dict[str, Any], Any]:
         episodes = [cell.records[i] for i in leaves]
         outcome = PlanningOutcome(
-            "sampling", score_episodes(episodes), greedy_scores(episodes), episodes,
-            pool=score_sums(episodes), greedy_pool=greedy_sums(episodes),
-        )  # fmt: skip
+            "sampling",
+            score_episodes(episodes),
+            greedy_scores(episodes),
+            episodes,
+            pool=score_sums(episodes),
+            greedy_pool=greedy_sums(episodes),
+        )
         summary = cell_summary(
             [outcome], seed=CI_SEED, cell_id=cell.cell_id, level=LEVEL, resamples=RESAMPLES
         )
@@ -431,20 +445,31 @@ def _suite_decisions(cell: Cell, base: npt.NDArray[np.int64], run: npt.NDArray[n
 
     (old, old_parts), (new, new_parts) = fields(base), fields(run)
     fallback = functools.partial(_overlap_one, old, new)
-    paired = compare_paired(old["scores"], new["scores"], old_parts, new_parts, specs,
-                            alpha=PAIRED_ALPHA, fallback=fallback, fallback_name="overlap")  # fmt: skip
+    paired = compare_paired(
+        old["scores"],
+        new["scores"],
+        old_parts,
+        new_parts,
+        specs,
+        alpha=PAIRED_ALPHA,
+        fallback=fallback,
+        fallback_name="overlap",
+    )
     got = {
         "tolerance": bool(compare(old["scores"], new["scores"], specs)),
         "ci": bool(compare_ci(old["scores"], new["scores"], new["ci"], specs)),
         "overlap": bool(_overlap_all(old, new, specs)),
         f"paired@{PAIRED_ALPHA:g}": bool(paired),
     }
-    scores = np.asarray([[new["scores"][m] if new["scores"][m] is not None else np.nan]
-                         for m in GATED], dtype=float)  # fmt: skip
+    scores = np.asarray(
+        [[new["scores"][m] if new["scores"][m] is not None else np.nan] for m in GATED], dtype=float
+    )
     return got, Runs(np.empty(0), np.empty(0), scores, np.empty(0))
 
 
-def _overlap_all(old: dict[str, Any], new: dict[str, Any], specs: Sequence[MetricSpec]) -> list[Any]:
+def _overlap_all(
+    old: dict[str, Any], new: dict[str, Any], specs: Sequence[MetricSpec]
+) -> list[Any]:
     return compare_overlap(old["scores"], new["scores"], new["ci"], old["ci"], specs)
 
 
@@ -452,8 +477,16 @@ def _overlap_one(old: dict[str, Any], new: dict[str, Any], spec: MetricSpec) -> 
     return _overlap_all(old, new, (spec,))
 
 
-def measure_cell(job: tuple[str, Any], n: int, p: float, baselines: int, reruns: int,
-                 alphas: Sequence[float], checks: int, power_reruns: int = 0) -> dict[str, Any]:  # fmt: skip
+def measure_cell(
+    job: tuple[str, Any],
+    n: int,
+    p: float,
+    baselines: int,
+    reruns: int,
+    alphas: Sequence[float],
+    checks: int,
+    power_reruns: int = 0,
+) -> dict[str, Any]:
     """One cell: per baseline and rule, the false-alarm rate and the powers."""
     _patch()
     specs = metric_specs("planning")
@@ -499,8 +532,14 @@ def measure_cell(job: tuple[str, Any], n: int, p: float, baselines: int, reruns:
     return out
 
 
-def _p_mismatches(base: Runs, new: Runs, j: int, p: Array,
-                  skipped: list[tuple[int, int, float]], specs: Sequence[MetricSpec]) -> int:  # fmt: skip
+def _p_mismatches(
+    base: Runs,
+    new: Runs,
+    j: int,
+    p: Array,
+    skipped: list[tuple[int, int, float]],
+    specs: Sequence[MetricSpec],
+) -> int:
     """Run ``j``'s computed p-values that differ from :func:`paired_p_value`'s."""
     screened = {(k, i) for k, i, _ in skipped}
     bad = 0
@@ -533,8 +572,11 @@ def _regressed(cell: Cell, p: float, metric: str, target: float) -> Array | None
     return cell.probabilities(p * (1 - hi))
 
 
-def _check_screen(items: list[tuple[Runs, Runs, tuple[int, int, float]]],
-                  specs: Sequence[MetricSpec], alphas: Sequence[float]) -> list[int]:  # fmt: skip
+def _check_screen(
+    items: list[tuple[Runs, Runs, tuple[int, int, float]]],
+    specs: Sequence[MetricSpec],
+    alphas: Sequence[float],
+) -> list[int]:
     """[checked, mismatched]: screened p-values recomputed by the exact test; a mismatch
     is a level in ``alphas`` on which the screen's decision differs."""
     bad = 0
@@ -554,8 +596,14 @@ def clopper_pearson(hits: int, trials: int, side: str) -> float:
             return 1.0
         if q >= 1:
             return 1.0 if k >= trials else 0.0
-        logs = [math.lgamma(trials + 1) - math.lgamma(i + 1) - math.lgamma(trials - i + 1)
-                + i * math.log(q) + (trials - i) * math.log1p(-q) for i in range(k + 1)]  # fmt: skip
+        logs = [
+            math.lgamma(trials + 1)
+            - math.lgamma(i + 1)
+            - math.lgamma(trials - i + 1)
+            + i * math.log(q)
+            + (trials - i) * math.log1p(-q)
+            for i in range(k + 1)
+        ]
         top = max(logs)
         return min(1.0, math.exp(top) * sum(math.exp(v - top) for v in logs))
 
@@ -569,8 +617,9 @@ def clopper_pearson(hits: int, trials: int, side: str) -> float:
     return hi if side == "upper" else lo
 
 
-def summarise(cells: list[dict[str, Any]], baselines: int, reruns: int,
-              power_reruns: int) -> list[dict[str, Any]]:  # fmt: skip
+def summarise(
+    cells: list[dict[str, Any]], baselines: int, reruns: int, power_reruns: int
+) -> list[dict[str, Any]]:
     rules = list(cells[0]["rates"]["alarm"])
     rows = []
     trials = baselines * reruns
@@ -588,8 +637,11 @@ def summarise(cells: list[dict[str, Any]], baselines: int, reruns: int,
             "fa_single_cell": single[1],
         }
         for kind in ("emr", "cost"):
-            pw = {c["cell"]: float(np.mean(c["rates"][kind][rule]))
-                  for c in cells if c["reachable"][kind]}  # fmt: skip
+            pw = {
+                c["cell"]: float(np.mean(c["rates"][kind][rule]))
+                for c in cells
+                if c["reachable"][kind]
+            }
             if not pw:
                 continue
             weakest = min(pw, key=lambda k: pw[k])
@@ -611,13 +663,18 @@ def main() -> None:
     parser.add_argument("--queries", default="200", help="queries per task, comma list")
     parser.add_argument("--baselines", type=int, default=10, help="baselines per cell")
     parser.add_argument("--reruns", type=int, default=200, help="reruns per baseline")
-    parser.add_argument("--power-reruns", type=int, default=40,
-                        help="reruns of each regressed agent per baseline")  # fmt: skip
+    parser.add_argument(
+        "--power-reruns", type=int, default=40, help="reruns of each regressed agent per baseline"
+    )
     parser.add_argument("--p", type=float, default=0.8, help="the agent's P(ground truth)")
     parser.add_argument("--workers", type=int, default=2, help="processes (cells in parallel)")
     parser.add_argument("--alphas", default=DEFAULT_ALPHAS, help="levels of the paired rule")
-    parser.add_argument("--checks", type=int, default=3,
-                        help="runs per cell and kind also gated by the suite's own code")  # fmt: skip
+    parser.add_argument(
+        "--checks",
+        type=int,
+        default=3,
+        help="runs per cell and kind also gated by the suite's own code",
+    )
     parser.add_argument("--cells", default="", help="comma list of cell ids (default: all 30)")
     parser.add_argument("--json", default="", help="write the per-cell rates to this file")
     args = parser.parse_args()
@@ -631,9 +688,16 @@ def main() -> None:
     report: dict[str, Any] = {"args": vars(args), "queries": {}}
     for n in [int(q) for q in args.queries.split(",")]:
         start = time.perf_counter()
-        work = functools.partial(measure_cell, n=n, p=args.p, baselines=args.baselines,
-                                 reruns=args.reruns, alphas=alphas, checks=args.checks,
-                                 power_reruns=args.power_reruns)  # fmt: skip
+        work = functools.partial(
+            measure_cell,
+            n=n,
+            p=args.p,
+            baselines=args.baselines,
+            reruns=args.reruns,
+            alphas=alphas,
+            checks=args.checks,
+            power_reruns=args.power_reruns,
+        )
         with multiprocessing.Pool(args.workers) as pool:
             cells = pool.map(work, jobs, chunksize=1)
         took = time.perf_counter() - start
@@ -646,24 +710,34 @@ def main() -> None:
             f"power reruns={args.power_reruns} p={args.p} "
             f"cells={len(cells)} episodes={sum(c['leaves'] for c in cells)} ({took:.0f} s); "
             f"self-check mismatches {sum(c['mismatches'] for c in cells)}; screen mismatches "
-            f"{screen[1]} of {screen[0]} checked; cost +2 out of reach in {len(unreachable)} cells; "
+            f"{screen[1]} of {screen[0]} checked; "
+            f"cost +2 out of reach in {len(unreachable)} cells; "
             f"EMR -20 out of reach in {sum(not c['reachable']['emr'] for c in cells)}"
         )
-        print("| rule | false alarms: mean / worst cell (95% upper) / worst single baseline | "
-              "power EMR -20: mean / worst (95% lower) | power cost +2: mean / worst (95% lower) |")  # fmt: skip
+        print(
+            "| rule | false alarms: mean / worst cell (95% upper) / worst single baseline | "
+            "power EMR -20: mean / worst (95% lower) | power cost +2: mean / worst (95% lower) |"
+        )
         print("|---|---|---|---|")
         for r in rows:
-            cols = [f"{r['fa_mean']:.4f} / {r['fa_worst']:.4f} ({r['fa_worst_upper']:.4f}) / "
-                    f"{r['fa_single_baseline']:.3f}"]  # fmt: skip
+            cols = [
+                f"{r['fa_mean']:.4f} / {r['fa_worst']:.4f} ({r['fa_worst_upper']:.4f}) / "
+                f"{r['fa_single_baseline']:.3f}"
+            ]
             for kind in ("emr", "cost"):
                 k = r.get(kind)
-                cols.append("-" if k is None else
-                            f"{k['mean']:.3f} / {k['worst']:.3f} ({k['worst_lower']:.3f}) "
-                            f"[{k['cells']} cells]")  # fmt: skip
+                cols.append(
+                    "-"
+                    if k is None
+                    else f"{k['mean']:.3f} / {k['worst']:.3f} ({k['worst_lower']:.3f}) "
+                    f"[{k['cells']} cells]"
+                )
             print(f"| {r['rule']} | " + " | ".join(cols) + " |")
         for r in rows:
-            print(f"  {r['rule']}: worst FA {r['fa_worst_cell']}, single {r['fa_single_cell']}; "
-                  + "; ".join(f"weakest {k} {r[k]['worst_cell']}" for k in ("emr", "cost") if k in r))  # fmt: skip
+            print(
+                f"  {r['rule']}: worst FA {r['fa_worst_cell']}, single {r['fa_single_cell']}; "
+                + "; ".join(f"weakest {k} {r[k]['worst_cell']}" for k in ("emr", "cost") if k in r)
+            )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=1, default=str)
