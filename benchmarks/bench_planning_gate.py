@@ -67,6 +67,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
@@ -81,8 +82,7 @@ from pytest_budget.bootstrap import (
 )
 from pytest_budget.gating import PAIRED_ALPHA, compare, compare_ci, compare_overlap, compare_paired
 from pytest_budget.metrics import MetricSpec, metric_specs
-from pytest_budget.planning.options import DEFAULT_SCENARIOS, parse_scenarios
-from pytest_budget.paired import DRAWS, EXACT_LIMIT, _column, paired_p_value
+from pytest_budget.paired import DRAWS, paired_p_value
 from pytest_budget.planning import env as env_module
 from pytest_budget.planning.agents import _ReferenceToolAgent
 from pytest_budget.planning.code_metrics import greedy_sums, score_sums
@@ -92,17 +92,19 @@ from pytest_budget.planning.episode import ReferenceView, ToolAgentObservation, 
 from pytest_budget.planning.evaluate import PlanningOutcome
 from pytest_budget.planning.intervals import _columns, cell_summary
 from pytest_budget.planning.metrics import greedy_scores, score_episodes
+from pytest_budget.planning.options import DEFAULT_SCENARIOS, parse_scenarios
 from pytest_budget.planning.per_query import PARTS, per_query_parts
 from pytest_budget.planning.queries import generate_queries
 from pytest_budget.planning.records import EpisodeRecord, Query
 from pytest_budget.planning.tools import TASKS, Tool
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gate_arrays import Z_LOW, Runs, _ratio, decide
+
 Array = npt.NDArray[np.float64]
 GATED = tuple(PARTS["code"])  # emr, aned, cost_gap, uihr, itur: the suite's gated metrics
 COLUMNS = PARTS["code"]
 RESAMPLES, LEVEL, CI_SEED = 1000, 0.95, 42
-#: Normal-approximation screen of the paired test (see the module docstring).
-Z_LOW, Z_HIGH = 1.5, 7.0
 DEFAULT_ALPHAS = "0.01,0.005,0.002,0.001,0.0005,0.0002,0.0001"
 
 _SOLVE = TravelEnv.solve
@@ -262,26 +264,6 @@ def build_cell(task: str, scenario: Any, n: int) -> Cell:
     )
 
 
-def _ratio(num: Array, den: Array) -> Array:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-
-
-@dataclass
-class Runs:
-    """``size`` runs of a cell: per-query values (5, size, n), scores (5, size), intervals
-    (5, size, 2; NaN when undefined)."""
-
-    num: Array
-    den: Array
-    scores: Array
-    ci: Array
-
-    def take(self, rows: npt.NDArray[np.int64]) -> Runs:
-        """These runs, repeated/reordered along the run axis."""
-        return Runs(self.num[:, rows], self.den[:, rows], self.scores[:, rows], self.ci[:, rows])
-
-
 def runs_of(cell: Cell, leaves: npt.NDArray[np.int64]) -> Runs:
     num, den = cell.num[:, leaves], cell.den[:, leaves]
     scores = _ratio(num.sum(-1), den.sum(-1))
@@ -295,132 +277,6 @@ def runs_of(cell: Cell, leaves: npt.NDArray[np.int64]) -> Runs:
             bound = np.round(_sorted_quantile(ordered, defined, q), 9)
             ci[k, :, side] = np.where((defined > 0) & np.isfinite(scores[k]), bound, np.nan)
     return Runs(num, den, scores, ci)
-
-
-def _worse(specs: Sequence[MetricSpec]) -> Array:
-    """+1 where lower is better, -1 where higher is: ``sign * (new - old) > 0`` is worse."""
-    return np.asarray([1.0 if s.direction == "lower" else -1.0 for s in specs])[:, None]
-
-
-def interval_rules(
-    base: Runs, new: Runs, specs: Sequence[MetricSpec]
-) -> dict[str, npt.NDArray[np.bool_]]:
-    """Per metric and run (5, size): did ``tolerance``, ``ci``, ``overlap`` fail it; ``lost``
-    and ``past`` (defined, past the tolerance), which the paired rule needs."""
-    sign, tol = _worse(specs), np.asarray([s.tolerance for s in specs])[:, None]
-    old, after = base.scores, new.scores
-    gated = np.isfinite(old)
-    lost = gated & ~np.isfinite(after)
-    with np.errstate(invalid="ignore"):
-        past = gated & np.isfinite(after) & (sign * (after - old) > tol + 1e-12)
-        worse = sign * (after - old) > 1e-12
-        lo, hi = new.ci[..., 0], new.ci[..., 1]
-        far = np.where(sign > 0, lo, hi)  # the new interval's better end
-        has = np.isfinite(far)
-        ci_fail = np.where(has, (sign * (far - old) > 1e-12) & worse, past)
-        kept = base.ci
-        edge = np.where(sign > 0, kept[..., 1], kept[..., 0])  # the stored interval's worse end
-        over = (sign * (far - edge) > 1e-12) & (sign * (after - edge) > 1e-12)
-        overlap = np.where(has & np.isfinite(edge), over, ci_fail)
-    return {
-        "tolerance": lost | past,
-        "ci": lost | (gated & ci_fail),
-        "overlap": lost | (gated & overlap),
-        "lost": lost,
-        "past": past,
-    }
-
-
-def paired_p(
-    base: Runs, new: Runs, past: npt.NDArray[np.bool_], specs: Sequence[MetricSpec]
-) -> tuple[Array, npt.NDArray[np.int64], list[tuple[int, int, float]]]:
-    """The suite's paired p-value (5, size) where ``past`` (else 1), the number of changed
-    queries ``m``, and the screened items ``(metric, run, z)``."""
-    p = np.ones(past.shape)
-    m_all = np.zeros(past.shape, dtype=np.int64)
-    screened: list[tuple[int, int, float]] = []
-    batch: list[tuple[int, int]] = []
-    for k, spec in enumerate(specs):
-        dn, dd = new.num[k] - base.num[k], new.den[k] - base.den[k]
-        differ = (dn != 0) | (dd != 0)
-        m_all[k] = differ.sum(-1)
-        on, od = base.num[k].sum(-1), base.den[k].sum(-1)
-        nn, nd = new.num[k].sum(-1), new.den[k].sum(-1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r, half = (on + nn) / (od + nd), (od + nd) / 2
-            a = (dn - r[:, None] * dd) / half[:, None]
-            z = (
-                (1 if spec.direction == "lower" else -1)
-                * (nn / nd - on / od)
-                / np.sqrt((a * a).sum(-1))
-            )
-        for j in np.flatnonzero(past[k]):
-            m = int(m_all[k, j])
-            if m <= EXACT_LIMIT:
-                kept = (base.num[k, j], base.den[k, j])
-                got = (new.num[k, j], new.den[k, j])
-                p[k, j] = paired_p_value(kept, got, spec.direction) or 1.0
-            elif z[j] < Z_LOW:
-                screened.append((k, int(j), float(z[j])))
-            elif z[j] > Z_HIGH:
-                p[k, j] = 1 / (1 + DRAWS)
-                screened.append((k, int(j), float(z[j])))
-            else:
-                batch.append((k, int(j)))
-    _batched_p(base, new, batch, specs, p)
-    return p, m_all, screened
-
-
-@functools.lru_cache(maxsize=1)
-def _patterns(width: int) -> Array:
-    return np.stack([_column(j) for j in range(width)], axis=1).astype(np.float64)
-
-
-def _batched_p(
-    base: Runs, new: Runs, items: list[tuple[int, int]], specs: Sequence[MetricSpec], p: Array
-) -> None:
-    """:func:`paired_p_value` (Monte Carlo branch) for many (metric, run) items at once."""
-    if not items:
-        return
-    patterns = _patterns(base.num.shape[-1])
-    chunk = 48
-    for lo in range(0, len(items), chunk):
-        part = items[lo : lo + chunk]
-        vals = []
-        for k, j in part:
-            dn, dd = new.num[k, j] - base.num[k, j], new.den[k, j] - base.den[k, j]
-            keep = (dn != 0) | (dd != 0)
-            vals.append((dn[keep], dd[keep]))
-        width = max(len(v[0]) for v in vals)
-        vn, vd = np.zeros((width, len(part))), np.zeros((width, len(part)))
-        for i, (a, b) in enumerate(vals):
-            vn[: len(a), i], vd[: len(b), i] = a, b
-        s_num, s_den = patterns[:, :width] @ vn, patterns[:, :width] @ vd
-        for i, (k, j) in enumerate(part):
-            on, od = float(base.num[k, j].sum()), float(base.den[k, j].sum())
-            nn, nd = float(new.num[k, j].sum()), float(new.den[k, j].sum())
-            new_d, old_d = nd - s_den[:, i], od + s_den[:, i]
-            ok = (new_d != 0) & (old_d != 0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                change = (nn - s_num[:, i]) / new_d - (on + s_num[:, i]) / old_d
-            sign = -1.0 if specs[k].direction == "higher" else 1.0
-            hits = int(np.count_nonzero(ok & (sign * change >= sign * (nn / nd - on / od) - 1e-12)))
-            p[k, j] = (1 + hits) / (1 + int(np.count_nonzero(ok)))
-
-
-def decide(
-    base: Runs, new: Runs, specs: Sequence[MetricSpec], alphas: Sequence[float]
-) -> tuple[dict[str, npt.NDArray[np.bool_]], list[tuple[int, int, float]], Array]:
-    """Per rule, whether each run fails the cell (any gated metric fails)."""
-    rules = interval_rules(base, new, specs)
-    p, m, screened = paired_p(base, new, rules["past"], specs)
-    out = {name: rules[name].any(axis=0) for name in ("tolerance", "ci", "overlap")}
-    for alpha in alphas:
-        fallback = rules["past"] & (2.0 ** (-m.astype(float)) >= alpha)
-        tested = rules["past"] & ~fallback & (p < alpha)
-        fails = rules["lost"] | (fallback & rules["overlap"]) | tested
-        out[f"paired@{alpha:g}"] = fails.any(axis=0)
-    return out, screened, p
 
 
 def _suite_decisions(
