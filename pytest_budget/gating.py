@@ -45,9 +45,9 @@ Direction = Literal["higher", "lower"]
 DEFAULT_TOLERANCE = 0.02
 #: One-sided significance level of the paired test, per gated metric.  A cell gates five
 #: metrics, so a cell's false alarms are at most 5 x 0.0005 = 0.25% per stored baseline on
-#: average (Bonferroni).  Measured with benchmarks/bench_planning_gate.py (400 queries per
-#: task, 50 baselines x 40 reruns per cell): false alarms 0.13% mean, 0.6% in the worst cell;
-#: 0.001 gave 1.05% there (docs/how-to/gate-ci.md has the table).
+#: average (Bonferroni).  Measured with benchmarks/bench_planning_gate.py (50 baselines x 40
+#: reruns per cell, 400 to 800 queries per task): false alarms 0.13% mean, 0.6% in the worst
+#: cell; 0.001 gave 1.05% there (docs/how-to/gate-ci.md has the table).
 PAIRED_ALPHA = 0.0005
 
 
