@@ -26,8 +26,9 @@ agent are gated against it:
    per-cell rate is the mean over the ``B`` baselines (what a user can expect before
    recording); the worst single (cell, baseline) is reported too, since one unlucky
    baseline raises the rate of every later run gated against it;
-3. ``R`` reruns of a *regressed* agent gated against it: **power**.  Two regressions, both
-   by lowering ``p`` (the agent takes the greedy's call more often): ``emr`` until the
+3. ``P`` reruns of a *regressed* agent gated against it (``--power-reruns``): **power**.
+   Two regressions, both by lowering ``p`` (the agent takes the greedy's call more often):
+   ``emr`` until the
    expected EMR drops by 20 points, ``cost`` until the expected cost gap rises by 2 cost
    units.  A cell where even ``p = 0`` does not reach the regression is out of reach for it
    (the cost gap in most cells): its power is not defined, and the table says over how
@@ -48,7 +49,12 @@ Only metrics past their tolerance are tested, and a normal approximation screens
 sample of screened values is checked against the exact test (``screen mismatches``).
 Run::
 
-    nice -n 19 python benchmarks/bench_planning_gate.py --queries 200,400,800
+    nice -n 19 python benchmarks/bench_planning_gate.py --queries 200,400,600,800
+
+The defaults, 50 baselines x 40 reruns (2,000 gated reruns per cell for the false alarms)
+and 50 x 4 (200 per cell and regression for the power), resolve a cell's false-alarm rate
+of 1% to about +-0.5 points and a power of 90% to about +-4 points (binomial, 95%); the
+reruns that share a baseline are correlated, so the true uncertainty is somewhat larger.
 
 Prints, per queries per task and rule: false alarms (mean over cells / worst cell / worst
 single baseline), power per regression (mean / worst cell, over the cells where it is
@@ -517,10 +523,10 @@ def summarise(
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--queries", default="200", help="queries per task, comma list")
-    parser.add_argument("--baselines", type=int, default=10, help="baselines per cell")
-    parser.add_argument("--reruns", type=int, default=200, help="reruns per baseline")
+    parser.add_argument("--baselines", type=int, default=50, help="baselines per cell")
+    parser.add_argument("--reruns", type=int, default=40, help="reruns per baseline")
     parser.add_argument(
-        "--power-reruns", type=int, default=40, help="reruns of each regressed agent per baseline"
+        "--power-reruns", type=int, default=4, help="reruns of each regressed agent per baseline"
     )
     parser.add_argument("--p", type=float, default=0.8, help="the agent's P(ground truth)")
     parser.add_argument("--workers", type=int, default=2, help="processes (cells in parallel)")
