@@ -28,11 +28,10 @@ agent are gated against it:
    baseline raises the rate of every later run gated against it;
 3. ``P`` reruns of a *regressed* agent gated against it (``--power-reruns``): **power**.
    Two regressions, both by lowering ``p`` (the agent takes the greedy's call more often):
-   ``emr`` until the
-   expected EMR drops by 20 points, ``cost`` until the expected cost gap rises by 2 cost
-   units.  A cell where even ``p = 0`` does not reach the regression is out of reach for it
-   (the cost gap in most cells): its power is not defined, and the table says over how
-   many cells each power is taken.
+   ``emr`` until the expected EMR drops by 20 points, ``cost`` until the expected cost gap
+   rises by 2 cost units.  A cell where even ``p = 0`` does not reach the regression is
+   out of reach for it (the cost gap in most cells): its power is not defined, and the
+   table says over how many cells each power is taken.
 
 A cell *fails* when any of its five gated metrics fails, as in the suite.  Rules:
 ``tolerance``, ``ci``, ``overlap`` (new interval wholly on the worse side of the stored
