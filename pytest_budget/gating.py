@@ -43,10 +43,12 @@ Direction = Literal["higher", "lower"]
 
 #: Absolute tolerance for a gated metric when neither the suite nor ini sets one.
 DEFAULT_TOLERANCE = 0.02
-#: One-sided significance level of the paired test, per gated metric.  Measured with
-#: benchmarks/bench_planning_gate.py (200 queries, 1,000 reruns per cell): false alarms 0.13%
-#: mean, 1.3% in the worst cell; 0.0005 would give 0.6% worst at a loss of power.
-PAIRED_ALPHA = 0.001
+#: One-sided significance level of the paired test, per gated metric.  A cell gates five
+#: metrics, so a cell's false alarms are at most 5 x 0.0005 = 0.25% per stored baseline on
+#: average (Bonferroni).  Measured with benchmarks/bench_planning_gate.py (50 baselines x 40
+#: reruns per cell, 400 to 800 queries per task): false alarms 0.13% mean, 0.6% in the worst
+#: cell; 0.001 gave 1.05% there (docs/how-to/gate-ci.md has the table).
+PAIRED_ALPHA = 0.0005
 
 
 @dataclass(frozen=True)
@@ -302,7 +304,7 @@ def compare_paired(
     Two cases are decided by ``fallback`` (the rule named ``fallback_name``; default: the
     tolerance rule), and their failures say so: a metric without per-unit values on either
     side, and a metric past its tolerance on which so few units differ that the test can
-    never reach ``alpha`` (``2 ** -m >= alpha``: fewer than 10 units at 0.001; a cell of a
+    never reach ``alpha`` (``2 ** -m >= alpha``: 10 units or fewer at 0.0005; a cell of a
     handful of queries).
     """
     from pytest_budget.paired import differing_units, paired_p_value

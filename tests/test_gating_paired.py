@@ -230,14 +230,14 @@ def test_a_twenty_point_drop_on_200_queries_is_caught() -> None:
     assert regression.message() == (
         f"emr regressed: stored {ratio((stored, [1.0] * 200)):.6g}, new "
         f"{ratio((new, [1.0] * 200)):.6g} on the same 200 queries, paired test "
-        f"p={regression.p_value:.2g} < 0.001 and past the tolerance 0.05 (higher is better)"
+        f"p={regression.p_value:.2g} < 0.0005 and past the tolerance 0.05 (higher is better)"
     )
 
 
 def test_noise_past_the_tolerance_passes() -> None:
     # 10 queries lost an exact match and 2 gained one: EMR 0.98 -> 0.90, past the 0.05
     # tolerance.  Each of the 12 changes is +-1 with probability 1/2 under "same agent", so
-    # p = P(at most 2 gains of 12) = (1 + 12 + 66) / 4096 = 79/4096: noise at 0.001.
+    # p = P(at most 2 gains of 12) = (1 + 12 + 66) / 4096 = 79/4096: noise at 0.0005.
     stored = [1.0] * 10 + [0.0] * 2 + [1.0] * 88
     new = [0.0] * 10 + [1.0] * 2 + [1.0] * 88
     assert _emr_cell(stored, new) == []
@@ -251,7 +251,7 @@ def test_within_the_tolerance_is_never_tested() -> None:
 
 
 def test_a_small_cell_falls_back_and_says_so() -> None:
-    # Four queries all lost: p = 1/16 can never be below 0.001, so the fallback rule decides.
+    # Four queries all lost: p = 1/16 can never be below 0.0005, so the fallback rule decides.
     (regression,) = _emr_cell([1, 1, 1, 1], [0, 0, 0, 0])
     assert regression.rule == "tolerance"
     assert regression.message().endswith(
@@ -368,3 +368,29 @@ def test_per_query_parts_sum_to_the_cell_scores(
     assert stored["unit"] == "query" and stored["n"] == 12
     _, decoded = read_per_unit(stored)  # type: ignore[misc]
     assert decoded["emr"][0] == pytest.approx(one["emr"][0])
+
+
+# ------------------------------------------------------------------ the default level
+
+
+def test_default_level_by_hand() -> None:
+    # 0.0005 per metric; five gated planning metrics: at most 0.25% of a cell's reruns
+    # fail by chance (Bonferroni), the level benchmarks/bench_planning_gate.py measured.
+    from pytest_budget.metrics import metric_specs
+
+    assert PAIRED_ALPHA == 0.0005
+    assert len(metric_specs("planning")) * PAIRED_ALPHA == pytest.approx(0.0025)
+    # 11 of 200 queries lost an exact match, none gained: p = 2**-11 = 0.00049 < 0.0005.
+    (regression,) = _emr_cell([1.0] * 200, [0.0] * 11 + [1.0] * 189)
+    assert regression.rule == "paired" and regression.p_value == 2.0**-11
+    # 13 lost and 1 gained of 200 (6 points down): p = (1 + 14) / 2**14 = 0.00092, which
+    # failed at the previous level 0.001 and passes now.
+    stored = [1.0] * 13 + [0.0] + [1.0] * 186
+    new = [0.0] * 13 + [1.0] + [1.0] * 186
+    assert paired_p_value((stored, [1.0] * 200), (new, [1.0] * 200), "higher") == 15 / 2**14
+    assert _emr_cell(stored, new) == []
+    # 10 of 20 lost: the test's smallest p, 2**-10 = 0.00098, cannot reach 0.0005, so the
+    # fallback rule decides (here the tolerance rule: 50 points down).
+    (fallback,) = _emr_cell([1.0] * 20, [0.0] * 10 + [1.0] * 10)
+    assert fallback.rule == "tolerance"
+    assert "only 10 of 20 queries changed, too few for the paired test" in fallback.message()
