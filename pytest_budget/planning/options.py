@@ -118,7 +118,10 @@ def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
         "static@2 and each blocking mode once at L 5)",
     )
     add("--budget-task", help="planning: travel tasks, comma list (default: all six)")
-    add("--budget-query-count", help="planning: generated queries per task (default 200)")
+    add(
+        "--budget-query-count",
+        help=f"planning: generated queries per task (default {DEFAULT_QUERY_COUNT})",
+    )
     add(
         "--budget-queries",
         action="append",
