@@ -35,6 +35,7 @@ __all__ = [
     "cell_kind",
     "cell_kinds",
     "lazy",
+    "reference_agent",
     "register_suite",
     "registered_suites",
     "suite_names",
@@ -62,6 +63,22 @@ def lazy(target: str) -> Callable[..., Any]:
     call.__name__ = name
     call.__qualname__ = target
     return call
+
+
+def reference_agent(target: str, *, seeded: bool = False) -> Callable[[int], object]:
+    """The factory ``factory(seed)`` of the reference agent class ``"package.module:Class"``,
+    imported on first use; ``seeded``: the class takes the run's seed (``Class(seed=seed)``)."""
+    module, _, name = target.partition(":")
+
+    def make(seed: int) -> object:
+        # By full name: a package attribute can hold a module pytester's in-process runs
+        # have dropped from sys.modules.
+        cls = getattr(importlib.import_module(module), name)
+        return cls(seed=seed) if seeded else cls()
+
+    make.__name__ = name
+    make.__qualname__ = target
+    return make
 
 
 class SuiteError(ValueError):

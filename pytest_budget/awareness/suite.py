@@ -7,7 +7,6 @@ estimates; ``--budget-awareness-mode=online|both``).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,14 @@ from pytest_budget.awareness.options import (
     parse_options,
 )
 from pytest_budget.gating import MetricSpec
-from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions, lazy
+from pytest_budget.suite_registry import (
+    CellKind,
+    ReplyRule,
+    Suite,
+    SuiteOptions,
+    lazy,
+    reference_agent,
+)
 
 __all__ = ["SUITE"]
 
@@ -39,17 +45,6 @@ def _test_files(options: Any) -> tuple[str, ...]:
     own = options.of(AwarenessOptions)
     files = () if own.awareness_mode == "online" else ("test_awareness.py",)
     return (*files, *(("test_awareness_online.py",) if own.awareness_online else ()))
-
-
-# Reference agents: factories import lazily so that the declaration stays light.
-def _estimator(class_name: str) -> Callable[[int], object]:
-    def make(seed: int) -> object:
-        # By full name: a package attribute can hold a module pytester's in-process
-        # runs have dropped from sys.modules.
-        cls = getattr(importlib.import_module("pytest_budget.awareness.estimators"), class_name)
-        return cls(seed=seed) if class_name == "RandomEstimator" else cls()
-
-    return make
 
 
 def _online(name: str) -> Callable[[int], object]:
@@ -72,6 +67,10 @@ def _is_estimate(value: object) -> bool:
     from pytest_budget.awareness.answers import Impossible, Interval, IntervalMap, Invalid
 
     return isinstance(value, Interval | IntervalMap | Impossible | Invalid)
+
+
+#: Where its reference agents live (imported on first use).
+_ESTIMATORS = "pytest_budget.awareness.estimators:"
 
 
 SUITE = Suite(
@@ -144,19 +143,22 @@ SUITE = Suite(
     },
     llm_roles=_llm_roles,
     reference_agents={
-        "oracle": {"estimator": _estimator("OracleEstimator")},
-        "random": {"estimator": _estimator("RandomEstimator"), "online_actor": _online("random")},
-        "linear-knows-T": {"estimator": _estimator("LinearEstimator")},
+        "oracle": {"estimator": reference_agent(_ESTIMATORS + "OracleEstimator")},
+        "random": {
+            "estimator": reference_agent(_ESTIMATORS + "RandomEstimator", seeded=True),
+            "online_actor": _online("random"),
+        },
+        "linear-knows-T": {"estimator": reference_agent(_ESTIMATORS + "LinearEstimator")},
         "linear-visible": {
-            "estimator": _estimator("LinearVisibleEstimator"),
+            "estimator": reference_agent(_ESTIMATORS + "LinearVisibleEstimator"),
             "online_actor": _online("linear-visible"),
         },
         "always-feasible": {
-            "estimator": _estimator("AlwaysFeasibleEstimator"),
+            "estimator": reference_agent(_ESTIMATORS + "AlwaysFeasibleEstimator"),
             "online_actor": _online("always-feasible"),
         },
         "always-impossible": {
-            "estimator": _estimator("AlwaysImpossibleEstimator"),
+            "estimator": reference_agent(_ESTIMATORS + "AlwaysImpossibleEstimator"),
             "online_actor": _online("always-impossible"),
         },
     },

@@ -110,6 +110,23 @@ def _expire(waiter: asyncio.Future[None]) -> None:
         waiter.set_exception(TimeoutError())
 
 
+async def _wait(
+    future: asyncio.Future[None], timeout: float | None, timeout_error: type[Exception]
+) -> None:
+    """Await ``future``, failing with ``timeout_error`` after ``timeout`` seconds (one timer
+    on the loop, cheaper than a cancel scope per read)."""
+    timer = None
+    if timeout is not None:
+        timer = asyncio.get_running_loop().call_later(timeout, _expire, future)
+    try:
+        await future
+    except TimeoutError:
+        raise timeout_error() from None
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
 class _Stream(httpcore.AsyncNetworkStream):
     """One connection: :class:`_Protocol`'s buffer read by httpcore."""
 
@@ -132,16 +149,10 @@ class _Stream(httpcore.AsyncNetworkStream):
         if self._pending:
             self._flush()
         if not protocol.buffer and not protocol.eof:
-            loop = asyncio.get_running_loop()
-            waiter = protocol.waiter = loop.create_future()
-            timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+            waiter = protocol.waiter = asyncio.get_running_loop().create_future()
             try:
-                await waiter
-            except TimeoutError:
-                raise httpcore.ReadTimeout() from None
+                await _wait(waiter, timeout, httpcore.ReadTimeout)
             finally:
-                if timer is not None:
-                    timer.cancel()
                 protocol.waiter = None
         buffer = protocol.buffer
         if buffer:
@@ -168,16 +179,8 @@ class _Stream(httpcore.AsyncNetworkStream):
             return
         self._flush()
         if protocol.paused and not protocol.eof:
-            loop = asyncio.get_running_loop()
-            drained = protocol.drained = loop.create_future()
-            timer = None if timeout is None else loop.call_later(timeout, _expire, drained)
-            try:
-                await drained
-            except TimeoutError:
-                raise httpcore.WriteTimeout() from None
-            finally:
-                if timer is not None:
-                    timer.cancel()
+            drained = protocol.drained = asyncio.get_running_loop().create_future()
+            await _wait(drained, timeout, httpcore.WriteTimeout)
         if protocol.error is not None:
             raise httpcore.WriteError(str(protocol.error))
 

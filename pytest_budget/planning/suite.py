@@ -6,9 +6,8 @@ One cell kind, ``planning``: cost-optimal tool use and re-planning under blockin
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,14 @@ from pytest_budget.planning.options import (
     add_options,
     parse_options,
 )
-from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions, lazy
+from pytest_budget.suite_registry import (
+    CellKind,
+    ReplyRule,
+    Suite,
+    SuiteOptions,
+    lazy,
+    reference_agent,
+)
 
 __all__ = ["SUITE"]
 
@@ -40,17 +46,6 @@ def _report_blocks(cells: Sequence[Cell]) -> dict[str, Any]:
     return {"planning_pooled": pooled_rows(cells)}
 
 
-# Reference agents: factories import lazily so that the declaration stays light.
-def _tool_agent(class_name: str) -> Callable[[int], object]:
-    def make(seed: int) -> object:
-        # By full name: a package attribute can hold a module pytester's in-process
-        # runs have dropped from sys.modules.
-        cls = getattr(importlib.import_module("pytest_budget.planning.agents"), class_name)
-        return cls(seed=seed) if class_name == "RandomValidToolAgent" else cls()
-
-    return make
-
-
 def _llm_roles() -> Mapping[str, type]:
     from pytest_budget.planning.llm import LLM_ROLES
 
@@ -60,6 +55,10 @@ def _llm_roles() -> Mapping[str, type]:
 def _is_message(value: object) -> bool:
     """An SDK message or completion object (a mapping is checked by its keys)."""
     return hasattr(value, "tool_calls") or callable(getattr(value, "model_dump", None))
+
+
+#: Where its reference agents live (imported on first use).
+_TOOL_AGENTS = "pytest_budget.planning.agents:"
 
 
 SUITE = Suite(
@@ -119,10 +118,12 @@ SUITE = Suite(
     },
     llm_roles=_llm_roles,
     reference_agents={
-        "oracle": {"tool_agent": _tool_agent("OracleToolAgent")},
-        "greedy": {"tool_agent": _tool_agent("GreedyToolAgent")},
-        "random-valid": {"tool_agent": _tool_agent("RandomValidToolAgent")},
-        "atomic-only": {"tool_agent": _tool_agent("AtomicOnlyToolAgent")},
+        "oracle": {"tool_agent": reference_agent(_TOOL_AGENTS + "OracleToolAgent")},
+        "greedy": {"tool_agent": reference_agent(_TOOL_AGENTS + "GreedyToolAgent")},
+        "random-valid": {
+            "tool_agent": reference_agent(_TOOL_AGENTS + "RandomValidToolAgent", seeded=True)
+        },
+        "atomic-only": {"tool_agent": reference_agent(_TOOL_AGENTS + "AtomicOnlyToolAgent")},
     },
     report_blocks=_report_blocks,
 )

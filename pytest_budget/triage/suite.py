@@ -7,14 +7,20 @@ with the stated allocation, collected with ``--budget-resolve``).
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_budget.gating import MetricSpec
-from pytest_budget.suite_registry import CellKind, ReplyRule, Suite, SuiteOptions, lazy
+from pytest_budget.suite_registry import (
+    CellKind,
+    ReplyRule,
+    Suite,
+    SuiteOptions,
+    lazy,
+    reference_agent,
+)
 from pytest_budget.triage.options import (
     DESTS,
     LIST_DESTS,
@@ -42,17 +48,6 @@ def _test_files(options: Any) -> tuple[str, ...]:
     )
 
 
-# Reference agents: factories import lazily so that the declaration stays light.
-def _planner(class_name: str) -> Callable[[int], object]:
-    def make(seed: int) -> object:
-        # By full name: a package attribute can hold a module pytester's in-process
-        # runs have dropped from sys.modules.
-        cls = getattr(importlib.import_module("pytest_budget.triage.planners"), class_name)
-        return cls(seed=seed) if class_name == "RandomPlanner" else cls()
-
-    return make
-
-
 def _llm_roles() -> Mapping[str, type]:
     from pytest_budget.triage.llm import LLM_ROLES
 
@@ -75,6 +70,10 @@ def _reference_solver(seed: int) -> object:
     from pytest_budget.triage.domains import ReferenceSolver
 
     return ReferenceSolver()  # deterministic: no seed
+
+
+#: Where its reference agents live (imported on first use).
+_PLANNERS = "pytest_budget.triage.planners:"
 
 
 SUITE = Suite(
@@ -143,10 +142,10 @@ SUITE = Suite(
     },
     llm_roles=_llm_roles,
     reference_agents={
-        "oracle": {"planner": _planner("OraclePlanner")},
-        "random": {"planner": _planner("RandomPlanner")},
-        "cheapest-first": {"planner": _planner("CheapestFirstPlanner")},
-        "attempt-all": {"planner": _planner("AttemptAllPlanner")},
+        "oracle": {"planner": reference_agent(_PLANNERS + "OraclePlanner")},
+        "random": {"planner": reference_agent(_PLANNERS + "RandomPlanner", seeded=True)},
+        "cheapest-first": {"planner": reference_agent(_PLANNERS + "CheapestFirstPlanner")},
+        "attempt-all": {"planner": reference_agent(_PLANNERS + "AttemptAllPlanner")},
     },
     fallback_agents={"solver": _reference_solver},
 )
