@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_budget.records import fitting_fields
 from pytest_budget.redact import redact_text
 from pytest_budget.suite_registry import cell_kind, kind_of_test_file
 
@@ -99,9 +100,10 @@ def error_cell(
         "seed": seed,
     }
     kind = cell_kind(suite)
-    record.update(_identity(params, kind.param_renames if kind is not None else {}))
-    for key, value in (kind.record_defaults if kind is not None else {}).items():
-        record.setdefault(key, value)
+    # The parameters its record type has fields for (the rest take the type's defaults).
+    record.update(
+        fitting_fields(suite, _identity(params, kind.param_renames if kind is not None else {}))
+    )
     record.update(
         {
             "nodeid": nodeid,

@@ -22,13 +22,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_budget.records import CellRecord
 from pytest_budget.report import (
     REPORT_SCHEMA_VERSION,
     ReportFileError,
     build_report,
-    cell_sort_key,
     hoist_rollouts,
     load_report,
+    report_cells,
     write_report,
 )
 
@@ -177,17 +178,17 @@ def merge_reports(
 
     order = sorted(range(len(documents)), key=lambda k: shards[k][0])
     owner: dict[str, str] = {}
-    cells: list[dict[str, Any]] = []
+    cells: list[CellRecord] = []
     for k in order:
-        for cell in documents[k].get("cells") or []:
-            nodeid = str(cell.get("nodeid"))
+        for cell in report_cells(documents[k]):
+            nodeid = cell.nodeid
             if nodeid in owner:
                 raise MergeError(
                     f"cell {nodeid!r} is in both {owner[nodeid]} and {sources[k]}; shards "
                     "never share a cell, so these are not shards of one run"
                 )
             owner[nodeid] = sources[k]
-            cells.append(dict(cell))
+            cells.append(cell)
 
     durations = [float(documents[k].get("duration_s") or 0.0) for k in order]
     options = dict(first.get("options") or {})
@@ -197,7 +198,7 @@ def merge_reports(
         if any((doc.get("options") or {}).get(key) != options[key] for doc in documents):
             options[key] = None
     merged = build_report(
-        sorted(cells, key=cell_sort_key),
+        cells,
         options=options,
         suites=list(first.get("suites") or []),
         duration_s=max(durations),
@@ -246,9 +247,9 @@ def _table_lines(report: Mapping[str, Any]) -> list[str]:
     """The score tables the unsharded run prints, from the merged cells."""
     from pytest_budget.summary_tables import tables
 
-    grouped: dict[str, list[Mapping[str, Any]]] = {}
-    for cell in report.get("cells") or []:
-        grouped.setdefault(str(cell.get("suite")), []).append(cell)
+    grouped: dict[str, list[CellRecord]] = {}
+    for cell in report_cells(report):
+        grouped.setdefault(cell.suite, []).append(cell)
     lines: list[str] = []
     for suite, (title, render) in tables().items():
         if suite in grouped:

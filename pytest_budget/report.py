@@ -1,11 +1,14 @@
 """The run's machine-readable report: one JSON document, schema in docs/.
 
-Cells arrive as plain dicts (they travel from xdist workers as JSON) and are kept in a
-stable order so the same seed writes the same ``cells`` array with or without ``-n``.
+Cells are typed records (:mod:`pytest_budget.records`), kept in a stable order so the same
+seed writes the same ``cells`` array with or without ``-n``; the document holds them as
+records, :func:`write_report` writes them with :func:`~pytest_budget.records.cell_to_json`
+and :func:`load_report` reads them back into their types.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import math
@@ -17,6 +20,14 @@ from typing import Any
 
 from pytest_budget._version import __version__
 from pytest_budget.files import write_atomic
+from pytest_budget.records import (
+    REPORT_SCHEMA_VERSION,
+    CellRecord,
+    RecordError,
+    as_record,
+    cell_from_json,
+    cell_to_json,
+)
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
@@ -26,17 +37,20 @@ __all__ = [
     "finite_cell",
     "hoist_rollouts",
     "load_report",
+    "report_cells",
     "write_report",
 ]
 
-#: Bumped whenever a field changes meaning or disappears (additions keep the version).
-REPORT_SCHEMA_VERSION = 1
 
-
-def cell_sort_key(cell: Mapping[str, Any]) -> tuple[str, tuple[Any, ...], str]:
+def cell_sort_key(cell: CellRecord) -> tuple[str, tuple[Any, ...], str]:
     """Stable order: suite, the suite's own sort key, then the node id."""
-    key = cell.get("sort_key") or ()
-    return (str(cell.get("suite", "")), tuple(key), str(cell.get("nodeid", "")))
+    return (cell.suite, tuple(cell.sort_key or ()), cell.nodeid)
+
+
+def report_cells(report: Mapping[str, Any]) -> list[CellRecord]:
+    """The cells of a report document (built by :func:`build_report` or read by
+    :func:`load_report`), as records."""
+    return [as_record(cell) for cell in report.get("cells") or []]
 
 
 # Leaves returned as they are (exact types: a subclass takes the general path).
@@ -86,7 +100,7 @@ def finite_cell(cell: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build_report(
-    cells: Sequence[Mapping[str, Any]],
+    cells: Sequence[CellRecord | Mapping[str, Any]],
     *,
     options: Mapping[str, Any],
     suites: Sequence[str],
@@ -94,13 +108,12 @@ def build_report(
     seed: int,
 ) -> dict[str, Any]:
     """Assemble the report document (see ``docs/reference/report.schema.json``)."""
-    ordered = sorted(cells, key=cell_sort_key)
+    ordered = sorted((as_record(cell) for cell in cells), key=cell_sort_key)
     outcomes: dict[str, int] = {}
     tests: dict[str, int] = {}
     for cell in ordered:
-        outcome = str(cell.get("outcome", "ok"))
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
-        test = str(cell.get("test_outcome", "unknown"))
+        outcomes[cell.status] = outcomes.get(cell.status, 0) + 1
+        test = cell.test_outcome or "unknown"
         tests[test] = tests.get(test, 0) + 1
     hoisted, rollouts = hoist_rollouts(ordered)
     document: dict[str, Any] = {
@@ -123,9 +136,9 @@ def build_report(
 
 
 def hoist_rollouts(
-    cells: Sequence[Mapping[str, Any]],
+    cells: Sequence[CellRecord],
     known: Mapping[str, Any] | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[CellRecord], dict[str, Any]]:
     """Awareness cells' replayed rollouts, stored once per report.
 
     Every estimator of an environment replays the same rollouts, so a cell's
@@ -136,22 +149,28 @@ def hoist_rollouts(
     from pytest_budget.fingerprint import fingerprint
 
     store: dict[str, Any] = dict(known or {})
-    out: list[dict[str, Any]] = []
+    out: list[CellRecord] = []
     for cell in cells:
-        value = cell.get("sample_rollouts")
+        value = cell.sample_rollouts
         if isinstance(value, Mapping):
             key = fingerprint(value)
             store.setdefault(key, dict(value))
-            cell = {**cell, "sample_rollouts": key}
-        out.append(dict(cell))
-    used = {c.get("sample_rollouts") for c in out if isinstance(c.get("sample_rollouts"), str)}
+            cell = dataclasses.replace(cell, sample_rollouts=key)
+        out.append(cell)
+    used = {c.sample_rollouts for c in out if isinstance(c.sample_rollouts, str)}
     return out, {key: value for key, value in store.items() if key in used}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, CellRecord):
+        return cell_to_json(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> Path:
     """Write atomically (temp file + rename) so a reader never sees half a report; the file
     gets the mode a new file gets (``0644`` under umask ``022``)."""
-    text = json.dumps(report, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    text = json.dumps(report, indent=2, sort_keys=False, allow_nan=False, default=_encode) + "\n"
     return write_atomic(path, text)
 
 
@@ -190,4 +209,8 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         )
     if not isinstance(document.get("cells"), list):
         raise ReportFileError(f'{source}: report has no "cells" array (file is corrupt)')
+    try:
+        document["cells"] = [cell_from_json(cell, version=version) for cell in document["cells"]]
+    except RecordError as exc:
+        raise ReportFileError(f"{source}: {exc}") from None
     return document

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_budget.options import BudgetOptions
+from pytest_budget.records import CellRecord, as_record
 from pytest_budget.report import build_report, cell_sort_key, write_report
 from pytest_budget.suite_registry import suite_report_blocks
 from pytest_budget.summary_tables import tables
@@ -25,24 +26,26 @@ __all__ = ["BudgetSession", "tables"]
 class BudgetSession:
     options: BudgetOptions
     started: float = field(default_factory=time.perf_counter)
-    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cells: dict[str, CellRecord] = field(default_factory=dict)
     # Per-worker memo for expensive shared work (pools, Phase 0), keyed by the caller.
     memo: dict[Any, Any] = field(default_factory=dict)
     # Run-level report blocks besides the cells (e.g. ``models``: calls, tokens, spend).
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def add_cell(self, record: Mapping[str, Any]) -> None:
-        """Keep the latest record per node id (a rerun replaces the earlier one)."""
-        self.cells[str(record.get("nodeid"))] = dict(record)
+    def add_cell(self, record: CellRecord | Mapping[str, Any]) -> None:
+        """Keep the latest record per node id (a rerun replaces the earlier one); a JSON
+        object is read into its kind's record type."""
+        cell = as_record(record)
+        self.cells[cell.nodeid] = cell
 
-    def ordered_cells(self) -> list[dict[str, Any]]:
+    def ordered_cells(self) -> list[CellRecord]:
         return sorted(self.cells.values(), key=cell_sort_key)
 
     def table_lines(self) -> list[tuple[str, list[str]]]:
         """(title, lines) per suite that has cells, in a stable order."""
-        grouped: dict[str, list[dict[str, Any]]] = {}
+        grouped: dict[str, list[CellRecord]] = {}
         for cell in self.ordered_cells():
-            grouped.setdefault(str(cell.get("suite")), []).append(cell)
+            grouped.setdefault(cell.suite, []).append(cell)
         out: list[tuple[str, list[str]]] = []
         if not grouped:
             return out

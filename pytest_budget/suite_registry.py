@@ -18,12 +18,13 @@ import importlib.util
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from pytest_budget.gating import MetricSpec
     from pytest_budget.html.figures import Chart
     from pytest_budget.html.tables import Column
+    from pytest_budget.records import CellRecord
 
 __all__ = [
     "BUILTIN_SUITES",
@@ -42,7 +43,7 @@ __all__ = [
     "suite_of_test_file",
 ]
 
-Cell = Mapping[str, Any]
+Cell: TypeAlias = "CellRecord"
 #: The registry list: the only place the built-in suites are named outside their packages.
 BUILTIN_SUITES: tuple[str, ...] = (
     "pytest_budget.triage.suite",
@@ -113,8 +114,9 @@ class CellKind:
     always_on_page: bool = False
     #: JavaScript that draws this kind's samples on the page (see html/drill_js.py).
     sample_script: Path | None = None
-    #: Fields a record of this kind always has (a crashed cell gets these defaults).
-    record_defaults: Mapping[str, Any] = field(default_factory=dict)
+    #: Its typed cell record (a :class:`~pytest_budget.records.CellRecord` subclass);
+    #: None: read as a :class:`~pytest_budget.records.UserCell` (fields kept as given).
+    record_type: type[CellRecord] | None = None
     #: Fields of a nested cell parameter stored under another name in its records.
     param_renames: Mapping[str, str] = field(default_factory=dict)
     #: The unit of shared work of a test, from its bracketed parameter id and the run's

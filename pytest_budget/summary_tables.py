@@ -7,14 +7,14 @@ its tables in the registry (:mod:`pytest_budget.suite_registry`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
+from pytest_budget.records import CellRecord
 from pytest_budget.suite_registry import cell_kinds
 
 __all__ = ["Renderer", "tables"]
 
-Renderer = Callable[[Sequence[Mapping[str, Any]]], list[str]]
+Renderer = Callable[[Sequence[CellRecord]], list[str]]
 
 
 def tables() -> dict[str, tuple[str, Renderer]]:

@@ -40,7 +40,7 @@ ChartMaker = Callable[[Sequence[Cell], Mapping[str, str], str], list[Chart]]
 def chart_maker(suite: str) -> ChartMaker | None:
     """The charts of a cell kind (the suite's figures module), None when it has none."""
     kind = cell_kind(suite)
-    return kind.charts if kind is not None else None
+    return kind.charts if kind is not None else None  # type: ignore[return-value]
 
 
 CSS = """

@@ -123,4 +123,4 @@ def interval_text(cell: Cell, metric: str) -> str:
 def footer_lines(suite: str, cells: Sequence[Cell]) -> list[str]:
     """The lines printed under a kind's table: plan counts, rankings, rollout sets."""
     kind = cell_kind(suite)
-    return kind.footer(cells) if kind is not None and kind.footer is not None else []
+    return kind.footer(cells) if kind is not None and kind.footer is not None else []  # type: ignore[arg-type]

@@ -18,6 +18,8 @@ from pytest_budget.planning.options import (
     add_options,
     parse_options,
 )
+from pytest_budget.planning.record import PlanningCellRecord
+from pytest_budget.records import CellRecord
 from pytest_budget.suite_registry import (
     CellKind,
     ReplyRule,
@@ -29,7 +31,6 @@ from pytest_budget.suite_registry import (
 
 __all__ = ["SUITE"]
 
-Cell = Mapping[str, Any]
 # Cells of one task and refinement level share its queries and ground truth.
 _TASK_LEVEL = re.compile(r"^(?P<task>[a-z]+)-.*?-L(?P<level>\d+)-")
 
@@ -39,11 +40,11 @@ def _work_group(params: str, options: Any) -> str | None:
     return f"planning:{found['task']}-L{found['level']}" if found else None
 
 
-def _report_blocks(cells: Sequence[Cell]) -> dict[str, Any]:
+def _report_blocks(cells: Sequence[CellRecord]) -> dict[str, Any]:
     """The row per (agent, scenario) pooled over tasks as CostBench pools it."""
     from pytest_budget.planning.summary import pooled_rows
 
-    return {"planning_pooled": pooled_rows(cells)}
+    return {"planning_pooled": pooled_rows(cells)}  # type: ignore[arg-type]
 
 
 def _llm_roles() -> Mapping[str, type]:
@@ -89,8 +90,7 @@ SUITE = Suite(
             charts=lazy("pytest_budget.planning.figures:planning_charts"),
             always_on_page=True,
             sample_script=Path(__file__).with_name("samples.js"),
-            # What a planning record always holds (docs/reference/report.schema.json).
-            record_defaults={"queries": 0, "greedy": {}, "first_error": None},
+            record_type=PlanningCellRecord,
             # The scenario's fields under the names its records use.
             param_renames={"blocks": "block_count", "level": "refinement_level"},
             work_group=_work_group,

@@ -28,10 +28,10 @@ from pytest_budget.triage.options import (
     add_options,
     parse_options,
 )
+from pytest_budget.triage.record import ResolveCellRecord, TriageCellRecord
 
 __all__ = ["SUITE"]
 
-Cell = Mapping[str, Any]
 # Cells of one pool (and unsolvable ratio) share its generation and Phase 0.
 _POOL = re.compile(r"^(?P<pool>.+-u[0-9.]+)-a[0-9.]+-")
 
@@ -99,6 +99,7 @@ SUITE = Suite(
             charts=lazy("pytest_budget.triage.figures:triage_charts"),
             always_on_page=True,
             sample_script=Path(__file__).with_name("samples.js"),
+            record_type=TriageCellRecord,
             work_group=_work_group,
         ),
         CellKind(
@@ -116,6 +117,7 @@ SUITE = Suite(
             table=lazy("pytest_budget.triage.summary:resolve_table"),
             page_title="triage: budget-aware re-solve (stated allocation)",
             columns=lazy("pytest_budget.triage.page:resolve_columns"),
+            record_type=ResolveCellRecord,
         ),
     ),
     test_files=_test_files,

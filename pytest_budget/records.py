@@ -1,0 +1,605 @@
+"""Typed cell records: one dataclass per kind of cell, a common header, one serializer.
+
+A cell travels as JSON (from an xdist worker, in the report file) and is read back into
+its kind's record type here, so every layer above reads attributes, never ``.get("...")``
+on a dict: a renamed field fails where it is read or written, not silently.
+
+* :class:`CellRecord` is the header every registered kind shares (node id, suite, cell,
+  agent, seed, outcome, scores and their intervals, timings, crash fields).
+* Each suite declares one subclass per cell kind in its own package and names it in its
+  :class:`~pytest_budget.suite_registry.CellKind` (``record_type``).
+* :class:`UserCell` is a cell your own test recorded with ``budget_record`` under a suite
+  name no suite registered: its own fields are kept as they were given.
+
+:func:`cell_to_json` is the one serializer, :func:`cell_from_json` the one reader (an
+unknown or missing field is a one-line :class:`RecordError` naming the field and the
+schema version), and :func:`cell_schema` generates the report schema's cell definitions
+from the types.  Plain Python: nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeVar
+
+__all__ = [
+    "REPORT_SCHEMA_VERSION",
+    "CellRecord",
+    "RecordError",
+    "UserCell",
+    "as_record",
+    "cell_from_json",
+    "cell_schema",
+    "cell_to_json",
+    "describe",
+    "fitting_fields",
+    "must",
+    "record_schema",
+    "record_type",
+]
+
+#: Bumped whenever a field changes meaning or disappears (additions keep the version).
+REPORT_SCHEMA_VERSION = 1
+
+_T = TypeVar("_T")
+
+
+def describe(
+    doc: str = "",
+    *,
+    default: Any = None,
+    factory: Any = None,
+    required: bool = False,
+    **schema: Any,
+) -> Any:
+    """A record field with its description and schema details (``minimum``, ``enum``,
+    nested ``properties``) beyond what its type says; ``required``: always in a written
+    record although the dataclass gives a default (set before the report is built)."""
+    metadata = {"doc": doc, "schema": schema, "required": required}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def must(doc: str = "", **schema: Any) -> Any:
+    """A field every record of its kind holds: no default, so a record without it is
+    refused when it is read."""
+    return field(metadata={"doc": doc, "schema": schema, "required": True})
+
+
+class RecordError(ValueError):
+    """A cell that does not fit its record type; the message is one line."""
+
+
+@dataclass(kw_only=True, slots=True)
+class CellRecord:
+    """The header of every cell record (``docs/reference/report.schema.json``)."""
+
+    #: The ``suite`` field its records carry (the cell kind), set by each subclass.
+    KIND: ClassVar[str] = ""
+    #: Fields written as ``null`` when they are None (others are left out).
+    KEEP_NULL: ClassVar[frozenset[str]] = frozenset()
+
+    nodeid: str = describe("pytest node id of the cell's test.", default="", required=True)
+    suite: str = must("The cell kind: its suite's name, or a kind of its own.")
+    cell: str = must("Cell id within its kind (see the suite's reference page).")
+    agent: str = must("The agent under test (a reference agent's name, or its class name).")
+    seed: int = must("--budget-seed of the run.")
+    outcome: Literal["ok", "invalid", "error", "incomplete"] = must(
+        "incomplete: model calls failed after the retries (the test fails unless "
+        "--budget-allow-partial); error: the agent or pytest-budget itself failed (the "
+        "test fails); invalid: the agent's output could not be read (scored as such)."
+    )
+    reason: str | None = describe("Why a cell is invalid, incomplete or an error.")
+    scores: dict[str, float | None] = must(
+        "The cell's scores by name (see the suite's metrics reference); null where a "
+        "score is undefined."
+    )
+    ci: dict[str, list[float] | None] | None = describe(
+        "Per key of scores: its percentile bootstrap confidence interval [lo, hi] at "
+        "ci_meta.level, or null where the score is undefined. Absent with "
+        "--budget-ci-resamples=0.",
+        additionalProperties={
+            "oneOf": [
+                {"type": "null"},
+                {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+            ]
+        },
+    )
+    ci_meta: dict[str, Any] | None = describe(
+        "How to read ci: the units resampled and how often.",
+        required_keys=["level", "resamples", "method", "unit", "n_units"],
+        properties={
+            "level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "resamples": {"type": "integer", "minimum": 1},
+            "method": {"const": "percentile"},
+            "unit": {
+                "type": "string",
+                "description": "item (triage), planned item (triage-resolve), rollout "
+                "(awareness), query (planning).",
+            },
+            "n_units": {"type": "integer", "minimum": 0},
+            "inner_samples": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "triage: random orderings per resample for v_random.",
+            },
+            "repeats": {
+                "type": "integer",
+                "minimum": 2,
+                "description": "With --budget-repeat=K > 1: the interval is that of the "
+                "mean over K repeats.",
+            },
+        },
+    )
+    repeat: dict[str, Any] | None = describe(
+        "Only with --budget-repeat=K > 1: per-score spread over the repeats and pass^k "
+        "consistency; scores then holds the means.",
+        required_keys=["k", "seeds", "outcomes", "scores"],
+        properties={
+            "k": {"type": "integer", "minimum": 2},
+            "seeds": {"type": "array", "items": {"type": "integer"}},
+            "outcomes": {"type": "array", "items": {"type": "string"}},
+            "scores": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["values", "mean", "std", "min", "max"],
+                    "properties": {
+                        "values": {"type": "array", "items": {"$ref": "#/$defs/score"}},
+                        "mean": {"$ref": "#/$defs/score"},
+                        "std": {"$ref": "#/$defs/score"},
+                        "min": {"$ref": "#/$defs/score"},
+                        "max": {"$ref": "#/$defs/score"},
+                    },
+                },
+            },
+            "consistency": {
+                "type": "object",
+                "required": ["unit", "success", "n", "pass_hat_k"],
+                "properties": {
+                    "unit": {
+                        "type": "string",
+                        "description": "What a task is: probe (awareness), query "
+                        "(planning), cell (triage, triage-resolve).",
+                    },
+                    "success": {"type": "string", "description": "What one trial's success means."},
+                    "n": {"type": "integer", "minimum": 0},
+                    "pass_hat_k": {
+                        "type": "object",
+                        "description": "k (1..K) -> mean over tasks of C(c, k) / C(K, k), "
+                        "c = successful trials of the task.",
+                        "additionalProperties": {
+                            "type": ["number", "null"],
+                            "minimum": 0,
+                            "maximum": 1,
+                        },
+                    },
+                },
+            },
+        },
+    )
+    notes: dict[str, str] | None = describe(
+        "Why a score is 0 or null by definition, per score name (an F1 with an empty "
+        "class, a score that was infinite and is written as null)."
+    )
+    notes_omitted: int | None = describe(
+        "Entries of notes left out (per-item lists and mappings are cut to 100 entries).",
+        minimum=1,
+    )
+    samples: list[dict[str, Any]] | None = describe(
+        "The samples behind the cell's scores (first repeat), for the HTML report's "
+        "drill-down: triage, one per pool item; awareness, one per asked probe; planning, "
+        "one per episode.",
+        items={"$ref": "#/$defs/sample"},
+    )
+    sample_rollouts: str | dict[str, Any] | None = describe(
+        "Data many cells share, stored once per report: the fingerprint of the cell's "
+        "entry in the report's sample_rollouts (the data itself in a record before the "
+        "report is built). awareness: the rollouts its probes replayed."
+    )
+    sort_key: list[Any] | None = describe(
+        "The cell's place within its kind; cells are ordered by suite, sort_key, nodeid, "
+        "and budget-report merge restores that order from it."
+    )
+    test_outcome: Literal["passed", "failed", "skipped"] | None = describe(
+        "The pytest outcome of the cell's test.", required=True
+    )
+    duration_s: float | None = describe("The test's duration in seconds.", minimum=0)
+    traceback: str | None = describe(
+        "error cells that crashed: the traceback (at most the last 20,000 characters, "
+        "credentials masked)."
+    )
+    scored: str | None = describe(
+        "error cells that crashed: what the cell had scored before (nothing, or the "
+        "scores it recorded)."
+    )
+    phase: Literal["setup", "call"] | None = describe(
+        "error cells that crashed: the test phase that failed."
+    )
+    incomplete: dict[str, Any] | None = describe(
+        "Model calls that failed after the retries.",
+        required_keys=["failed_calls", "reason"],
+        properties={
+            "failed_calls": {"type": "integer", "minimum": 1},
+            "reason": {"type": "string"},
+        },
+    )
+    partial: bool | None = describe(
+        "true: an incomplete cell passed because of --budget-allow-partial."
+    )
+
+    @property
+    def status(self) -> str:
+        """The outcome (``ok`` for a user cell that gave none)."""
+        return self.outcome or "ok"
+
+    # --- transitional: read like the dict it used to be (removed once every layer reads
+    # attributes) ---
+    def get(self, key: str, default: Any = None) -> Any:
+        value = cell_to_json(self).get(key, default)
+        return default if value is None and default is not None else value
+
+    def __getitem__(self, key: str) -> Any:
+        return cell_to_json(self)[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in cell_to_json(self)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+
+    def keys(self) -> Any:
+        return cell_to_json(self).keys()
+
+    def items(self) -> Any:
+        return cell_to_json(self).items()
+
+    def __iter__(self) -> Any:
+        return iter(cell_to_json(self))
+
+    def __len__(self) -> int:
+        return len(cell_to_json(self))
+
+
+Mapping.register(CellRecord)  # transitional, with the methods above
+
+
+@dataclass(kw_only=True, slots=True)
+class UserCell(CellRecord):
+    """A cell of a kind no suite registered (your own test's ``budget_record``): the header
+    fields it gave, and the rest as given in ``fields``."""
+
+    suite: str = describe("Any string: the kind your test gave (or none).", default="")
+    cell: str = describe(default="")
+    agent: str = describe(default="")
+    seed: int | None = describe(default=None)  # type: ignore[assignment]
+    outcome: str | None = describe(default=None)  # type: ignore[assignment]
+    scores: dict[str, float | None] = describe(factory=dict)
+    #: Fields of its own, written back as they were given.
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def record_type(suite: str) -> type[CellRecord]:
+    """The record type of cell kind ``suite`` (:class:`UserCell` for an unregistered one)."""
+    from pytest_budget.suite_registry import cell_kind
+
+    kind = cell_kind(suite) if suite else None
+    if kind is None or kind.record_type is None:
+        return UserCell
+    return kind.record_type
+
+
+# --- serializing -------------------------------------------------------------------------
+
+_FIELDS: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
+
+
+def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(f for f in dataclasses.fields(cls) if f.name != "fields")
+    return found
+
+
+def cell_to_json(record: CellRecord) -> dict[str, Any]:
+    """The record as the JSON report writes it: fields in declaration order, a field that
+    is None left out (unless its kind writes it as ``null``)."""
+    keep = type(record).KEEP_NULL
+    out: dict[str, Any] = {}
+    for spec in _fields(type(record)):
+        value = getattr(record, spec.name)
+        if value is not None or spec.name in keep:
+            out[spec.name] = value
+    if isinstance(record, UserCell):
+        for key, value in record.fields.items():
+            out.setdefault(key, value)
+        if not record.suite:
+            out.pop("suite", None)
+        for name in ("cell", "agent"):
+            if not out.get(name):
+                out.pop(name, None)
+        if not record.scores and "scores" not in record.fields:
+            out.pop("scores", None)
+    if not out.get("nodeid"):
+        out.pop("nodeid", None)
+    return out
+
+
+# --- reading -----------------------------------------------------------------------------
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    found = _HINTS.get(cls)
+    if found is None:
+        import sys
+
+        namespace: dict[str, Any] = {}
+        for base in reversed(cls.__mro__):
+            module = sys.modules.get(base.__module__)
+            if module is not None:
+                namespace.update(vars(module))
+        found = _HINTS[cls] = typing.get_type_hints(cls, globalns=namespace)
+    return found
+
+
+def _json_kinds(hint: Any) -> tuple[type, ...] | None:
+    """The JSON value types a field of type ``hint`` accepts (None: anything)."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return None
+    if origin in (types.UnionType, typing.Union):
+        out: list[type] = []
+        for arg in typing.get_args(hint):
+            inner = _json_kinds(arg)
+            if inner is None:
+                return None
+            out.extend(inner)
+        return tuple(out)
+    if origin is Literal:
+        return tuple({type(v) for v in typing.get_args(hint)})
+    if hint is type(None):
+        return (type(None),)
+    if hint is float:
+        return (float, int)
+    if hint is int:
+        return (int,)
+    base = origin or hint
+    if base in (dict, Mapping):
+        return (dict,)
+    if base in (list, tuple):
+        return (list, tuple)
+    if isinstance(base, type):
+        return (base,)
+    return None
+
+
+def _where(data: Mapping[str, Any]) -> str:
+    nodeid = data.get("nodeid")
+    return f"cell {nodeid}" if isinstance(nodeid, str) and nodeid else "a cell"
+
+
+def cell_from_json(data: Mapping[str, Any], *, version: int = REPORT_SCHEMA_VERSION) -> CellRecord:
+    """Read one cell (a JSON object) into its kind's record type.
+
+    Raises :class:`RecordError` (one line: the cell, the field, the schema version) for a
+    field its kind does not have, one it must have and lacks, or a value of the wrong
+    JSON type.
+    """
+    if not isinstance(data, Mapping):
+        raise RecordError(f"a cell is {type(data).__name__}, not a JSON object")
+    suite = data.get("suite")
+    cls = record_type(suite if isinstance(suite, str) else "")
+    hints = _hints(cls)
+    known = {spec.name: spec for spec in _fields(cls)}
+    values: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in data.items():
+        spec = known.get(key)
+        if spec is None:
+            if cls is UserCell:
+                extra[key] = value
+                continue
+            raise RecordError(
+                f"{_where(data)}: unknown field {key!r} in a {suite!r} record "
+                f"(report schema version {version})"
+            )
+        accepted = _json_kinds(hints[key])
+        ok = accepted is None or isinstance(value, accepted)
+        if ok and isinstance(value, bool) and bool not in (accepted or (bool,)):
+            ok = False  # JSON true is not a number
+        if not ok:
+            if cls is UserCell:
+                extra[key] = value
+                continue
+            raise RecordError(
+                f"{_where(data)}: field {key!r} of a {suite!r} record is "
+                f"{type(value).__name__}, not {_type_words(hints[key])} "
+                f"(report schema version {version})"
+            )
+        values[key] = value
+    for spec in known.values():
+        missing = (
+            spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING
+        )
+        if missing and spec.name not in values:
+            raise RecordError(
+                f"{_where(data)}: a {suite!r} record lacks the field {spec.name!r} "
+                f"(report schema version {version})"
+            )
+    if cls is UserCell:
+        values["fields"] = extra
+    return cls(**values)
+
+
+def as_record(cell: CellRecord | Mapping[str, Any]) -> CellRecord:
+    """``cell`` as its record type (a JSON object is read with :func:`cell_from_json`)."""
+    return cell if isinstance(cell, CellRecord) else cell_from_json(cell)
+
+
+def fitting_fields(suite: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``values`` that kind ``suite``'s record has a field for, with a value
+    of that field's type (all of them for a :class:`UserCell`)."""
+    cls = record_type(suite)
+    if cls is UserCell:
+        return dict(values)
+    hints = _hints(cls)
+    names = {spec.name for spec in _fields(cls)}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in names:
+            accepted = _json_kinds(hints[key])
+            if accepted is None or isinstance(value, accepted):
+                out[key] = value
+    return out
+
+
+def _type_words(hint: Any) -> str:
+    schema = _type_schema(hint)
+    kinds = schema.get("type")
+    if isinstance(kinds, list):
+        return " or ".join(kinds)
+    if kinds:
+        return str(kinds)
+    if "enum" in schema:
+        return "one of " + ", ".join(repr(v) for v in schema["enum"])
+    return "the declared type"
+
+
+# --- the schema --------------------------------------------------------------------------
+
+_SIMPLE = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _type_schema(hint: Any) -> dict[str, Any]:
+    """JSON schema of a field's annotation."""
+    if hint is Any:
+        return {}
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        parts = [_type_schema(arg) for arg in typing.get_args(hint)]
+        if all(set(p) == {"type"} for p in parts):
+            kinds: list[str] = []
+            for part in parts:
+                kind = part["type"]
+                kinds.extend(kind if isinstance(kind, list) else [kind])
+            return {"type": kinds}
+        enums = [p for p in parts if "enum" in p]
+        if enums and all(set(p) == {"type"} or "enum" in p for p in parts):
+            values = [v for p in enums for v in p["enum"]]
+            if any(p.get("type") == "null" for p in parts):
+                values.append(None)
+            return {"enum": values}
+        return {"oneOf": parts}
+    if origin is Literal:
+        return {"enum": list(typing.get_args(hint))}
+    if hint in _SIMPLE:
+        return {"type": _SIMPLE[hint]}
+    if origin in (dict, Mapping):
+        _, value = typing.get_args(hint)
+        inner = _type_schema(value)
+        return {"type": "object", **({"additionalProperties": inner} if inner else {})}
+    if origin in (list, tuple):
+        args = typing.get_args(hint)
+        inner = _type_schema(args[0]) if args else {}
+        return {"type": "array", **({"items": inner} if inner else {})}
+    return {}
+
+
+def _field_schema(hint: Any, spec: dataclasses.Field[Any], nullable: bool) -> dict[str, Any]:
+    schema = _type_schema(hint)
+    extra = dict(spec.metadata.get("schema", {}))
+    if "required_keys" in extra:
+        extra["required"] = extra.pop("required_keys")
+    if not nullable:  # a field left out when None: its written value is never null
+        schema = _without_null(schema)
+    doc = spec.metadata.get("doc")
+    out: dict[str, Any] = {}
+    if doc:
+        out["description"] = doc
+    out.update(schema)
+    if "items" in extra and "items" in out:
+        out["items"] = extra.pop("items")
+    if "additionalProperties" in extra and "additionalProperties" in out:
+        out["additionalProperties"] = extra.pop("additionalProperties")
+    out.update(extra)
+    return out
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    kinds = schema.get("type")
+    if isinstance(kinds, list) and "null" in kinds:
+        rest = [k for k in kinds if k != "null"]
+        return {**schema, "type": rest[0] if len(rest) == 1 else rest}
+    if "enum" in schema and None in schema["enum"]:
+        return {**schema, "enum": [v for v in schema["enum"] if v is not None]}
+    if "oneOf" in schema:
+        parts = [p for p in schema["oneOf"] if p != {"type": "null"}]
+        return parts[0] if len(parts) == 1 else {**schema, "oneOf": parts}
+    return schema
+
+
+def record_schema(cls: type[CellRecord]) -> dict[str, Any]:
+    """The JSON schema of one record type's written form."""
+    hints = _hints(cls)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for spec in _fields(cls):
+        nullable = spec.name in cls.KEEP_NULL
+        properties[spec.name] = _field_schema(hints[spec.name], spec, nullable)
+        if spec.metadata.get("required") or nullable:
+            required.append(spec.name)
+    schema: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
+    if cls.__doc__:
+        schema = {"description": " ".join(cls.__doc__.split()), **schema}
+    if cls is not UserCell:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def cell_schema(kinds: Mapping[str, type[CellRecord]]) -> dict[str, dict[str, Any]]:
+    """``$defs`` entries: ``cell`` (which kind's definition a cell follows, by its
+    ``suite``) and one ``cell_<kind>`` per record type, generated from the types."""
+    defs: dict[str, dict[str, Any]] = {}
+    branches: list[dict[str, Any]] = []
+    for name, cls in kinds.items():
+        key = "cell_" + name.replace("-", "_")
+        defs[key] = record_schema(cls)
+        branches.append(
+            {
+                "if": {"properties": {"suite": {"const": name}}, "required": ["suite"]},
+                "then": {"$ref": f"#/$defs/{key}"},
+            }
+        )
+    user = record_schema(UserCell)
+    defs["cell_user"] = {
+        "description": "A cell recorded by your own test with budget_record: whatever "
+        "fields it gave, plus nodeid, test_outcome and duration_s.",
+        "type": "object",
+        "required": ["nodeid", "test_outcome"],
+        "properties": {k: user["properties"][k] for k in ("nodeid", "test_outcome", "duration_s")},
+    }
+    names = list(kinds)
+    defs["cell"] = {
+        "type": "object",
+        "required": ["nodeid", "test_outcome"],
+        "allOf": [
+            *branches,
+            {
+                "if": {
+                    "not": {
+                        "properties": {"suite": {"enum": names}},
+                        "required": ["suite"],
+                    }
+                },
+                "then": {"$ref": "#/$defs/cell_user"},
+            },
+        ],
+    }
+    return dict(sorted(defs.items()))
