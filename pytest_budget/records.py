@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -38,6 +38,7 @@ __all__ = [
     "describe",
     "fitting_fields",
     "must",
+    "of_type",
     "record_schema",
     "record_type",
 ]
@@ -45,7 +46,6 @@ __all__ = [
 #: Bumped whenever a field changes meaning or disappears (additions keep the version).
 REPORT_SCHEMA_VERSION = 1
 
-_T = TypeVar("_T")
 
 
 def describe(
@@ -269,6 +269,9 @@ class CellRecord:
 Mapping.register(CellRecord)  # transitional, with the methods above
 
 
+_R = TypeVar("_R", bound=CellRecord)
+
+
 @dataclass(kw_only=True, slots=True)
 class UserCell(CellRecord):
     """A cell of a kind no suite registered (your own test's ``budget_record``): the header
@@ -282,6 +285,12 @@ class UserCell(CellRecord):
     scores: dict[str, float | None] = describe(factory=dict)
     #: Fields of its own, written back as they were given.
     fields: dict[str, Any] = field(default_factory=dict)
+
+
+def of_type(cells: Iterable[CellRecord], cls: type[_R]) -> list[_R]:
+    """The records of ``cells`` that are ``cls`` records (a suite's table or figures get
+    every cell of their kind; this narrows them to the kind's type)."""
+    return [cell for cell in cells if isinstance(cell, cls)]
 
 
 def record_type(suite: str) -> type[CellRecord]:
