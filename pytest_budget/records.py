@@ -36,6 +36,7 @@ __all__ = [
     "cell_schema",
     "cell_to_json",
     "describe",
+    "field_value",
     "fitting_fields",
     "must",
     "of_type",
@@ -238,6 +239,10 @@ class CellRecord:
         """The outcome (``ok`` for a user cell that gave none)."""
         return self.outcome or "ok"
 
+    def drill_fields(self) -> dict[str, Any]:
+        """Fields of its kind the HTML drill-down shows beside the samples (none here)."""
+        return {}
+
     # --- transitional: read like the dict it used to be (removed once every layer reads
     # attributes) ---
     def get(self, key: str, default: Any = None) -> Any:
@@ -293,6 +298,17 @@ def of_type(cells: Iterable[CellRecord], cls: type[_R]) -> list[_R]:
     return [cell for cell in cells if isinstance(cell, cls)]
 
 
+def field_value(cell: CellRecord, name: str) -> Any:
+    """The field ``name`` of ``cell`` (a column declared by its field name): an attribute
+    of its type, or one of a user cell's own fields; a name its type lacks is an error
+    naming the kind (a renamed field fails here, not as an empty column)."""
+    if name in _names(type(cell)):
+        return getattr(cell, name)
+    if isinstance(cell, UserCell):
+        return cell.fields.get(name)
+    raise AttributeError(f"a {cell.suite!r} record has no field {name!r}")
+
+
 def record_type(suite: str) -> type[CellRecord]:
     """The record type of cell kind ``suite`` (:class:`UserCell` for an unregistered one)."""
     from pytest_budget.suite_registry import cell_kind
@@ -313,6 +329,10 @@ def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
     if found is None:
         found = _FIELDS[cls] = tuple(f for f in dataclasses.fields(cls) if f.name != "fields")
     return found
+
+
+def _names(cls: type) -> frozenset[str]:
+    return frozenset(spec.name for spec in _fields(cls))
 
 
 def cell_to_json(record: CellRecord) -> dict[str, Any]:

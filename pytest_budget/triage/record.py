@@ -101,6 +101,10 @@ class TriageCellRecord(_PlanCellRecord):
         },
     )
 
+    def drill_fields(self) -> dict[str, Any]:
+        """The planner's reply, shown above the items."""
+        return {"plan_raw": self.plan_raw}
+
 
 @dataclass(kw_only=True, slots=True)
 class ResolveCellRecord(_PlanCellRecord):
