@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_budget.records import fitting_fields
+from pytest_budget.records import CellRecord, cell_from_json, fitting_fields
 from pytest_budget.redact import redact_text
 from pytest_budget.suite_registry import cell_kind, kind_of_test_file
 
@@ -90,7 +90,7 @@ def error_cell(
     reason: str,
     traceback: str,
     seed: int,
-) -> dict[str, Any]:
+) -> CellRecord:
     """The record of a cell that failed before it recorded anything."""
     suite = suite_of_module(module)
     record: dict[str, Any] = {
@@ -115,23 +115,19 @@ def error_cell(
             "traceback": _traceback(traceback),
         }
     )
-    return record
+    return cell_from_json(record)
 
 
-def mark_crashed(record: Mapping[str, Any], *, reason: str, traceback: str) -> dict[str, Any]:
+def mark_crashed(record: CellRecord, *, reason: str, traceback: str) -> CellRecord:
     """A recorded cell whose test then crashed: ``error``, with what it had scored."""
-    out = dict(record)
-    previous = out.get("outcome", "ok")
-    out.update(
-        {
-            "outcome": "error",
-            "reason": redact_text(reason),
-            "scored": f"the scores recorded before the error (outcome then: {previous})",
-            "phase": "call",
-            "traceback": _traceback(traceback),
-        }
+    return dataclasses.replace(
+        record,
+        outcome="error",
+        reason=redact_text(reason),
+        scored=f"the scores recorded before the error (outcome then: {record.status})",
+        phase="call",
+        traceback=_traceback(traceback),
     )
-    return out
 
 
 def _bounded(value: Any) -> tuple[Any, int]:

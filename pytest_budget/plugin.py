@@ -256,6 +256,7 @@ def _record_crashed_cell(
     ``pytest.fail``) becomes ``error`` and keeps its scores.  Never lost from the reports."""
     import pytest_budget.suites as suites_package
     from pytest_budget.crashed import error_cell, mark_crashed
+    from pytest_budget.records import cell_from_json, cell_to_json
 
     excinfo = call.excinfo
     reason = excinfo.exconly().splitlines()[0][:500] if excinfo is not None else "failed"
@@ -264,7 +265,9 @@ def _record_crashed_cell(
         expected = (AssertionError, pytest.fail.Exception, pytest.skip.Exception)
         if excinfo is None or excinfo.errisinstance(expected):
             return
-        data = mark_crashed(json.loads(record), reason=reason, traceback=report.longreprtext)
+        data = mark_crashed(
+            cell_from_json(json.loads(record)), reason=reason, traceback=report.longreprtext
+        )
     else:
         if Path(item.path).resolve().parent != Path(suites_package.__file__).resolve().parent:
             return  # a test of your own that recorded nothing is not a cell
@@ -278,7 +281,7 @@ def _record_crashed_cell(
             traceback=report.longreprtext,
             seed=budget_session(item.config).options.seed,
         )
-    item.stash[CELL_KEY] = json.dumps(data, allow_nan=False, default=str)
+    item.stash[CELL_KEY] = json.dumps(cell_to_json(data), allow_nan=False, default=str)
 
 
 def _stop_if_endpoint_down(item: pytest.Item) -> None:

@@ -48,7 +48,6 @@ __all__ = [
 REPORT_SCHEMA_VERSION = 1
 
 
-
 def describe(
     doc: str = "",
     *,
@@ -242,6 +241,11 @@ class CellRecord:
     def drill_fields(self) -> dict[str, Any]:
         """Fields of its kind the HTML drill-down shows beside the samples (none here)."""
         return {}
+
+    def junit_properties(self) -> dict[str, Any]:
+        """What the cell adds to its test's JUnit properties besides its scores."""
+        found = {"suite": self.suite, "agent": self.agent, "outcome": self.outcome}
+        return {key: value for key, value in found.items() if value not in (None, "")}
 
     # --- transitional: read like the dict it used to be (removed once every layer reads
     # attributes) ---

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin_models import RUNTIME_PAYLOAD_KEY, is_worker, preflight
+from pytest_budget.records import cell_from_json
 
 if TYPE_CHECKING:
     from pytest_budget.session import BudgetSession
@@ -108,9 +109,9 @@ class RunReporter:
         record = getattr(report, "budget_cell", None)
         if record is None or report.when not in ("setup", "call"):
             return
-        cell = json.loads(record)
-        cell["test_outcome"] = report.outcome
-        cell["duration_s"] = round(report.duration, 4)
+        cell = cell_from_json(json.loads(record))
+        cell.test_outcome = report.outcome
+        cell.duration_s = round(report.duration, 4)
         self.session.add_cell(cell)
 
     def _ledger_state(self) -> Any:

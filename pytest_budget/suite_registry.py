@@ -347,7 +347,7 @@ def suite_report_blocks(cells: Sequence[Cell]) -> dict[str, Any]:
         if suite.report_blocks is None:
             continue
         names = {kind.name for kind in suite.kinds}
-        own = [cell for cell in cells if cell.get("suite") in names]
+        own = [cell for cell in cells if cell.suite in names]
         if own:
             blocks.update(suite.report_blocks(own))
     return blocks

@@ -123,3 +123,22 @@ def test_an_unknown_suite_lists_the_registered_ones(toy_project: pytest.Pytester
 def test_the_registry_of_this_process_holds_the_three_built_in_suites() -> None:
     # The subprocess runs above registered "coins" in their own interpreters only.
     assert list(registered_suites()) == ["triage", "awareness", "planning"]
+
+
+def test_a_field_the_record_type_lacks_fails_the_cell_naming_it(
+    toy_project: pytest.Pytester,
+) -> None:
+    """A renamed field fails where the cell is recorded, not as an empty column later."""
+    cells = toy_project.path / "coin_cells" / "test_coins.py"
+    cells.write_text(
+        cells.read_text(encoding="utf-8").replace('"flips": flips,', '"flip_count": flips,'),
+        encoding="utf-8",
+    )
+    result = toy_project.runpytest_subprocess(
+        "--budget-suite=coins", "--snapshot-update", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines(
+        ["*RecordError: cell coin_cells/test_coins.py::test_coins[[]n10-always-heads[]]: "
+         "unknown field 'flip_count' in a 'coins' record (report schema version 1)*"]
+    )

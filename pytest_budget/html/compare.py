@@ -9,15 +9,16 @@ any other score's delta is shown without a verdict.  Plain Python (no matplotlib
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pytest_budget.metrics import suite_metrics
+from pytest_budget.records import CellRecord
 
 __all__ = ["CellMatch", "Delta", "cell_key", "delta", "direction", "match_cells"]
 
-Cell = Mapping[str, Any]
+Cell = CellRecord
 Verdict = Literal["better", "worse", "same", "neutral"]
 
 #: Ungated scores with a documented direction (docs/reference/metrics*.md); colour only,
@@ -91,10 +92,7 @@ def delta(metric: str | None, base: object, new: object) -> Delta:
 
 def cell_key(cell: Cell) -> tuple[str, str, str]:
     """What identifies a cell across runs: suite, cell id (node id if none), agent."""
-    ident = cell.get("cell")
-    if ident is None:
-        ident = cell.get("nodeid")
-    return str(cell.get("suite")), str(ident), str(cell.get("agent"))
+    return cell.suite, cell.cell or cell.nodeid, cell.agent
 
 
 @dataclass(frozen=True)

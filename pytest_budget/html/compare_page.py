@@ -35,10 +35,11 @@ from pytest_budget.html.tables import (
     interval_text,
     section_title,
 )
+from pytest_budget.records import CellRecord
 
 __all__ = ["compare_page"]
 
-Cell = Mapping[str, Any]
+Cell = CellRecord
 Report = Mapping[str, Any]
 
 

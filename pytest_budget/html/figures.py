@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_budget.records import CellRecord
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -275,16 +277,14 @@ def group_mean(rows: Iterable[tuple[Any, float | None]]) -> dict[Any, float]:
     return {key: sum(values) / len(values) for key, values in buckets.items()}
 
 
-def interval_of(cell: Mapping[str, Any], metric: str) -> tuple[float, float] | None:
+def interval_of(cell: CellRecord, metric: str) -> tuple[float, float] | None:
     """The cell's bootstrap interval ``ci[metric]`` as two finite numbers, if it has one."""
-    intervals = cell.get("ci")
-    bounds = intervals.get(metric) if isinstance(intervals, Mapping) else None
+    bounds = (cell.ci or {}).get(metric)
     if not isinstance(bounds, list | tuple) or len(bounds) != 2:
         return None
     lo, hi = number(bounds[0]), number(bounds[1])
     return None if lo is None or hi is None else (lo, hi)
 
 
-def scores_of(cell: Mapping[str, Any]) -> Mapping[str, Any]:
-    scores = cell.get("scores")
-    return scores if isinstance(scores, Mapping) else {}
+def scores_of(cell: CellRecord) -> Mapping[str, Any]:
+    return cell.scores

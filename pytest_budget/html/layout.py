@@ -13,6 +13,8 @@ from typing import Any
 from pytest_budget.html.drill_js import DRILL_CSS, page_script
 from pytest_budget.html.figures import Chart, agent_colors
 from pytest_budget.html.tables import Column
+from pytest_budget.records import CellRecord
+from pytest_budget.report import report_cells
 from pytest_budget.suite_registry import cell_kind, cell_kinds
 
 __all__ = [
@@ -32,7 +34,7 @@ __all__ = [
     "suites_of",
 ]
 
-Cell = Mapping[str, Any]
+Cell = CellRecord
 Report = Mapping[str, Any]
 ChartMaker = Callable[[Sequence[Cell], Mapping[str, str], str], list[Chart]]
 
@@ -40,7 +42,7 @@ ChartMaker = Callable[[Sequence[Cell], Mapping[str, str], str], list[Chart]]
 def chart_maker(suite: str) -> ChartMaker | None:
     """The charts of a cell kind (the suite's figures module), None when it has none."""
     kind = cell_kind(suite)
-    return kind.charts if kind is not None else None  # type: ignore[return-value]
+    return kind.charts if kind is not None else None
 
 
 CSS = """
@@ -94,9 +96,8 @@ summary { cursor: pointer; font-weight: 600; }
 
 def suites_of(report: Report) -> dict[str, list[Cell]]:
     grouped: dict[str, list[Cell]] = {}
-    for cell in report.get("cells", []):
-        if isinstance(cell, Mapping):
-            grouped.setdefault(str(cell.get("suite")), []).append(cell)
+    for cell in report_cells(report):
+        grouped.setdefault(cell.suite, []).append(cell)
     return grouped
 
 
@@ -186,7 +187,7 @@ def facts_table(reports: Sequence[tuple[str, Report]]) -> str:
 
 
 def suite_colors(suite: str, groups: Sequence[Mapping[str, list[Cell]]]) -> dict[str, str]:
-    return agent_colors(str(c.get("agent")) for g in groups for c in g.get(suite, []))
+    return agent_colors(c.agent for g in groups for c in g.get(suite, []))
 
 
 def nav(links: Sequence[tuple[str, str]]) -> str:

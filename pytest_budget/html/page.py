@@ -92,7 +92,7 @@ def _suite_section(
             f'<section class="suite missing" id="{anchor}" data-suite="{escape(suite)}">'
             f"<h2>{escape(title)}</h2><p>{escape(missing_note(suite, report))}</p></section>"
         )
-    agents = sorted({str(c.get("agent")) for c in cells})
+    agents = sorted({c.agent for c in cells})
     parts = [
         f'<section class="suite" id="{escape(anchor)}" data-suite="{escape(suite)}">',
         f"<h2>{escape(title)}</h2>",
@@ -130,24 +130,24 @@ def _unfinished(cells: Sequence[Cell]) -> str:
     traceback (folded), so none is only a row of dashes."""
     items = []
     for cell in cells:
-        outcome = str(cell.get("outcome", "ok"))
-        if outcome not in _UNFINISHED and not cell.get("partial"):
+        outcome = cell.status
+        if outcome not in _UNFINISHED and not cell.partial:
             continue
-        head = f"{cell.get('cell', '?')} / {cell.get('agent', '?')}: {outcome}"
-        if cell.get("partial"):
+        head = f"{cell.cell or '?'} / {cell.agent or '?'}: {outcome}"
+        if cell.partial:
             head += " (partial, allowed)"
         parts = [f"<strong>{escape(head)}</strong>"]
-        if cell.get("reason"):
-            parts.append(f" {escape(str(cell['reason']))}")
-        if cell.get("scored"):
-            parts.append(f'<br><span class="note">scored: {escape(str(cell["scored"]))}</span>')
-        if cell.get("traceback"):
+        if cell.reason:
+            parts.append(f" {escape(cell.reason)}")
+        if cell.scored:
+            parts.append(f'<br><span class="note">scored: {escape(cell.scored)}</span>')
+        if cell.traceback:
             parts.append(
                 "<details><summary>traceback</summary>"
-                f"<pre>{escape(str(cell['traceback']))}</pre></details>"
+                f"<pre>{escape(cell.traceback)}</pre></details>"
             )
         items.append(
-            f'<li data-cell="{escape(str(cell.get("nodeid", "")))}" '
+            f'<li data-cell="{escape(cell.nodeid)}" '
             f'data-outcome="{escape(outcome)}">{"".join(parts)}</li>'
         )
     if not items:

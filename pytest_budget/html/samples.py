@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from pytest_budget.records import CellRecord
 from pytest_budget.samples import env_secrets, might_hold_secrets, scrub_tree
 
 __all__ = [
@@ -45,7 +46,7 @@ CHANGED_LIMIT = 25
 #: Tags of samples that went right; any other tag marks a sample worth looking at first.
 GOOD_TAGS = frozenset({"hit", "exact", "earned", "ok", "correct abort", "blocked", "not planned"})
 
-Cell = Mapping[str, Any]
+Cell = CellRecord
 
 
 def _json(value: Any) -> str:
@@ -109,22 +110,22 @@ class SampleStore:
 
     def add_cell(self, cell: Cell, report: Mapping[str, Any]) -> tuple[str, int] | None:
         """The block id of ``cell``'s samples and how many it has, or None without any."""
-        samples = cell.get("samples")
-        if not isinstance(samples, list) or not samples:
+        samples = cell.samples
+        if not samples:
             return None
         shown = cap_samples(samples, self.cap)
         options = report.get("options")
         path = options.get("report_path") if isinstance(options, Mapping) else None
         data = {
-            "suite": cell.get("suite"),
-            "cell": cell.get("cell"),
-            "agent": cell.get("agent"),
+            "suite": cell.suite,
+            "cell": cell.cell,
+            "agent": cell.agent,
             "total": len(samples),
             "left_out": len(samples) - len(shown),
             "cap": self.cap,
             "report_path": path,
-            "plan_raw": cell.get("plan_raw"),
-            "rollouts": self._rollout_block(report, cell.get("sample_rollouts")),
+            **cell.drill_fields(),
+            "rollouts": self._rollout_block(report, cell.sample_rollouts),
             "samples": shown,
         }
         return self._add(data), len(samples)
@@ -151,7 +152,7 @@ def _score(sample: Any) -> float | None:
 def _prefix(report: Mapping[str, Any], cell: Cell, sample: Mapping[str, Any]) -> Any:
     """An awareness probe's replayed rollout (for a pair shown on its own)."""
     store = report.get("sample_rollouts")
-    ref = cell.get("sample_rollouts")
+    ref = cell.sample_rollouts
     rollouts = store.get(ref) if isinstance(store, Mapping) and isinstance(ref, str) else ref
     if not isinstance(rollouts, Mapping):
         return None
@@ -183,8 +184,8 @@ def changed_samples(
     """
     found: list[tuple[float, int, dict[str, Any]]] = []
     for base_cell, new_cell in pairs:
-        base_samples = base_cell.get("samples")
-        new_samples = new_cell.get("samples")
+        base_samples = base_cell.samples
+        new_samples = new_cell.samples
         if not isinstance(base_samples, list) or not isinstance(new_samples, list):
             continue
         by_id = {s.get("id"): s for s in base_samples if isinstance(s, Mapping)}
@@ -207,9 +208,9 @@ def changed_samples(
             else:
                 change, rank = None, -0.5
             entry = {
-                "cell": new_cell.get("cell"),
-                "agent": new_cell.get("agent"),
-                "suite": new_cell.get("suite"),
+                "cell": new_cell.cell,
+                "agent": new_cell.agent,
+                "suite": new_cell.suite,
                 "id": sample.get("id"),
                 "change": change,
                 "base": dict(old),

@@ -8,10 +8,10 @@ from the cell records directly so the page can mark a delta per score.  Plain Py
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from pytest_budget.records import CellRecord, field_value
 from pytest_budget.suite_registry import cell_kind
 
 __all__ = [
@@ -27,7 +27,7 @@ __all__ = [
     "section_title",
 ]
 
-Cell = Mapping[str, Any]
+Cell = CellRecord
 
 
 @dataclass(frozen=True)
@@ -46,28 +46,19 @@ class Column:
         return format_cell_value(self.read(cell), plain=self.plain)
 
 
-def _scores(cell: Cell) -> Mapping[str, Any]:
-    scores = cell.get("scores")
-    return scores if isinstance(scores, Mapping) else {}
-
-
 def field_column(name: str, header: str | None = None) -> Column:
     """A coordinate read from the record (``pool``, ``alpha``), shown as written."""
-    return Column(header or name, lambda cell: cell.get(name), plain=True)
+    return Column(header or name, lambda cell: field_value(cell, name), plain=True)
 
 
 def score_column(name: str, header: str | None = None, *, delta: bool = True) -> Column:
     """A score from the record's ``scores``; ``delta``: a change between runs is marked."""
-    return Column(
-        header or name, lambda cell: _scores(cell).get(name), name if delta else None, name
-    )
+    return Column(header or name, lambda cell: cell.scores.get(name), name if delta else None, name)
 
 
 def agent_text(cell: Cell) -> object:
     """The agent's name, with the outcome when the cell did not end ``ok``."""
-    agent = str(cell.get("agent"))
-    outcome = cell.get("outcome", "ok")
-    return agent if outcome == "ok" else f"{agent} ({outcome})"
+    return cell.agent if cell.status == "ok" else f"{cell.agent} ({cell.status})"
 
 
 AGENT_COLUMN = Column("agent", agent_text)
@@ -86,7 +77,7 @@ def columns_for(suite: str, cells: Sequence[Cell]) -> tuple[Column, ...]:
         return kind.columns()
     names: list[str] = []
     for cell in cells:
-        for key, value in _scores(cell).items():
+        for key, value in cell.scores.items():
             if isinstance(value, int | float) and not isinstance(value, bool) and key not in names:
                 names.append(key)
     return (field_column("cell"), AGENT_COLUMN, *(score_column(name) for name in names))
@@ -114,8 +105,7 @@ def interval_text(cell: Cell, metric: str) -> str:
     if bounds is None:
         return ""
     lo, hi = bounds
-    meta = cell.get("ci_meta")
-    level = meta.get("level") if isinstance(meta, Mapping) else None
+    level = (cell.ci_meta or {}).get("level")
     prefix = f"{level:.0%} CI" if isinstance(level, float) else "CI"
     return f"{prefix} [{lo:.3f}, {hi:.3f}]"
 
@@ -123,4 +113,4 @@ def interval_text(cell: Cell, metric: str) -> str:
 def footer_lines(suite: str, cells: Sequence[Cell]) -> list[str]:
     """The lines printed under a kind's table: plan counts, rankings, rollout sets."""
     kind = cell_kind(suite)
-    return kind.footer(cells) if kind is not None and kind.footer is not None else []  # type: ignore[arg-type]
+    return kind.footer(cells) if kind is not None and kind.footer is not None else []

@@ -105,6 +105,12 @@ class TriageCellRecord(_PlanCellRecord):
         """The planner's reply, shown above the items."""
         return {"plan_raw": self.plan_raw}
 
+    def junit_properties(self) -> dict[str, Any]:
+        found = CellRecord.junit_properties(self)
+        if self.plan_status is not None:
+            found["plan_status"] = self.plan_status
+        return found
+
 
 @dataclass(kw_only=True, slots=True)
 class ResolveCellRecord(_PlanCellRecord):
