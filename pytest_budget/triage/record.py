@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pytest_budget.records import CellRecord, describe, must
+from pytest_budget.records import CellRecord, describe
 
 __all__ = ["ResolveCellRecord", "TriageCellRecord"]
 
@@ -14,16 +14,18 @@ __all__ = ["ResolveCellRecord", "TriageCellRecord"]
 class _PlanCellRecord(CellRecord):
     """What both triage kinds record: the cell's coordinates and the plan's status."""
 
-    pool: str = must(
+    # The coordinates: every cell of the suite has them; a cell your own test records
+    # under this kind may leave them out (the table shows a dash).
+    pool: str | None = describe(
         "Bundled pool (arith, sokoban) or a user pool's file stem, plus #k for chunk k."
     )
-    unsolvable_ratio: float = must(
+    unsolvable_ratio: float | None = describe(
         "Share of the pool's items injected as unsolvable.", minimum=0, maximum=1
     )
-    alpha: float = must(
+    alpha: float | None = describe(
         "Budget as a share of the pool's Phase 0 cost.", exclusiveMinimum=0, maximum=1
     )
-    variant: Literal["A", "B", "C"] = must("Prompt variant (what the planner is told).")
+    variant: Literal["A", "B", "C"] | None = describe("Prompt variant (what the planner is told).")
     budget: int | None = describe("B = floor(alpha * sum c_i) in tokens.", minimum=0)
     solver: str | None = describe("The solver that ran Phase 0.")
     plan_status: Literal["ok", "repaired", "unparseable"] | None = describe(
