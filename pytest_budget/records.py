@@ -318,9 +318,8 @@ def record_type(suite: str) -> type[CellRecord]:
     from pytest_budget.suite_registry import cell_kind
 
     kind = cell_kind(suite) if suite else None
-    if kind is None or kind.record_type is None:
-        return UserCell
-    return kind.record_type
+    found = kind.record_class() if kind is not None else None
+    return found if found is not None else UserCell
 
 
 # --- serializing -------------------------------------------------------------------------

@@ -24,7 +24,8 @@ __all__ = ["main", "record_types", "with_cell_schema"]
 
 def record_types() -> dict[str, type[CellRecord]]:
     """Every registered cell kind that declares a record type, by kind name."""
-    return {name: kind.record_type for name, kind in cell_kinds().items() if kind.record_type}
+    found = {name: kind.record_class() for name, kind in cell_kinds().items()}
+    return {name: cls for name, cls in found.items() if cls is not None}
 
 
 def with_cell_schema(document: Mapping[str, Any]) -> dict[str, Any]:

@@ -114,14 +114,23 @@ class CellKind:
     always_on_page: bool = False
     #: JavaScript that draws this kind's samples on the page (see html/drill_js.py).
     sample_script: Path | None = None
-    #: Its typed cell record (a :class:`~pytest_budget.records.CellRecord` subclass);
-    #: None: read as a :class:`~pytest_budget.records.UserCell` (fields kept as given).
-    record_type: type[CellRecord] | None = None
+    #: Its typed cell record: a :class:`~pytest_budget.records.CellRecord` subclass, or
+    #: its ``"package.module:Class"`` (imported on first use); None: read as a
+    #: :class:`~pytest_budget.records.UserCell` (fields kept as given).
+    record_type: type[CellRecord] | str | None = None
     #: Fields of a nested cell parameter stored under another name in its records.
     param_renames: Mapping[str, str] = field(default_factory=dict)
     #: The unit of shared work of a test, from its bracketed parameter id and the run's
     #: options (tests of one unit go to one xdist worker); None: the test alone.
     work_group: Callable[[str, Any], str | None] | None = None
+
+    def record_class(self) -> type[CellRecord] | None:
+        """Its record type, imported on first use when given by name."""
+        if not isinstance(self.record_type, str):
+            return self.record_type
+        module, _, name = self.record_type.partition(":")
+        found: type[CellRecord] = getattr(importlib.import_module(module), name)
+        return found
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,8 @@ def test_a_field_the_record_type_lacks_fails_the_cell_naming_it(
     )
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(
-        ["*RecordError: cell coin_cells/test_coins.py::test_coins[[]n10-always-heads[]]: "
-         "unknown field 'flip_count' in a 'coins' record (report schema version 1)*"]
+        [
+            "*RecordError: cell coin_cells/test_coins.py::test_coins[[]n10-always-heads[]]: "
+            "unknown field 'flip_count' in a 'coins' record (report schema version 1)*"
+        ]
     )

@@ -55,7 +55,7 @@ def _planning(**extra: Any) -> dict[str, Any]:
 
 def test_every_builtin_kind_has_its_record_type() -> None:
     kinds = cell_kinds()
-    assert {name: kind.record_type for name, kind in kinds.items()} == {
+    assert {name: kind.record_class() for name, kind in kinds.items()} == {
         "triage": TriageCellRecord,
         "triage-resolve": ResolveCellRecord,
         "awareness": AwarenessCellRecord,
@@ -63,7 +63,8 @@ def test_every_builtin_kind_has_its_record_type() -> None:
         "planning": PlanningCellRecord,
     }
     for name, kind in kinds.items():
-        assert kind.record_type is not None and kind.record_type.KIND == name
+        record = kind.record_class()
+        assert record is not None and record.KIND == name
 
 
 def test_a_planning_cell_reads_into_its_type_and_writes_back_the_same_object() -> None:

@@ -18,7 +18,6 @@ from pytest_budget.awareness.options import (
     add_options,
     parse_options,
 )
-from pytest_budget.awareness.record import AwarenessCellRecord, OnlineCellRecord
 from pytest_budget.gating import MetricSpec
 from pytest_budget.suite_registry import (
     CellKind,
@@ -100,7 +99,7 @@ SUITE = Suite(
             charts=lazy("pytest_budget.awareness.figures:awareness_charts"),
             always_on_page=True,
             sample_script=Path(__file__).with_name("samples.js"),
-            record_type=AwarenessCellRecord,
+            record_type="pytest_budget.awareness.record:AwarenessCellRecord",
             work_group=_work_group,
         ),
         CellKind(
@@ -122,7 +121,7 @@ SUITE = Suite(
             table=lazy("pytest_budget.awareness.online.summary:online_table"),
             page_title="awareness, online mode: acting under a cap while estimating",
             charts=lazy("pytest_budget.awareness.online.figures:online_charts"),
-            record_type=OnlineCellRecord,
+            record_type="pytest_budget.awareness.record:OnlineCellRecord",
         ),
     ),
     test_files=_test_files,

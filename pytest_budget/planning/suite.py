@@ -18,7 +18,6 @@ from pytest_budget.planning.options import (
     add_options,
     parse_options,
 )
-from pytest_budget.planning.record import PlanningCellRecord
 from pytest_budget.records import CellRecord
 from pytest_budget.suite_registry import (
     CellKind,
@@ -90,7 +89,7 @@ SUITE = Suite(
             charts=lazy("pytest_budget.planning.figures:planning_charts"),
             always_on_page=True,
             sample_script=Path(__file__).with_name("samples.js"),
-            record_type=PlanningCellRecord,
+            record_type="pytest_budget.planning.record:PlanningCellRecord",
             # The scenario's fields under the names its records use.
             param_renames={"blocks": "block_count", "level": "refinement_level"},
             work_group=_work_group,

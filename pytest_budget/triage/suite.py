@@ -28,7 +28,6 @@ from pytest_budget.triage.options import (
     add_options,
     parse_options,
 )
-from pytest_budget.triage.record import ResolveCellRecord, TriageCellRecord
 
 __all__ = ["SUITE"]
 
@@ -99,7 +98,7 @@ SUITE = Suite(
             charts=lazy("pytest_budget.triage.figures:triage_charts"),
             always_on_page=True,
             sample_script=Path(__file__).with_name("samples.js"),
-            record_type=TriageCellRecord,
+            record_type="pytest_budget.triage.record:TriageCellRecord",
             work_group=_work_group,
         ),
         CellKind(
@@ -117,7 +116,7 @@ SUITE = Suite(
             table=lazy("pytest_budget.triage.summary:resolve_table"),
             page_title="triage: budget-aware re-solve (stated allocation)",
             columns=lazy("pytest_budget.triage.page:resolve_columns"),
-            record_type=ResolveCellRecord,
+            record_type="pytest_budget.triage.record:ResolveCellRecord",
         ),
     ),
     test_files=_test_files,
