@@ -11,10 +11,10 @@ on a dict: a renamed field fails where it is read or written, not silently.
 * :class:`UserCell` is a cell your own test recorded with ``budget_record`` under a suite
   name no suite registered: its own fields are kept as they were given.
 
-:func:`cell_to_json` is the one serializer, :func:`cell_from_json` the one reader (an
+:func:`cell_to_json` is the one serializer and :func:`cell_from_json` the one reader (an
 unknown or missing field is a one-line :class:`RecordError` naming the field and the
-schema version), and :func:`cell_schema` generates the report schema's cell definitions
-from the types.  Plain Python: nothing here imports pytest.
+schema version); the report schema's cell definitions are generated from the types
+(:mod:`pytest_budget.report_schema`).  Plain Python: nothing here imports pytest.
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ __all__ = [
     "UserCell",
     "as_record",
     "cell_from_json",
-    "cell_schema",
     "cell_to_json",
     "describe",
+    "field_hints",
     "field_value",
     "fitting_fields",
     "must",
     "of_type",
-    "record_schema",
+    "record_fields",
     "record_type",
 ]
 
@@ -119,14 +119,15 @@ class CellRecord:
             "method": {"const": "percentile"},
             "unit": {
                 "type": "string",
-                "description": "item (triage), planned item (triage-resolve), rollout "
-                "(awareness), query (planning).",
+                "description": "What one resampled unit is (an item, a rollout, a query: "
+                "the kind's metrics reference says).",
             },
             "n_units": {"type": "integer", "minimum": 0},
             "inner_samples": {
                 "type": "integer",
                 "minimum": 1,
-                "description": "triage: random orderings per resample for v_random.",
+                "description": "Random draws per resample, for a score that is itself a "
+                "mean over random draws.",
             },
             "repeats": {
                 "type": "integer",
@@ -164,8 +165,7 @@ class CellRecord:
                 "properties": {
                     "unit": {
                         "type": "string",
-                        "description": "What a task is: probe (awareness), query "
-                        "(planning), cell (triage, triage-resolve).",
+                        "description": "What a task is (a probe, a query, the cell).",
                     },
                     "success": {"type": "string", "description": "What one trial's success means."},
                     "n": {"type": "integer", "minimum": 0},
@@ -193,14 +193,13 @@ class CellRecord:
     )
     samples: list[dict[str, Any]] | None = describe(
         "The samples behind the cell's scores (first repeat), for the HTML report's "
-        "drill-down: triage, one per pool item; awareness, one per asked probe; planning, "
-        "one per episode.",
+        "drill-down: one per item, probe or episode.",
         items={"$ref": "#/$defs/sample"},
     )
     sample_rollouts: str | dict[str, Any] | None = describe(
         "Data many cells share, stored once per report: the fingerprint of the cell's "
         "entry in the report's sample_rollouts (the data itself in a record before the "
-        "report is built). awareness: the rollouts its probes replayed."
+        "report is built), such as the rollouts a kind's probes replayed."
     )
     sort_key: list[Any] | None = describe(
         "The cell's place within its kind; cells are ordered by suite, sort_key, nodeid, "
@@ -327,7 +326,7 @@ def record_type(suite: str) -> type[CellRecord]:
 _FIELDS: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
 
 
-def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+def record_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
     found = _FIELDS.get(cls)
     if found is None:
         found = _FIELDS[cls] = tuple(f for f in dataclasses.fields(cls) if f.name != "fields")
@@ -335,7 +334,7 @@ def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
 
 
 def _names(cls: type) -> frozenset[str]:
-    return frozenset(spec.name for spec in _fields(cls))
+    return frozenset(spec.name for spec in record_fields(cls))
 
 
 def cell_to_json(record: CellRecord) -> dict[str, Any]:
@@ -343,7 +342,7 @@ def cell_to_json(record: CellRecord) -> dict[str, Any]:
     is None left out (unless its kind writes it as ``null``)."""
     keep = type(record).KEEP_NULL
     out: dict[str, Any] = {}
-    for spec in _fields(type(record)):
+    for spec in record_fields(type(record)):
         value = getattr(record, spec.name)
         if value is not None or spec.name in keep:
             out[spec.name] = value
@@ -367,7 +366,7 @@ def cell_to_json(record: CellRecord) -> dict[str, Any]:
 _HINTS: dict[type, dict[str, Any]] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
+def field_hints(cls: type) -> dict[str, Any]:
     found = _HINTS.get(cls)
     if found is None:
         import sys
@@ -428,8 +427,8 @@ def cell_from_json(data: Mapping[str, Any], *, version: int = REPORT_SCHEMA_VERS
         raise RecordError(f"a cell is {type(data).__name__}, not a JSON object")
     suite = data.get("suite")
     cls = record_type(suite if isinstance(suite, str) else "")
-    hints = _hints(cls)
-    known = {spec.name: spec for spec in _fields(cls)}
+    hints = field_hints(cls)
+    known = {spec.name: spec for spec in record_fields(cls)}
     values: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for key, value in data.items():
@@ -481,8 +480,8 @@ def fitting_fields(suite: str, values: Mapping[str, Any]) -> dict[str, Any]:
     cls = record_type(suite)
     if cls is UserCell:
         return dict(values)
-    hints = _hints(cls)
-    names = {spec.name for spec in _fields(cls)}
+    hints = field_hints(cls)
+    names = {spec.name for spec in record_fields(cls)}
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key in names:
@@ -492,146 +491,32 @@ def fitting_fields(suite: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+_JSON_NAMES = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+    dict: "object",
+    list: "array",
+    tuple: "array",
+}
+
+
 def _type_words(hint: Any) -> str:
-    schema = _type_schema(hint)
-    kinds = schema.get("type")
-    if isinstance(kinds, list):
-        return " or ".join(kinds)
-    if kinds:
-        return str(kinds)
-    if "enum" in schema:
-        return "one of " + ", ".join(repr(v) for v in schema["enum"])
-    return "the declared type"
-
-
-# --- the schema --------------------------------------------------------------------------
-
-_SIMPLE = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
-
-
-def _type_schema(hint: Any) -> dict[str, Any]:
-    """JSON schema of a field's annotation."""
-    if hint is Any:
-        return {}
-    origin = typing.get_origin(hint)
-    if origin in (types.UnionType, typing.Union):
-        parts = [_type_schema(arg) for arg in typing.get_args(hint)]
-        if all(set(p) == {"type"} for p in parts):
-            kinds: list[str] = []
-            for part in parts:
-                kind = part["type"]
-                kinds.extend(kind if isinstance(kind, list) else [kind])
-            return {"type": kinds}
-        enums = [p for p in parts if "enum" in p]
-        if enums and all(set(p) == {"type"} or "enum" in p for p in parts):
-            values = [v for p in enums for v in p["enum"]]
-            if any(p.get("type") == "null" for p in parts):
-                values.append(None)
-            return {"enum": values}
-        return {"oneOf": parts}
-    if origin is Literal:
-        return {"enum": list(typing.get_args(hint))}
-    if hint in _SIMPLE:
-        return {"type": _SIMPLE[hint]}
-    if origin in (dict, Mapping):
-        _, value = typing.get_args(hint)
-        inner = _type_schema(value)
-        return {"type": "object", **({"additionalProperties": inner} if inner else {})}
-    if origin in (list, tuple):
-        args = typing.get_args(hint)
-        inner = _type_schema(args[0]) if args else {}
-        return {"type": "array", **({"items": inner} if inner else {})}
-    return {}
-
-
-def _field_schema(hint: Any, spec: dataclasses.Field[Any], nullable: bool) -> dict[str, Any]:
-    schema = _type_schema(hint)
-    extra = dict(spec.metadata.get("schema", {}))
-    if "required_keys" in extra:
-        extra["required"] = extra.pop("required_keys")
-    if not nullable:  # a field left out when None: its written value is never null
-        schema = _without_null(schema)
-    doc = spec.metadata.get("doc")
-    out: dict[str, Any] = {}
-    if doc:
-        out["description"] = doc
-    out.update(schema)
-    if "items" in extra and "items" in out:
-        out["items"] = extra.pop("items")
-    if "additionalProperties" in extra and "additionalProperties" in out:
-        out["additionalProperties"] = extra.pop("additionalProperties")
-    out.update(extra)
-    return out
-
-
-def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
-    kinds = schema.get("type")
-    if isinstance(kinds, list) and "null" in kinds:
-        rest = [k for k in kinds if k != "null"]
-        return {**schema, "type": rest[0] if len(rest) == 1 else rest}
-    if "enum" in schema and None in schema["enum"]:
-        return {**schema, "enum": [v for v in schema["enum"] if v is not None]}
-    if "oneOf" in schema:
-        parts = [p for p in schema["oneOf"] if p != {"type": "null"}]
-        return parts[0] if len(parts) == 1 else {**schema, "oneOf": parts}
-    return schema
-
-
-def record_schema(cls: type[CellRecord]) -> dict[str, Any]:
-    """The JSON schema of one record type's written form."""
-    hints = _hints(cls)
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for spec in _fields(cls):
-        nullable = spec.name in cls.KEEP_NULL
-        properties[spec.name] = _field_schema(hints[spec.name], spec, nullable)
-        if spec.metadata.get("required") or nullable:
-            required.append(spec.name)
-    schema: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
-    if cls.__doc__:
-        schema = {"description": " ".join(cls.__doc__.split()), **schema}
-    if cls is not UserCell:
-        schema["additionalProperties"] = False
-    return schema
-
-
-def cell_schema(kinds: Mapping[str, type[CellRecord]]) -> dict[str, dict[str, Any]]:
-    """``$defs`` entries: ``cell`` (which kind's definition a cell follows, by its
-    ``suite``) and one ``cell_<kind>`` per record type, generated from the types."""
-    defs: dict[str, dict[str, Any]] = {}
-    branches: list[dict[str, Any]] = []
-    for name, cls in kinds.items():
-        key = "cell_" + name.replace("-", "_")
-        defs[key] = record_schema(cls)
-        branches.append(
-            {
-                "if": {"properties": {"suite": {"const": name}}, "required": ["suite"]},
-                "then": {"$ref": f"#/$defs/{key}"},
-            }
-        )
-    user = record_schema(UserCell)
-    defs["cell_user"] = {
-        "description": "A cell recorded by your own test with budget_record: whatever "
-        "fields it gave, plus nodeid, test_outcome and duration_s.",
-        "type": "object",
-        "required": ["nodeid", "test_outcome"],
-        "properties": {k: user["properties"][k] for k in ("nodeid", "test_outcome", "duration_s")},
-    }
-    names = list(kinds)
-    defs["cell"] = {
-        "type": "object",
-        "required": ["nodeid", "test_outcome"],
-        "allOf": [
-            *branches,
-            {
-                "if": {
-                    "not": {
-                        "properties": {"suite": {"enum": names}},
-                        "required": ["suite"],
-                    }
-                },
-                "then": {"$ref": "#/$defs/cell_user"},
-            },
-        ],
-    }
-    return dict(sorted(defs.items()))
+    if typing.get_origin(hint) is Literal or (
+        typing.get_origin(hint) in (types.UnionType, typing.Union)
+        and any(typing.get_origin(arg) is Literal for arg in typing.get_args(hint))
+    ):
+        values = [
+            v
+            for arg in typing.get_args(hint)
+            for v in (typing.get_args(arg) if typing.get_origin(arg) is Literal else (arg,))
+        ]
+        return "one of " + ", ".join("null" if v is type(None) else repr(v) for v in values)
+    names: list[str] = []
+    for kind in _json_kinds(hint) or ():
+        name = _JSON_NAMES.get(kind, kind.__name__)
+        if name not in names:
+            names.append(name)
+    return " or ".join(names) or "the declared type"

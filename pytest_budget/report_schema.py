@@ -9,17 +9,151 @@ them after a record type changes, and ``--check`` fails when the file is out of 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pytest_budget.files import write_atomic
-from pytest_budget.records import CellRecord, cell_schema
+from pytest_budget.records import CellRecord, UserCell, field_hints, record_fields
 from pytest_budget.suite_registry import cell_kinds
 
-__all__ = ["main", "record_types", "with_cell_schema"]
+__all__ = ["cell_schema", "main", "record_schema", "record_types", "with_cell_schema"]
+
+
+_SIMPLE = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _type_schema(hint: Any) -> dict[str, Any]:
+    """JSON schema of a field's annotation."""
+    if hint is Any:
+        return {}
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        parts = [_type_schema(arg) for arg in typing.get_args(hint)]
+        if all(set(p) == {"type"} for p in parts):
+            kinds: list[str] = []
+            for part in parts:
+                kind = part["type"]
+                kinds.extend(kind if isinstance(kind, list) else [kind])
+            return {"type": kinds}
+        enums = [p for p in parts if "enum" in p]
+        if enums and all(set(p) == {"type"} or "enum" in p for p in parts):
+            values = [v for p in enums for v in p["enum"]]
+            if any(p.get("type") == "null" for p in parts):
+                values.append(None)
+            return {"enum": values}
+        return {"oneOf": parts}
+    if origin is Literal:
+        return {"enum": list(typing.get_args(hint))}
+    if hint in _SIMPLE:
+        return {"type": _SIMPLE[hint]}
+    if origin in (dict, Mapping):
+        _, value = typing.get_args(hint)
+        inner = _type_schema(value)
+        return {"type": "object", **({"additionalProperties": inner} if inner else {})}
+    if origin in (list, tuple):
+        args = typing.get_args(hint)
+        inner = _type_schema(args[0]) if args else {}
+        return {"type": "array", **({"items": inner} if inner else {})}
+    return {}
+
+
+def _field_schema(hint: Any, spec: dataclasses.Field[Any], nullable: bool) -> dict[str, Any]:
+    schema = _type_schema(hint)
+    extra = dict(spec.metadata.get("schema", {}))
+    if "required_keys" in extra:
+        extra["required"] = extra.pop("required_keys")
+    if not nullable:  # a field left out when None: its written value is never null
+        schema = _without_null(schema)
+    doc = spec.metadata.get("doc")
+    out: dict[str, Any] = {}
+    if doc:
+        out["description"] = doc
+    out.update(schema)
+    if "items" in extra and "items" in out:
+        out["items"] = extra.pop("items")
+    if "additionalProperties" in extra and "additionalProperties" in out:
+        out["additionalProperties"] = extra.pop("additionalProperties")
+    out.update(extra)
+    return out
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    kinds = schema.get("type")
+    if isinstance(kinds, list) and "null" in kinds:
+        rest = [k for k in kinds if k != "null"]
+        return {**schema, "type": rest[0] if len(rest) == 1 else rest}
+    if "enum" in schema and None in schema["enum"]:
+        return {**schema, "enum": [v for v in schema["enum"] if v is not None]}
+    if "oneOf" in schema:
+        parts = [p for p in schema["oneOf"] if p != {"type": "null"}]
+        return parts[0] if len(parts) == 1 else {**schema, "oneOf": parts}
+    return schema
+
+
+def record_schema(cls: type[CellRecord]) -> dict[str, Any]:
+    """The JSON schema of one record type's written form."""
+    hints = field_hints(cls)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for spec in record_fields(cls):
+        nullable = spec.name in cls.KEEP_NULL
+        properties[spec.name] = _field_schema(hints[spec.name], spec, nullable)
+        if spec.metadata.get("required") or nullable:
+            required.append(spec.name)
+    schema: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
+    if cls.__doc__:
+        schema = {"description": " ".join(cls.__doc__.split()), **schema}
+    if cls is not UserCell:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def cell_schema(kinds: Mapping[str, type[CellRecord]]) -> dict[str, dict[str, Any]]:
+    """``$defs`` entries: ``cell`` (which kind's definition a cell follows, by its
+    ``suite``) and one ``cell_<kind>`` per record type, generated from the types."""
+    defs: dict[str, dict[str, Any]] = {}
+    branches: list[dict[str, Any]] = []
+    for name, cls in kinds.items():
+        key = "cell_" + name.replace("-", "_")
+        defs[key] = record_schema(cls)
+        branches.append(
+            {
+                "if": {"properties": {"suite": {"const": name}}, "required": ["suite"]},
+                "then": {"$ref": f"#/$defs/{key}"},
+            }
+        )
+    user = record_schema(UserCell)
+    defs["cell_user"] = {
+        "description": "A cell recorded by your own test with budget_record: whatever "
+        "fields it gave, plus nodeid, test_outcome and duration_s.",
+        "type": "object",
+        "required": ["nodeid", "test_outcome"],
+        "properties": {k: user["properties"][k] for k in ("nodeid", "test_outcome", "duration_s")},
+    }
+    names = list(kinds)
+    defs["cell"] = {
+        "type": "object",
+        "required": ["nodeid", "test_outcome"],
+        "allOf": [
+            *branches,
+            {
+                "if": {
+                    "not": {
+                        "properties": {"suite": {"enum": names}},
+                        "required": ["suite"],
+                    }
+                },
+                "then": {"$ref": "#/$defs/cell_user"},
+            },
+        ],
+    }
+    return dict(sorted(defs.items()))
 
 
 def record_types() -> dict[str, type[CellRecord]]:
