@@ -110,3 +110,60 @@ def test_sokoban_6x6_is_not_nearly_single_class() -> None:
     floor = trivial_floor(_probe_set("sokoban-6x6"))
     share = floor.impossible_probes / (floor.impossible_probes + floor.feasible_probes)
     assert 0.3 <= share <= 0.7, floor
+
+
+def _replay_cell(agent: str, outcome: str = "ok", **fields: object) -> dict[str, object]:
+    return {
+        "suite": "awareness", "cell": f"w-{agent}", "env": "w", "agent": agent, "seed": 42,
+        "outcome": outcome, "actor": "reference-actor", "first_error": None,
+        "scores": {"n_probes": 4, "macro_f1_all": 0.5},
+        "rollouts": {"rollouts": 8, "succeeded": 6, "feasible": 5, "mean_turns": 3.5},
+        **fields,
+    }  # fmt: skip
+
+
+def test_the_terminal_table_reads_the_typed_records() -> None:
+    """awareness_table / rollout_lines / floor_value / online_table read record attributes
+    (cells as the JSON report holds them, read back with cell_from_json)."""
+    from pytest_budget.awareness.online.summary import online_table
+    from pytest_budget.awareness.summary import awareness_table, floor_value, rollout_lines
+    from pytest_budget.records import cell_from_json
+
+    floor = {"macro_f1": 0.8, "feature": "cap:t", "feasible_probes": 3, "impossible_probes": 1,
+             "warn": True}  # fmt: skip
+    cells = [
+        cell_from_json(_replay_cell("oracle", trivial_floor=floor)),
+        cell_from_json(_replay_cell("mine", "error")),  # same env: one footer line per env
+    ]
+    assert floor_value(cells[0]) == "0.800!" and floor_value(cells[1]) is None
+    header, _, oracle, mine, *footer = awareness_table(cells)
+    assert header.split()[:5] == ["env", "estimator", "probes", "f1_all", "floor"]
+    assert oracle.split()[:5] == ["w", "oracle", "4", "0.500", "0.800!"]
+    assert mine.split()[:5] == ["w", "mine", "(error)", "4", "0.500"]
+    assert (
+        footer
+        == rollout_lines(cells)
+        == [
+            "w: 8 rollouts by reference-actor, 6 succeeded, 5 feasible within budget, "
+            "3.5 turns on average",
+            floor_line("w", floor),
+        ]
+    )
+    online = cell_from_json(
+        {
+            "suite": "awareness-online",
+            "cell": "w-0.5x",
+            "env": "w",
+            "agent": "a",
+            "seed": 42,
+            "outcome": "ok",
+            "protocol": "two-call",
+            "charge": "both",
+            "cap_multiplier": 0.5,
+            "scores": {"success_rate": 0.25},
+        }
+    )
+    # the awareness record is not an online cell: online_table narrows to its own type
+    _, _, row, note = online_table([online, cells[0]])
+    assert row.split()[:5] == ["w", "0.5x", "two-call", "a", "0.250"]
+    assert note.endswith("cap charged with: both tokens")

@@ -25,6 +25,7 @@ from pytest_budget.awareness.online.scoring import (
     online_probe_results,
     score_online_runs,
 )
+from pytest_budget.awareness.record import OnlineCellRecord
 from pytest_budget.sokoban import parse_level
 from pytest_budget.tokens import count_tokens
 
@@ -378,14 +379,17 @@ def test_the_cap_curve_is_drawn_from_online_cells() -> None:
     from pytest_budget.awareness.online.figures import online_charts
 
     cells = [
-        {
-            "suite": "awareness-online",
-            "env": "sokoban-8x8",
-            "protocol": "single-call",
-            "agent": agent,
-            "cap_multiplier": cap,
-            "scores": {"success_rate": s, "replay_success_rate": s, "mre_p50": 0.4},
-        }
+        OnlineCellRecord(
+            suite="awareness-online",
+            cell=f"sokoban-8x8-{cap}x-single-{agent}",
+            env="sokoban-8x8",
+            protocol="single-call",
+            agent=agent,
+            seed=42,
+            outcome="ok",
+            cap_multiplier=cap,
+            scores={"success_rate": s, "replay_success_rate": s, "mre_p50": 0.4},
+        )
         for agent in ("a", "b")
         for cap, s in ((0.5, 0.1), (1.0, 0.4), (2.0, 0.7))
     ]

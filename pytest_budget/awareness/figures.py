@@ -16,6 +16,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_budget.awareness.record import AwarenessCellRecord
 from pytest_budget.html.figures import (
     Chart,
     agent_markers,
@@ -25,8 +26,8 @@ from pytest_budget.html.figures import (
     new_figure,
     number,
     panel_grid,
-    scores_of,
 )
+from pytest_budget.records import CellRecord, of_type
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,22 +35,20 @@ if TYPE_CHECKING:
 
 __all__ = ["awareness_charts"]
 
-Cell = Mapping[str, Any]
 #: Linewidths from thick to thin, so estimators whose curves coincide all stay visible.
 _WIDTHS = (4.0, 3.2, 2.5, 1.9, 1.4, 1.2, 1.1, 1.0, 0.9, 0.8)
 
 
-def _envs(cells: Sequence[Cell]) -> list[str]:
-    return list(dict.fromkeys(str(c.get("env")) for c in cells))
+def _envs(cells: Sequence[AwarenessCellRecord]) -> list[str]:
+    return list(dict.fromkeys(c.env for c in cells))
 
 
-def _agents(cells: Sequence[Cell]) -> list[str]:
-    return sorted({str(c.get("agent")) for c in cells})
+def _agents(cells: Sequence[AwarenessCellRecord]) -> list[str]:
+    return sorted({c.agent for c in cells})
 
 
-def _curves(cell: Cell) -> Mapping[str, Any]:
-    curves = cell.get("curves")
-    return curves if isinstance(curves, Mapping) else {}
+def _curves(cell: AwarenessCellRecord) -> Mapping[str, Any]:
+    return cell.curves if cell.curves is not None else {}
 
 
 def _series(values: object) -> list[float | None]:
@@ -61,7 +60,7 @@ def _bin_labels(edges: Sequence[float]) -> list[str]:
     return [f"{lo * 100:.0f}\u2013{hi * 100:.0f}" for lo, hi in itertools.pairwise(edges)]
 
 
-def _edges(cells: Sequence[Cell], bins: int) -> list[float]:
+def _edges(cells: Sequence[AwarenessCellRecord], bins: int) -> list[float]:
     for cell in cells:
         edges = _series(_curves(cell).get("bin_edges"))
         if len(edges) == bins + 1 and all(e is not None for e in edges):
@@ -75,8 +74,10 @@ def _legend(agents: Sequence[str], colors: Mapping[str, str]) -> list[Any]:
     return [Line2D([], [], color=colors.get(a, "#777777"), marker="o") for a in agents]
 
 
-def awareness_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> list[Chart]:
-    scored = [c for c in cells if c.get("outcome", "ok") != "error" and scores_of(c)]
+def awareness_charts(
+    cells: Sequence[CellRecord], colors: Mapping[str, str], prefix: str
+) -> list[Chart]:
+    scored = [c for c in of_type(cells, AwarenessCellRecord) if c.outcome != "error" and c.scores]
     return [
         draw_chart(
             f"{prefix}awareness-misses",
@@ -132,8 +133,8 @@ def _miss_bins(scores: Mapping[str, Any]) -> int:
     return count
 
 
-def _misses(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
-    bins = max((_miss_bins(scores_of(c)) for c in cells), default=0)
+def _misses(cells: Sequence[AwarenessCellRecord], colors: Mapping[str, str]) -> Figure | str:
+    bins = max((_miss_bins(c.scores) for c in cells), default=0)
     if not cells or bins == 0:
         return "no scored awareness cells with miss bins"
     envs = _envs(cells)
@@ -145,10 +146,10 @@ def _misses(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
     for ax, env in zip(axes, envs, strict=False):
         peak = 0.1
         for index, agent in enumerate(agents):
-            cell = next((c for c in cells if c.get("env") == env and c.get("agent") == agent), None)
+            cell = next((c for c in cells if c.env == env and c.agent == agent), None)
             if cell is None:
                 continue
-            scores = scores_of(cell)
+            scores = cell.scores
             low = [number(scores.get(f"optimistic_bin{i}")) for i in xs]
             high = [number(scores.get(f"conservative_bin{i}")) for i in xs]
             color = colors.get(agent, "#777777")
@@ -203,7 +204,7 @@ def _plot_gappy(
         )  # fmt: skip
 
 
-def _late(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
+def _late(cells: Sequence[AwarenessCellRecord], colors: Mapping[str, str]) -> Figure | str:
     envs = _envs(cells)
     agents = _agents(cells)
     if not envs:
@@ -214,7 +215,7 @@ def _late(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
     for ax, env in zip(axes, envs, strict=False):
         failed = 0
         for index, agent in enumerate(agents):
-            cell = next((c for c in cells if c.get("env") == env and c.get("agent") == agent), None)
+            cell = next((c for c in cells if c.env == env and c.agent == agent), None)
             late = _curves(cell).get("late_recognition") if cell is not None else None
             if not isinstance(late, Mapping):
                 continue
@@ -247,7 +248,7 @@ def _late(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
     return finish(fig, _legend(agents, colors), agents)
 
 
-def _early_stop(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
+def _early_stop(cells: Sequence[AwarenessCellRecord], colors: Mapping[str, str]) -> Figure | str:
     envs = _envs(cells)
     agents = _agents(cells)
     markers = agent_markers(agents)
@@ -262,10 +263,10 @@ def _early_stop(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | st
         )  # fmt: skip
         ax.annotate("ideal", (0.0, 1.0), xytext=(10, -14), textcoords="offset points", fontsize=7)
         for agent in agents:
-            cell = next((c for c in cells if c.get("env") == env and c.get("agent") == agent), None)
+            cell = next((c for c in cells if c.env == env and c.agent == agent), None)
             if cell is None:
                 continue
-            scores = scores_of(cell)
+            scores = cell.scores
             x, y = number(scores.get("false_abort_rate")), number(scores.get("saved_token_share"))
             if x is None or y is None:
                 continue
@@ -291,7 +292,7 @@ def _early_stop(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | st
     return finish(fig, handles, agents)
 
 
-def _dimension_panels(cells: Sequence[Cell]) -> list[tuple[str, str]]:
+def _dimension_panels(cells: Sequence[AwarenessCellRecord]) -> list[tuple[str, str]]:
     """(env, dimension) per panel, in the cells' order; an env's dimensions as recorded."""
     panels: list[tuple[str, str]] = []
     for cell in cells:
@@ -299,14 +300,14 @@ def _dimension_panels(cells: Sequence[Cell]) -> list[tuple[str, str]]:
         if not isinstance(dims, Mapping):
             continue
         for dim in dims:
-            key = (str(cell.get("env")), str(dim))
+            key = (cell.env, str(dim))
             if key not in panels:
                 panels.append(key)
     return panels
 
 
 def _per_dimension(
-    cells: Sequence[Cell],
+    cells: Sequence[AwarenessCellRecord],
     colors: Mapping[str, str],
     kind: str,
     ylabel: str,
@@ -323,7 +324,7 @@ def _per_dimension(
     bins = 0
     for ax, (env, dim) in zip(axes, panels, strict=False):
         for index, agent in enumerate(agents):
-            cell = next((c for c in cells if c.get("env") == env and c.get("agent") == agent), None)
+            cell = next((c for c in cells if c.env == env and c.agent == agent), None)
             dims = _curves(cell).get("dimensions") if cell is not None else None
             curve = dims.get(dim) if isinstance(dims, Mapping) else None
             if not isinstance(curve, Mapping):

@@ -9,27 +9,28 @@ Read from the ``awareness-online`` cells' ``cap_multiplier`` and ``scores``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pytest_budget.awareness.record import OnlineCellRecord
 from pytest_budget.html.figures import (
     Chart,
     draw_chart,
     finish,
     new_figure,
     number,
-    scores_of,
 )
+from pytest_budget.records import CellRecord, of_type
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["online_charts"]
 
-Cell = Mapping[str, Any]
 
-
-def online_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> list[Chart]:
-    scored = [c for c in cells if c.get("outcome", "ok") != "error" and scores_of(c)]
+def online_charts(
+    cells: Sequence[CellRecord], colors: Mapping[str, str], prefix: str
+) -> list[Chart]:
+    scored = [c for c in of_type(cells, OnlineCellRecord) if c.outcome != "error" and c.scores]
     return [
         draw_chart(
             f"{prefix}awareness-online-caps",
@@ -45,16 +46,16 @@ def online_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str)
     ]
 
 
-def _groups(cells: Sequence[Cell]) -> list[tuple[str, str]]:
-    return list(dict.fromkeys((str(c.get("env")), str(c.get("protocol"))) for c in cells))
+def _groups(cells: Sequence[OnlineCellRecord]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys((c.env, str(c.protocol)) for c in cells))
 
 
-def _caps(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
+def _caps(cells: Sequence[OnlineCellRecord], colors: Mapping[str, str]) -> Figure | str:
     if not cells:
         return "no scored online cells"
     groups = _groups(cells)
     several = len({protocol for _, protocol in groups}) > 1
-    agents = sorted({str(c.get("agent")) for c in cells})
+    agents = sorted({c.agent for c in cells})
     fig, axes = new_figure(len(groups), 2, 3.6, 2.6)
     for row, (env, protocol) in enumerate(groups):
         success_ax, error_ax = axes[2 * row], axes[2 * row + 1]
@@ -63,12 +64,11 @@ def _caps(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
                 (
                     c
                     for c in cells
-                    if (str(c.get("env")), str(c.get("protocol"))) == (env, protocol)
-                    and str(c.get("agent")) == agent
+                    if (c.env, str(c.protocol)) == (env, protocol) and c.agent == agent
                 ),
-                key=lambda c: number(c.get("cap_multiplier")) or 0.0,
+                key=lambda c: number(c.cap_multiplier) or 0.0,
             )
-            xs = [number(c.get("cap_multiplier")) for c in mine]
+            xs = [number(c.cap_multiplier) for c in mine]
             color = colors.get(agent, "#777777")
             for ax, key, style in (
                 (success_ax, "success_rate", "-"),
@@ -78,7 +78,7 @@ def _caps(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
                 points = [
                     (x, y)
                     for x, c in zip(xs, mine, strict=True)
-                    if x is not None and (y := number(scores_of(c).get(key))) is not None
+                    if x is not None and (y := number(c.scores.get(key))) is not None
                 ]
                 if points:
                     ax.plot(*zip(*points, strict=True), style, color=color, marker="o")
@@ -86,7 +86,7 @@ def _caps(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
         success_ax.set_title(f"{title}: success")
         success_ax.set_ylim(-0.03, 1.03)
         error_ax.set_title(f"{title}: estimate error")
-        levels = sorted({x for c in cells if (x := number(c.get("cap_multiplier")))})
+        levels = sorted({x for c in cells if (x := number(c.cap_multiplier))})
         for ax in (success_ax, error_ax):
             ax.set_xscale("log", base=2)
             ax.set_xticks(levels, [f"{x:g}x" for x in levels])

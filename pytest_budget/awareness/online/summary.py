@@ -3,15 +3,16 @@ the online scores with the same agent's replay-mode result beside them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from pytest_budget.awareness.record import OnlineCellRecord
+from pytest_budget.records import CellRecord, of_type
 from pytest_budget.tables import render_table
 
 __all__ = ["online_table"]
 
 
-def online_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+def online_table(cells: Sequence[CellRecord]) -> list[str]:
     """Rows of the online mode; ``r_`` columns are the replay pass of the same agent."""
     headers = [
         "env",
@@ -37,16 +38,15 @@ def online_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         "invalid",
     ]
     rows = []
-    for cell in cells:
-        s = cell.get("scores", {})
-        agent = str(cell.get("agent"))
-        if cell.get("outcome", "ok") != "ok":
-            agent = f"{agent} ({cell.get('outcome')})"
+    records = of_type(cells, OnlineCellRecord)
+    for cell in records:
+        s = cell.scores
+        agent = cell.agent if cell.outcome == "ok" else f"{cell.agent} ({cell.outcome})"
         rows.append(
             [
-                cell.get("env"),
-                f"{cell.get('cap_multiplier')}x",
-                cell.get("protocol"),
+                cell.env,
+                f"{cell.cap_multiplier}x",
+                cell.protocol,
                 agent,
                 s.get("success_rate"),
                 s.get("replay_success_rate"),
@@ -67,7 +67,7 @@ def online_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
                 s.get("invalid_rate"),
             ]
         )
-    charges = sorted({str(c.get("charge")) for c in cells})
+    charges = sorted({str(c.charge) for c in records})
     lines = [
         "acting/estim = tokens per run; est_share = estimation / acting tokens; saved = "
         "tokens the stopped runs that would have failed did not spend, over those runs' "
