@@ -15,8 +15,7 @@ def awareness_columns() -> tuple[Column, ...]:
     return (
         field_column("env"), Column("estimator", agent_text),
         score_column("n_probes", "probes", delta=False), score_column("macro_f1_all", "f1_all"),
-        # ignore: until html.tables.Column.read takes a CellRecord (the lead's lane)
-        Column("floor", floor_value, None, "trivial floor: best macro-F1 of a one-number "  # type: ignore[arg-type]
+        Column("floor", floor_value, None, "trivial floor: best macro-F1 of a one-number "
                "threshold rule on what the estimator sees (! above 0.75)"),
         score_column("macro_f1_first", "f1_first"), score_column("fail_f1"),
         score_column("interval_score", "interval"), score_column("hit_rate", "hit"),
