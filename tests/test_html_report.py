@@ -621,10 +621,11 @@ def test_bootstrap_intervals_are_shown_on_hover() -> None:
 
 def test_compared_figures_share_their_axis_ranges() -> None:
     from pytest_budget.html.figures import agent_colors, deferred, finish_pair
+    from pytest_budget.records import cell_from_json
     from pytest_budget.triage.figures import triage_charts
 
-    low = [_triage_cell(a, 0.5, 0.0, eta_u=0.2, eta_e=0.1) for a in ("p", "q")]
-    high = [_triage_cell(a, 0.5, 0.0, eta_u=-1.2, eta_e=0.9) for a in ("p", "q")]
+    low = [cell_from_json(_triage_cell(a, 0.5, 0.0, eta_u=0.2, eta_e=0.1)) for a in ("p", "q")]
+    high = [cell_from_json(_triage_cell(a, 0.5, 0.0, eta_u=-1.2, eta_e=0.9)) for a in ("p", "q")]
     colors = agent_colors(["p", "q"])
     with deferred():
         base, new = triage_charts(low, colors, "b-")[0], triage_charts(high, colors, "n-")[0]

@@ -203,7 +203,7 @@ def test_changed_samples_rank_by_the_size_of_the_change() -> None:
 # --------------------------------------------------------------------------- figures
 
 
-def _eta_axes(cells: list[dict[str, Any]]) -> Any:
+def _eta_axes(cells: list[Any]) -> Any:
     import matplotlib
 
     from pytest_budget.html.figures import RC
@@ -215,13 +215,16 @@ def _eta_axes(cells: list[dict[str, Any]]) -> Any:
     return fig.axes[0]
 
 
-def _triage(pool: str, eta: float | None, ci: list[float] | None, note: str | None = None):
-    return {
-        "suite": "triage", "pool": pool, "alpha": 0.5, "unsolvable_ratio": 0.0, "variant": "A",
+def _triage(pool: str, eta: float | None, ci: list[float] | None, note: str | None = None) -> Any:
+    from pytest_budget.records import cell_from_json
+
+    return cell_from_json({
+        "suite": "triage", "cell": f"{pool}-u0-a0.5-A", "seed": 0, "outcome": "ok",
+        "pool": pool, "alpha": 0.5, "unsolvable_ratio": 0.0, "variant": "A",
         "agent": "a", "scores": {"eta_u": eta, "eta_e": eta}, "eta_note": note,
         "ci": {"eta_u": ci, "eta_e": ci} if ci else {},
         "phase0": {"items": 10, "solved": 0 if note else 5},
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 def test_eta_whiskers_fit_inside_the_axes() -> None:

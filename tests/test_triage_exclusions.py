@@ -8,11 +8,13 @@ V_RANDOM is enumerated over all 24 orderings below.
 from __future__ import annotations
 
 import itertools
+import re
 
 import anyio
 import pytest
 
 from pytest_budget.html.tables import columns_for
+from pytest_budget.records import CellRecord, cell_from_json
 from pytest_budget.triage.evaluate import (
     NOTE_CONVENTION,
     NOTE_NOTHING_SOLVED,
@@ -50,6 +52,21 @@ def _random_by_enumeration() -> float:
 
 
 V_RANDOM = _random_by_enumeration()
+
+
+def _record(**fields: object) -> CellRecord:
+    """A triage cell record of the hand-worked pool (at alpha 0.5 unless told)."""
+    coordinates = {"pool": "hand", "unsolvable_ratio": 0.0, "alpha": 0.5, "variant": "A"}
+    header = {"suite": "triage", "cell": "hand-u0-a0.5-A", "agent": "x", "seed": 1}
+    return cell_from_json({**header, **coordinates, "outcome": "ok", **fields})
+
+
+def _column(lines: list[str], header: str) -> str:
+    """One column of a one-row table (columns are two or more spaces apart)."""
+    names = re.split(" {2,}", lines[0].strip())
+    return dict(zip(names, re.split(" {2,}", lines[2].strip()), strict=True))[header]
+
+
 UNPARSEABLE = Plan(status=PlanStatus.UNPARSEABLE, repairs=("no JSON object",))
 GOOD = Plan(entries=(PlanEntry("d", 2), PlanEntry("a", 4)))  # V = 2 = oracle: eta 1
 HALF = Plan(entries=(PlanEntry("a", 4), PlanEntry("c", 5)))  # a runs, c (9 > 7) stops: V = 1
@@ -98,7 +115,7 @@ def test_every_plan_excluded_shows_a_dash_with_the_reason() -> None:
     assert fields["scores"]["eta_u"] is None and fields["scores"]["eta_e"] is None
     notes = cell_notes(outcomes)
     assert notes["eta_note"].startswith("all 2 plan(s) excluded")
-    cell = {"pool": "hand", "agent": "x", "outcome": "invalid", **fields, **notes}
+    cell = _record(outcome="invalid", **fields, **notes)
     row = triage_table([cell])[2]
     assert row.count(UNDEFINED) == 2
     assert "every plan unparseable" in row and "2/2 unparseable excluded" in row
@@ -110,9 +127,11 @@ def test_solver_that_solved_nothing_shows_a_dash_not_one() -> None:
     outcome = _outcome(GOOD, unsolved)
     notes = cell_notes([outcome])
     assert notes["eta_note"] == NOTE_NOTHING_SOLVED
-    cell = {"agent": "x", "scores": outcome.scores.as_scores(), **notes}
-    row = triage_table([cell])[2]
+    cell = _record(scores=outcome.scores.as_scores(), **notes)
+    lines = triage_table([cell])
+    row = lines[2]
     assert "1.000" not in row and row.count(UNDEFINED) == 2
+    assert _column(lines, "eta_u") == _column(lines, "eta_e") == UNDEFINED
     assert "V_oracle=0: solver solved 0 items" in row
 
 
@@ -121,9 +140,11 @@ def test_full_budget_eta_is_labelled_as_convention_in_table_and_html() -> None:
     outcome = _outcome(HALF, budget=full)
     notes = cell_notes([outcome])
     assert notes["eta_note"] == NOTE_CONVENTION
-    cell = {"agent": "x", "scores": outcome.scores.as_scores(), **notes}
+    cell = _record(alpha=1.0, scores=outcome.scores.as_scores(), **notes)
     assert outcome.scores.eta_u == 0.0  # 1[V >= V_oracle] with V = 2 < 3
-    row = triage_table([cell])[2]
+    lines = triage_table([cell])
+    row = lines[2]
+    assert _column(lines, "eta_u") == "0.000"
     assert "0.000" in row and "eta by convention (V_oracle=V_random, D.2)" in row
     note_column = [c for c in columns_for("triage", [cell]) if c.header == "note"]
     assert note_column[0].text(cell) == "eta by convention (V_oracle=V_random, D.2)"

@@ -142,17 +142,20 @@ def test_python_solvers_are_keyed_by_kind_and_caps() -> None:
 
 
 def test_terminal_summary_counts_phase0_sources_once_per_pool() -> None:
+    from pytest_budget.records import CellRecord, cell_from_json
     from pytest_budget.triage.summary import triage_table
 
+    def cell(pool: str, agent: str, phase0: dict[str, int]) -> CellRecord:
+        return cell_from_json(
+            {"suite": "triage", "cell": f"{pool}-u0-a0.5-A", "pool": pool, "alpha": 0.5,
+             "variant": "A", "seed": 0, "outcome": "ok", "scores": {}, "unsolvable_ratio": 0,
+             "solver": "s", "agent": agent, "phase0": phase0}
+        )  # fmt: skip
+
     counts = {"from_cache": 28, "measured": 2, "from_file": 0}
-    cells = [
-        {"pool": "arith", "unsolvable_ratio": 0, "solver": "s", "agent": a, "phase0": counts}
-        for a in ("oracle", "random")  # two cells share one pool's Phase 0
-    ]
-    cells.append(
-        {"pool": "mine", "unsolvable_ratio": 0, "solver": "s", "agent": "oracle",
-         "phase0": {"from_cache": 0, "measured": 0, "from_file": 5}}
-    )  # fmt: skip
+    # two cells share one pool's Phase 0
+    cells = [cell("arith", a, counts) for a in ("oracle", "random")]
+    cells.append(cell("mine", "oracle", {"from_cache": 0, "measured": 0, "from_file": 5}))
     lines = triage_table(cells)
     assert (
         "Phase 0: 28 results from the cache, 2 measured by the solver, 5 from pool files" in lines

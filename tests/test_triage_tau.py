@@ -4,19 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_budget.records import CellRecord, cell_from_json
 from pytest_budget.triage.summary import variant_agreement
 
 AGENTS = ("w", "x", "y", "z")
 
 
+def _cell(alpha: float, variant: str, agent: str, pool: str, scores: dict[str, Any]) -> CellRecord:
+    return cell_from_json(
+        {"suite": "triage", "cell": f"{pool}-u0-a{alpha:g}-{variant}", "seed": 0, "outcome": "ok",
+         "unsolvable_ratio": 0.0, "alpha": alpha, "variant": variant, "agent": agent,
+         "pool": pool, "scores": scores}
+    )  # fmt: skip
+
+
 def _cells(
     alpha: float, variant: str, eta_u: list[float], eta_e: list[float | None]
-) -> list[dict[str, Any]]:
+) -> list[CellRecord]:
     return [
-        {"alpha": alpha, "variant": variant, "agent": agent, "pool": "p",
-         "scores": {"eta_u": u, "eta_e": e}}
+        _cell(alpha, variant, agent, "p", {"eta_u": u, "eta_e": e})
         for agent, u, e in zip(AGENTS, eta_u, eta_e, strict=True)
-    ]  # fmt: skip
+    ]
 
 
 def test_tau_is_per_regime_and_alpha_never_pooled() -> None:
@@ -40,12 +48,11 @@ def test_tau_is_per_regime_and_alpha_never_pooled() -> None:
 def test_agent_value_is_the_mean_over_its_pools_at_that_alpha() -> None:
     # Two pools per (variant, agent) at alpha 0.5: means A = [0.5, 0.4], B = [0.3, 0.4]
     # -> the order flips: tau = -1.  (Pooled with alpha 1, where both agree, it would not.)
-    cells = []
+    cells: list[CellRecord] = []
     for pool, (a, b) in {"p1": ([0.6, 0.4], [0.2, 0.4]), "p2": ([0.4, 0.4], [0.4, 0.4])}.items():
         for variant, values in (("A", a), ("B", b)):
             for agent, eta in zip(("w", "x"), values, strict=True):
-                cells.append({"alpha": 0.5, "variant": variant, "agent": agent, "pool": pool,
-                              "scores": {"eta_u": eta, "eta_e": None}})  # fmt: skip
+                cells.append(_cell(0.5, variant, agent, pool, {"eta_u": eta, "eta_e": None}))
     assert variant_agreement(cells) == [
         "ranking agreement eta_u alpha=0.5 A vs B: Kendall tau-b = -1.000 over 2 agents"
     ]

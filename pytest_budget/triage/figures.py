@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_budget.html.figures import (
     Chart,
@@ -19,12 +19,12 @@ from pytest_budget.html.figures import (
     finish,
     group_mean,
     hide_unused,
-    interval_of,
     new_figure,
     number,
     panel_grid,
-    scores_of,
 )
+from pytest_budget.records import CellRecord, of_type
+from pytest_budget.triage.record import TriageCellRecord
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -34,7 +34,8 @@ __all__ = ["MAIN_ALPHA", "triage_charts"]
 #: The paper's main report level; the nearest level in the run is used when it is absent.
 MAIN_ALPHA = 0.5
 
-Cell = Mapping[str, Any]
+#: What the helpers below read (triage_charts narrows the registry's records to it).
+Cell = TriageCellRecord
 
 
 def pool_family(name: object) -> str:
@@ -43,35 +44,35 @@ def pool_family(name: object) -> str:
 
 
 def _ratio(cell: Cell) -> float:
-    return number(cell.get("unsolvable_ratio")) or 0.0
+    return number(cell.unsolvable_ratio) or 0.0
 
 
 def _main_alpha(cells: Sequence[Cell]) -> float | None:
-    alphas = sorted({a for c in cells if (a := number(c.get("alpha"))) is not None})
+    alphas = sorted({a for c in cells if (a := number(c.alpha)) is not None})
     if not alphas:
         return None
     return min(alphas, key=lambda a: (abs(a - MAIN_ALPHA), a))
 
 
 def _first_variant(cells: Sequence[Cell]) -> str:
-    variants = sorted({str(c.get("variant", "A")) for c in cells})
+    variants = sorted({c.variant for c in cells})
     return variants[0] if variants else "A"
 
 
 def _agents(cells: Sequence[Cell]) -> list[str]:
-    return sorted({str(c.get("agent")) for c in cells})
+    return sorted({c.agent for c in cells})
 
 
 def _pools(cells: Sequence[Cell]) -> list[str]:
-    return list(dict.fromkeys(pool_family(c.get("pool")) for c in cells))
+    return list(dict.fromkeys(pool_family(c.pool) for c in cells))
 
 
 def _base_accuracy(cells: Sequence[Cell]) -> float | None:
     """Phase 0 solved share over the pool's items (mean over chunks)."""
     shares = []
     for cell in cells:
-        phase0 = cell.get("phase0")
-        if not isinstance(phase0, Mapping):
+        phase0 = cell.phase0
+        if phase0 is None:
             continue
         solved, items = number(phase0.get("solved")), number(phase0.get("items"))
         if solved is not None and items:
@@ -79,9 +80,11 @@ def _base_accuracy(cells: Sequence[Cell]) -> float | None:
     return sum(shares) / len(shares) if shares else None
 
 
-def triage_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> list[Chart]:
+def triage_charts(
+    cells: Sequence[CellRecord], colors: Mapping[str, str], prefix: str
+) -> list[Chart]:
     """Every triage figure for these cells (one suite, one report)."""
-    scored = [c for c in cells if c.get("outcome", "ok") != "error"]
+    scored = [c for c in of_type(cells, TriageCellRecord) if c.outcome != "error"]
     alpha = _main_alpha(scored)
     variant = _first_variant(scored)
     alpha_text = "the main budget level" if alpha is None else f"\u03b1 = {alpha:g}"
@@ -127,8 +130,7 @@ def _eta_bars(
     lowest = min((_ratio(c) for c in cells), default=0.0)
     chosen = [
         c for c in cells
-        if number(c.get("alpha")) == alpha and _ratio(c) == lowest
-        and str(c.get("variant", "A")) == variant
+        if number(c.alpha) == alpha and _ratio(c) == lowest and c.variant == variant
     ]  # fmt: skip
     if not chosen:
         return "no scored triage cells"
@@ -137,12 +139,12 @@ def _eta_bars(
     rows, cols = panel_grid(len(pools), 2)
     fig, axes = new_figure(rows, cols, max(3.6, 1.05 * len(agents) + 1.2), 3.4)
     for ax, pool in zip(axes, pools, strict=False):
-        mine = [c for c in chosen if pool_family(c.get("pool")) == pool]
-        eta_u = group_mean((str(c.get("agent")), number(scores_of(c).get("eta_u"))) for c in mine)
-        eta_e = group_mean((str(c.get("agent")), number(scores_of(c).get("eta_e"))) for c in mine)
+        mine = [c for c in chosen if pool_family(c.pool) == pool]
+        eta_u = group_mean((c.agent, number(c.scores.get("eta_u"))) for c in mine)
+        eta_e = group_mean((c.agent, number(c.scores.get("eta_e"))) for c in mine)
         values = []
         for i, agent in enumerate(agents):
-            own = [c for c in mine if str(c.get("agent")) == agent]
+            own = [c for c in mine if c.agent == agent]
             for offset, metric, value, hatch in (
                 (-0.2, "eta_u", eta_u.get(agent), None),
                 (0.2, "eta_e", eta_e.get(agent), "///"),
@@ -157,7 +159,7 @@ def _eta_bars(
                 )  # fmt: skip
                 # whiskers: the cell's bootstrap interval (one cell per bar only; a mean
                 # over chunks has no interval of its own)
-                bounds = interval_of(own[0], metric) if len(own) == 1 else None
+                bounds = _interval(own[0], metric) if len(own) == 1 else None
                 if bounds is not None:
                     lo, hi = bounds
                     ax.errorbar(
@@ -204,17 +206,22 @@ def _eta_bars(
     )
 
 
+def _interval(cell: Cell, metric: str) -> tuple[float, float] | None:
+    """The cell's bootstrap interval ``ci[metric]`` as two finite numbers, if it has one."""
+    bounds = (cell.ci or {}).get(metric)
+    if not isinstance(bounds, list | tuple) or len(bounds) != 2:
+        return None
+    lo, hi = number(bounds[0]), number(bounds[1])
+    return None if lo is None or hi is None else (lo, hi)
+
+
 def _nothing_solved(cells: Sequence[Cell]) -> str | None:
     """The note for a panel where some cells have no eta because the solver solved none
     of their pool's items (a bar there would otherwise be a mean over the other chunks)."""
-    empty = {
-        str(c.get("pool"))
-        for c in cells
-        if isinstance(c.get("eta_note"), str) and "solved none" in str(c.get("eta_note"))
-    }
+    empty = {c.pool for c in cells if c.eta_note is not None and "solved none" in c.eta_note}
     if not empty:
         return None
-    pools = {str(c.get("pool")) for c in cells}
+    pools = {c.pool for c in cells}
     if empty == pools:
         return "no \u03b7: the solver solved none of the pool's items (V_oracle = 0)"
     return (
@@ -234,23 +241,23 @@ def _alpha_sweep(cells: Sequence[Cell], colors: Mapping[str, str], variant: str)
     from matplotlib.lines import Line2D
 
     lowest = min((_ratio(c) for c in cells), default=0.0)
-    chosen = [c for c in cells if _ratio(c) == lowest and str(c.get("variant", "A")) == variant]
-    alphas = sorted({a for c in chosen if (a := number(c.get("alpha"))) is not None})
+    chosen = [c for c in cells if _ratio(c) == lowest and c.variant == variant]
+    alphas = sorted({a for c in chosen if (a := number(c.alpha)) is not None})
     if not chosen or not alphas:
         return "no scored triage cells"
     pools = _pools(chosen)
     agents = _agents(chosen)
     fig, axes = new_figure(2, len(pools), 3.9, 2.7)
     for col, pool in enumerate(pools):
-        mine = [c for c in chosen if pool_family(c.get("pool")) == pool]
+        mine = [c for c in chosen if pool_family(c.pool) == pool]
         for row, (metric, label) in enumerate((("eta", "\u03b7"), ("regret", "normalised regret"))):
             ax = axes[row * len(pools) + col]
             for agent in agents:
                 for regime, style in (("u", "-"), ("e", "--")):
                     means = group_mean(
-                        (number(c.get("alpha")), number(scores_of(c).get(f"{metric}_{regime}")))
+                        (number(c.alpha), number(c.scores.get(f"{metric}_{regime}")))
                         for c in mine
-                        if str(c.get("agent")) == agent
+                        if c.agent == agent
                     )
                     xs = [a for a in alphas if means.get(a) is not None]
                     ys = [means[a] for a in xs]
@@ -277,8 +284,7 @@ def _detection_waste(
 
     chosen = [
         c for c in cells
-        if number(c.get("alpha")) == alpha and str(c.get("variant", "A")) == variant
-        and _ratio(c) > 0
+        if number(c.alpha) == alpha and c.variant == variant and _ratio(c) > 0
     ]  # fmt: skip
     if not chosen:
         return (
@@ -291,22 +297,20 @@ def _detection_waste(
     rows, cols = panel_grid(len(pools), 2)
     fig, axes = new_figure(rows, cols, 4.2, 3.4)
     for ax, pool in zip(axes, pools, strict=False):
-        mine = [c for c in chosen if pool_family(c.get("pool")) == pool]
+        mine = [c for c in chosen if pool_family(c.pool) == pool]
         ax.scatter(
             [0.0], [1.0], marker="*", s=520, facecolor="#f3f3f3", edgecolor="#a0a0a0",
             linewidth=0.8, zorder=1,
         )  # fmt: skip
         ax.annotate("ideal", (0.0, 1.0), xytext=(10, -14), textcoords="offset points", fontsize=7)
         for agent in agents:
-            ratios = sorted({_ratio(c) for c in mine if str(c.get("agent")) == agent})
+            ratios = sorted({_ratio(c) for c in mine if c.agent == agent})
             det = group_mean(
-                (_ratio(c), number(scores_of(c).get("detection")))
-                for c in mine if str(c.get("agent")) == agent
-            )  # fmt: skip
+                (_ratio(c), number(c.scores.get("detection"))) for c in mine if c.agent == agent
+            )
             waste = group_mean(
-                (_ratio(c), number(scores_of(c).get("waste")))
-                for c in mine if str(c.get("agent")) == agent
-            )  # fmt: skip
+                (_ratio(c), number(c.scores.get("waste"))) for c in mine if c.agent == agent
+            )
             points = [
                 (waste[r], det[r], r)
                 for r in ratios

@@ -6,19 +6,23 @@ The columns follow the terminal tables of :mod:`pytest_budget.triage.summary`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from pytest_budget.html.tables import AGENT_COLUMN, Column, field_column, score_column
-from pytest_budget.triage.summary import cell_note, phase0_lines, variant_agreement
+from pytest_budget.records import CellRecord, of_type
+from pytest_budget.triage.record import TriageCellRecord
+from pytest_budget.triage.summary import cell_note, phase0_lines, plan_status, variant_agreement
 
 __all__ = ["resolve_columns", "triage_columns", "triage_footer"]
 
-Cell = Mapping[str, Any]
+
+# Column.read gets a record (html/tables.py still types it as a Mapping: ``object`` fits both).
+def _plan(cell: object) -> object:
+    return plan_status(cell) if isinstance(cell, TriageCellRecord) else "-"
 
 
-def _plan(cell: Cell) -> object:
-    return cell.get("plan_status", "-")
+def _note(cell: object) -> str:
+    return cell_note(cell) if isinstance(cell, TriageCellRecord) else ""
 
 
 def triage_columns() -> tuple[Column, ...]:
@@ -28,7 +32,7 @@ def triage_columns() -> tuple[Column, ...]:
         score_column("eta_u"), score_column("eta_e"), score_column("regret_u"),
         score_column("regret_e"), score_column("detection", "detect"), score_column("waste"),
         Column("plan", _plan),
-        Column("note", cell_note, None, "why eta is undefined or set by convention"),
+        Column("note", _note, None, "why eta is undefined or set by convention"),
     )  # fmt: skip
 
 
@@ -43,13 +47,14 @@ def resolve_columns() -> tuple[Column, ...]:
     )  # fmt: skip
 
 
-def triage_footer(cells: Sequence[Cell]) -> list[str]:
+def triage_footer(cells: Sequence[CellRecord]) -> list[str]:
     """Plan outcomes, Phase 0 facts and how the prompt variants rank the agents."""
-    statuses = Counter(str(c.get("plan_status", "-")) for c in cells)
-    over = sum(bool(c.get("over_budget")) for c in cells)
+    triage = of_type(cells, TriageCellRecord)
+    statuses = Counter(plan_status(c) for c in triage)
+    over = sum(bool(c.over_budget) for c in triage)
     counts = ", ".join(f"{statuses.get(k, 0)} {k}" for k in ("ok", "repaired", "unparseable"))
     return [
         f"plans: {counts}; {over} with allocations over B",
-        *phase0_lines(cells),
-        *variant_agreement(cells),
+        *phase0_lines(triage),
+        *variant_agreement(triage),
     ]

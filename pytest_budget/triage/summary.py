@@ -5,16 +5,19 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from pytest_budget.records import CellRecord, of_type
 from pytest_budget.tables import render_table
+from pytest_budget.triage.record import ResolveCellRecord, TriageCellRecord
 from pytest_budget.triage.scoring import kendall_tau_b
 
 __all__ = [
     "cell_note",
     "eta_cell",
     "phase0_lines",
+    "plan_status",
     "resolve_table",
     "triage_table",
     "variant_agreement",
@@ -24,22 +27,27 @@ __all__ = [
 UNDEFINED = "\u2014"
 
 
-def eta_cell(cell: Mapping[str, Any], key: str) -> object:
+def eta_cell(cell: TriageCellRecord, key: str) -> object:
     """An eta score for a table: the number, or an em dash when the cell explains why none."""
-    value = cell.get("scores", {}).get(key)
-    if value is None and (cell.get("eta_note") or cell.get("outcome", "ok") != "ok"):
+    value = cell.scores.get(key)
+    if value is None and (cell.eta_note or cell.outcome != "ok"):
         return UNDEFINED
     return value
 
 
-def cell_note(cell: Mapping[str, Any]) -> str:
+def plan_status(cell: TriageCellRecord) -> str:
+    """How the plan was read (ok, repaired, unparseable); ``-`` when the cell has none."""
+    return cell.plan_status or "-"
+
+
+def cell_note(cell: TriageCellRecord) -> str:
     """A short note for the table: why eta is missing or conventional, and exclusions.
 
     When some plans were excluded as unparseable, the alternative figure that counts them
     as empty plans is shown beside it (``as empty: eta_u=..., eta_e=...``).
     """
     parts: list[str] = []
-    note = cell.get("eta_note")
+    note = cell.eta_note
     if isinstance(note, str):
         if "solved none" in note:
             parts.append("V_oracle=0: solver solved 0 items")
@@ -49,9 +57,9 @@ def cell_note(cell: Mapping[str, Any]) -> str:
             parts.append("every plan unparseable")
         elif "convention" in note:
             parts.append("eta by convention (V_oracle=V_random, D.2)")
-    excluded = cell.get("excluded")
-    if isinstance(excluded, Mapping) and excluded.get("unparseable"):
-        scores = cell.get("scores", {})
+    excluded = cell.excluded
+    if excluded is not None and excluded.get("unparseable"):
+        scores = cell.scores
         alt = ", ".join(
             f"{key[:5]}={value:.3f}" if isinstance(value, int | float) else f"{key[:5]}=-"
             for key in ("eta_u_as_empty", "eta_e_as_empty")
@@ -64,8 +72,9 @@ def cell_note(cell: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+def triage_table(cells: Sequence[CellRecord]) -> list[str]:
     """The triage score table and a line of plan-status counts."""
+    triage = of_type(cells, TriageCellRecord)
     headers = [
         "pool", "unsolv", "alpha", "var", "agent", "B", "eta_u", "eta_e",
         "regret_u", "regret_e", "detect", "waste", "plan", "note",
@@ -73,17 +82,16 @@ def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = []
     statuses: Counter[str] = Counter()
     over_budget = 0
-    for cell in cells:
-        scores = cell.get("scores", {})
-        status = str(cell.get("plan_status", "-"))
+    for cell in triage:
+        scores = cell.scores
+        status = plan_status(cell)
         statuses[status] += 1
-        over_budget += bool(cell.get("over_budget"))
+        over_budget += bool(cell.over_budget)
         rows.append([
-            cell.get("pool"), cell.get("unsolvable_ratio"), cell.get("alpha"),
-            cell.get("variant"), cell.get("agent"), cell.get("budget"),
+            cell.pool, cell.unsolvable_ratio, cell.alpha, cell.variant, cell.agent, cell.budget,
             eta_cell(cell, "eta_u"), eta_cell(cell, "eta_e"), scores.get("regret_u"),
             scores.get("regret_e"), scores.get("detection"), scores.get("waste"),
-            status if cell.get("outcome", "ok") == "ok" else f"{status} ({cell.get('outcome')})",
+            status if cell.outcome == "ok" else f"{status} ({cell.outcome})",
             cell_note(cell),
         ])  # fmt: skip
     if not any(row[-1] for row in rows):  # the note column only when a cell has a note
@@ -95,25 +103,21 @@ def triage_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     if statuses.get("unparseable"):
         line += "; unparseable plans are excluded from eta (TRIAGE App. B)"
     lines.append(line)
-    lines.extend(phase0_lines(cells))
-    lines.extend(variant_agreement(cells))
+    lines.extend(phase0_lines(triage))
+    lines.extend(variant_agreement(triage))
     return lines
 
 
-def phase0_lines(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+def phase0_lines(cells: Sequence[TriageCellRecord]) -> list[str]:
     """How many Phase 0 results came from the cache, the solver and pool files.
 
     Counted once per pool (and injection ratio and solver), however many cells share it.
     """
-    seen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
     for cell in cells:
-        phase0 = cell.get("phase0")
-        if isinstance(phase0, Mapping) and "from_cache" in phase0:
-            key = (
-                str(cell.get("pool")),
-                str(cell.get("unsolvable_ratio")),
-                str(cell.get("solver")),
-            )
+        phase0 = cell.phase0
+        if phase0 is not None and "from_cache" in phase0:
+            key = (cell.pool, str(cell.unsolvable_ratio), str(cell.solver))
             seen.setdefault(key, phase0)
     if not seen:
         return []
@@ -125,7 +129,7 @@ def phase0_lines(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
-def variant_agreement(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+def variant_agreement(cells: Sequence[TriageCellRecord]) -> list[str]:
     """Kendall tau-b between the agent rankings under each variant pair, per regime and
     alpha, as TRIAGE Table 3 computes it (never pooled across alphas).
 
@@ -137,14 +141,11 @@ def variant_agreement(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         lambda: defaultdict(lambda: defaultdict(list))
     )
     for cell in cells:
-        alpha = cell.get("alpha")
-        if not isinstance(alpha, int | float):
-            continue
         for regime in ("eta_u", "eta_e"):
-            eta = cell.get("scores", {}).get(regime)
+            eta = cell.scores.get(regime)
             if isinstance(eta, int | float):
-                by_variant = groups[(regime, float(alpha))]
-                by_variant[str(cell.get("variant"))][str(cell.get("agent"))].append(float(eta))
+                by_variant = groups[(regime, float(cell.alpha))]
+                by_variant[cell.variant][cell.agent].append(float(eta))
     lines = []
     # eta_u first, then eta_e (as TRIAGE Table 3), each by increasing alpha.
     for regime, alpha in sorted(groups, key=lambda key: (key[0] != "eta_u", key[1])):
@@ -163,7 +164,8 @@ def variant_agreement(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def resolve_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+def resolve_table(cells: Sequence[CellRecord]) -> list[str]:
+    """The re-solve table: compliance with the stated allocation and what it changed."""
     headers = [
         "pool",
         "alpha",
@@ -178,10 +180,10 @@ def resolve_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         "acc_stated",
     ]
     rows = []
-    for cell in cells:
-        s = cell.get("scores", {})
+    for cell in of_type(cells, ResolveCellRecord):
+        s = cell.scores
         rows.append([
-            cell.get("pool"), cell.get("alpha"), cell.get("agent"), s.get("n"), s.get("compliance"),
+            cell.pool, cell.alpha, cell.agent, s.get("n"), s.get("compliance"),
             s.get("kept"), s.get("lost"), s.get("newly_correct"), s.get("still_wrong"),
             s.get("acc_baseline"), s.get("acc_budget_aware"),
         ])  # fmt: skip
