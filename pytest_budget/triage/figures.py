@@ -19,6 +19,7 @@ from pytest_budget.html.figures import (
     finish,
     group_mean,
     hide_unused,
+    interval_of,
     new_figure,
     number,
     panel_grid,
@@ -55,7 +56,7 @@ def _main_alpha(cells: Sequence[Cell]) -> float | None:
 
 
 def _first_variant(cells: Sequence[Cell]) -> str:
-    variants = sorted({c.variant for c in cells})
+    variants = sorted({c.variant for c in cells if c.variant})
     return variants[0] if variants else "A"
 
 
@@ -159,7 +160,7 @@ def _eta_bars(
                 )  # fmt: skip
                 # whiskers: the cell's bootstrap interval (one cell per bar only; a mean
                 # over chunks has no interval of its own)
-                bounds = _interval(own[0], metric) if len(own) == 1 else None
+                bounds = interval_of(own[0], metric) if len(own) == 1 else None
                 if bounds is not None:
                     lo, hi = bounds
                     ax.errorbar(
@@ -206,22 +207,13 @@ def _eta_bars(
     )
 
 
-def _interval(cell: Cell, metric: str) -> tuple[float, float] | None:
-    """The cell's bootstrap interval ``ci[metric]`` as two finite numbers, if it has one."""
-    bounds = (cell.ci or {}).get(metric)
-    if not isinstance(bounds, list | tuple) or len(bounds) != 2:
-        return None
-    lo, hi = number(bounds[0]), number(bounds[1])
-    return None if lo is None or hi is None else (lo, hi)
-
-
 def _nothing_solved(cells: Sequence[Cell]) -> str | None:
     """The note for a panel where some cells have no eta because the solver solved none
     of their pool's items (a bar there would otherwise be a mean over the other chunks)."""
-    empty = {c.pool for c in cells if c.eta_note is not None and "solved none" in c.eta_note}
+    empty = {str(c.pool) for c in cells if c.eta_note is not None and "solved none" in c.eta_note}
     if not empty:
         return None
-    pools = {c.pool for c in cells}
+    pools = {str(c.pool) for c in cells}
     if empty == pools:
         return "no \u03b7: the solver solved none of the pool's items (V_oracle = 0)"
     return (

@@ -17,11 +17,11 @@ __all__ = ["resolve_columns", "triage_columns", "triage_footer"]
 
 
 # Column.read gets a record (html/tables.py still types it as a Mapping: ``object`` fits both).
-def _plan(cell: object) -> object:
+def _plan(cell: CellRecord) -> object:
     return plan_status(cell) if isinstance(cell, TriageCellRecord) else "-"
 
 
-def _note(cell: object) -> str:
+def _note(cell: CellRecord) -> str:
     return cell_note(cell) if isinstance(cell, TriageCellRecord) else ""
 
 

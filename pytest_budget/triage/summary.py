@@ -117,7 +117,7 @@ def phase0_lines(cells: Sequence[TriageCellRecord]) -> list[str]:
     for cell in cells:
         phase0 = cell.phase0
         if phase0 is not None and "from_cache" in phase0:
-            key = (cell.pool, str(cell.unsolvable_ratio), str(cell.solver))
+            key = (str(cell.pool), str(cell.unsolvable_ratio), str(cell.solver))
             seen.setdefault(key, phase0)
     if not seen:
         return []
@@ -143,7 +143,8 @@ def variant_agreement(cells: Sequence[TriageCellRecord]) -> list[str]:
     for cell in cells:
         for regime in ("eta_u", "eta_e"):
             eta = cell.scores.get(regime)
-            if isinstance(eta, int | float):
+            # A cell of your own test may lack its coordinates: it has no place here.
+            if isinstance(eta, int | float) and cell.alpha is not None and cell.variant:
                 by_variant = groups[(regime, float(cell.alpha))]
                 by_variant[cell.variant][cell.agent].append(float(eta))
     lines = []
