@@ -19,6 +19,7 @@ from pytest_budget.planning.metrics import greedy_scores, score_episodes
 from pytest_budget.planning.record import PlanningCellRecord
 from pytest_budget.planning.records import EpisodeRecord, Segment, ToolCallRecord
 from pytest_budget.planning.summary import planning_table, pooled_rows
+from pytest_budget.records import cell_from_json
 
 EXPECTED = "<DiningCandidate00007>"
 
@@ -219,6 +220,10 @@ def test_pooled_row_pools_queries_not_cell_means() -> None:
     lines = planning_table(cells)
     pooled_line = next(line for line in lines if line.startswith("all "))
     assert "1.000" in pooled_line and "2.500" in pooled_line
+    # a cell of another kind among them is not a planning cell: no row, nothing pooled
+    own = cell_from_json({"suite": "own", "agent": "a", "scores": {"aed": 9.0}, "task": "x"})
+    assert planning_table([*cells, own]) == lines
+    assert pooled_rows([own, *cells]) == [row]
 
 
 def test_pooled_rows_skip_cells_without_sums_or_with_another_reading() -> None:
