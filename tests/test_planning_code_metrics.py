@@ -3,6 +3,7 @@ all-task row pooled as the paper pools it."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pytest
@@ -15,8 +16,10 @@ from pytest_budget.planning.code_metrics import (
     score_sums,
 )
 from pytest_budget.planning.metrics import greedy_scores, score_episodes
+from pytest_budget.planning.record import PlanningCellRecord
 from pytest_budget.planning.records import EpisodeRecord, Segment, ToolCallRecord
 from pytest_budget.planning.summary import planning_table, pooled_rows
+from pytest_budget.records import cell_from_json
 
 EXPECTED = "<DiningCandidate00007>"
 
@@ -185,23 +188,29 @@ def test_greedy_row_rules_hand_worked() -> None:
     assert row == greedy_pooled_scores(greedy_sums([g1, g2, g3]))
 
 
-def _cell(task: str, episodes: list[EpisodeRecord]) -> dict[str, object]:
-    return {
-        "suite": "planning",
-        "task": task,
-        "scenario": "static-L2",
-        "agent": "a",
-        "queries": len(episodes),
-        "scores": score_episodes(episodes),
-        "greedy": greedy_scores(episodes),
-        "planning_pool": score_sums(episodes),
-        "planning_greedy_pool": greedy_sums(episodes),
-    }
+def _cell(task: str, episodes: list[EpisodeRecord]) -> PlanningCellRecord:
+    return PlanningCellRecord(
+        suite="planning",
+        cell=f"{task}-static-L2-a",
+        agent="a",
+        seed=0,
+        outcome="ok",
+        task=task,
+        scenario="static-L2",
+        mode="static",
+        block_count=0,
+        refinement_level=2,
+        queries=len(episodes),
+        scores=score_episodes(episodes),
+        greedy=greedy_scores(episodes),
+        planning_pool=score_sums(episodes),
+        planning_greedy_pool=greedy_sums(episodes),
+    )
 
 
 def test_pooled_row_pools_queries_not_cell_means() -> None:
     cells = [_cell("location", [E1]), _cell("dining", [E2, E3])]
-    per_cell = [c["scores"]["aed"] for c in cells]  # type: ignore[index]
+    per_cell = [c.scores["aed"] for c in cells]
     assert per_cell == [0.0, 1.5]  # mean of means would be 0.75
     (row,) = pooled_rows(cells)
     assert row["task"] == "all" and row["queries"] == 3
@@ -211,10 +220,15 @@ def test_pooled_row_pools_queries_not_cell_means() -> None:
     lines = planning_table(cells)
     pooled_line = next(line for line in lines if line.startswith("all "))
     assert "1.000" in pooled_line and "2.500" in pooled_line
+    # a cell of another kind among them is not a planning cell: no row, nothing pooled
+    own = cell_from_json({"suite": "own", "agent": "a", "scores": {"aed": 9.0}, "task": "x"})
+    assert planning_table([*cells, own]) == lines
+    assert pooled_rows([own, *cells]) == [row]
 
 
 def test_pooled_rows_skip_cells_without_sums_or_with_another_reading() -> None:
     cell = _cell("location", [E1])
-    assert pooled_rows([{**cell, "planning_pool": None}]) == []
-    assert pooled_rows([{**cell, "reading": "prose"}]) == []
-    assert pooled_rows([{**cell, "outcome": "error"}]) == []
+    assert pooled_rows([dataclasses.replace(cell, planning_pool=None)]) == []
+    assert pooled_rows([dataclasses.replace(cell, reading="prose")]) == []
+    assert pooled_rows([dataclasses.replace(cell, outcome="error")]) == []
+    assert len(pooled_rows([dataclasses.replace(cell, reading="code")])) == 1

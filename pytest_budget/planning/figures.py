@@ -20,15 +20,15 @@ from pytest_budget.html.figures import (
     group_mean,
     new_figure,
     number,
-    scores_of,
 )
+from pytest_budget.planning.record import PlanningCellRecord
+from pytest_budget.records import CellRecord, of_type
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["FAILURE_CLASSES", "planning_charts"]
 
-Cell = Mapping[str, Any]
 #: Blocking modes in the order CostBench discusses them.
 MODES = ("static", "ban_tool", "preference_change", "cost_change", "remove_tools")
 #: (score key, label, colour): CostBench's four failure classes, then the finer invalid kinds.
@@ -43,20 +43,15 @@ FAILURE_CLASSES = (
 )
 
 
-def _agents(cells: Sequence[Cell]) -> list[str]:
-    return sorted({str(c.get("agent")) for c in cells})
+def _agents(cells: Sequence[PlanningCellRecord]) -> list[str]:
+    return sorted({c.agent for c in cells})
 
 
-def _level(cell: Cell) -> int | None:
-    level = number(cell.get("refinement_level"))
-    return None if level is None else int(level)
-
-
-def planning_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: str) -> list[Chart]:
-    scored = [c for c in cells if c.get("outcome", "ok") != "error" and scores_of(c)]
-    levels = sorted(
-        {lv for c in scored if c.get("mode") == "static" and (lv := _level(c)) is not None}
-    )
+def planning_charts(
+    cells: Sequence[CellRecord], colors: Mapping[str, str], prefix: str
+) -> list[Chart]:
+    scored = [c for c in of_type(cells, PlanningCellRecord) if c.outcome != "error" and c.scores]
+    levels = sorted({c.refinement_level for c in scored if c.mode == "static"})
     sweep_hint = (
         " This run has one static level only; sweep it with "
         "--budget-scenario=static@0,static@1,static@2,static@3,static@4,static@5."
@@ -100,13 +95,13 @@ def planning_charts(cells: Sequence[Cell], colors: Mapping[str, str], prefix: st
 
 
 def _agent_lines(
-    ax: Any, cells: Sequence[Cell], agents: Sequence[str], colors: Mapping[str, str],
+    ax: Any, cells: Sequence[PlanningCellRecord], agents: Sequence[str], colors: Mapping[str, str],
     xs: Sequence[int], metric: str,
 ) -> None:  # fmt: skip
     for agent in agents:
         means = group_mean(
-            (_level(c), number(scores_of(c).get(metric)))
-            for c in cells if str(c.get("agent")) == agent
+            (c.refinement_level, number(c.scores.get(metric)))
+            for c in cells if c.agent == agent
         )  # fmt: skip
         points = [(x, means[x]) for x in xs if means.get(x) is not None]
         if points:
@@ -116,16 +111,16 @@ def _agent_lines(
             )  # fmt: skip
 
 
-def _by_length(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
+def _by_length(cells: Sequence[PlanningCellRecord], colors: Mapping[str, str]) -> Figure | str:
     from matplotlib.lines import Line2D
 
-    static = [c for c in cells if c.get("mode") == "static" and _level(c) is not None]
+    static = [c for c in cells if c.mode == "static"]
     if not static:
         return (
             "no static planning scenarios in this run; add some with "
             "--budget-scenario=static@1,static@3,static@5"
         )
-    levels = sorted({lv for c in static if (lv := _level(c)) is not None})
+    levels = sorted({c.refinement_level for c in static})
     agents = _agents(static)
     fig, axes = new_figure(1, 2, 4.6, 3.1)
     for ax, (metric, label) in zip(axes, (("emr", "EMR"), ("aned", "ANED")), strict=True):
@@ -141,20 +136,18 @@ def _by_length(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str
     return finish(fig, handles, agents)
 
 
-def _family(cell: Cell) -> tuple[int, int]:
-    mode = str(cell.get("mode"))
-    order = MODES.index(mode) if mode in MODES else len(MODES)
-    return order, int(number(cell.get("block_count")) or 0)
+def _family(cell: PlanningCellRecord) -> tuple[int, int]:
+    order = MODES.index(cell.mode) if cell.mode in MODES else len(MODES)
+    return order, cell.block_count
 
 
-def _family_label(cell: Cell) -> str:
-    mode = str(cell.get("mode"))
-    if mode == "static":
+def _family_label(cell: PlanningCellRecord) -> str:
+    if cell.mode == "static":
         return "static"
-    return f"{mode.replace('_', ' ')} \u00d7{int(number(cell.get('block_count')) or 0)}"
+    return f"{cell.mode.replace('_', ' ')} \u00d7{cell.block_count}"
 
 
-def _by_blocking(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
+def _by_blocking(cells: Sequence[PlanningCellRecord], colors: Mapping[str, str]) -> Figure | str:
     from matplotlib.patches import Patch
 
     if not cells:
@@ -167,8 +160,8 @@ def _by_blocking(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | s
     for ax, (metric, label) in zip(axes, (("emr", "EMR"), ("aned", "ANED")), strict=True):
         for i, agent in enumerate(agents):
             means = group_mean(
-                (_family(c), number(scores_of(c).get(metric)))
-                for c in cells if str(c.get("agent")) == agent
+                (_family(c), number(c.scores.get(metric)))
+                for c in cells if c.agent == agent
             )  # fmt: skip
             xs = [j for j, f in enumerate(families) if means.get(f) is not None]
             ys = [means[families[j]] for j in xs]
@@ -192,15 +185,13 @@ def _by_blocking(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | s
     return finish(fig, handles, agents)
 
 
-def _cost_gap(cells: Sequence[Cell], colors: Mapping[str, str]) -> Figure | str:
+def _cost_gap(cells: Sequence[PlanningCellRecord], colors: Mapping[str, str]) -> Figure | str:
     from matplotlib.patches import Patch
 
-    static = [c for c in cells if c.get("mode") == "static"]
+    static = [c for c in cells if c.mode == "static"]
     agents = _agents(static)
-    gap = group_mean((str(c.get("agent")), number(scores_of(c).get("cost_gap"))) for c in static)
-    clean = group_mean(
-        (str(c.get("agent")), number(scores_of(c).get("cost_gap_clean"))) for c in static
-    )
+    gap = group_mean((c.agent, number(c.scores.get("cost_gap"))) for c in static)
+    clean = group_mean((c.agent, number(c.scores.get("cost_gap_clean"))) for c in static)
     agents = [a for a in agents if gap.get(a) is not None or clean.get(a) is not None]
     if not agents:
         return (
@@ -241,7 +232,7 @@ def _integer_ticks() -> Any:
     return MaxNLocator(integer=True)
 
 
-def _failures(cells: Sequence[Cell]) -> Figure | str:
+def _failures(cells: Sequence[PlanningCellRecord]) -> Figure | str:
     from matplotlib.patches import Patch
 
     agents = _agents(cells)
@@ -250,8 +241,8 @@ def _failures(cells: Sequence[Cell]) -> Figure | str:
     totals: dict[str, dict[str, float]] = {a: {} for a in agents}
     calls: dict[str, float] = dict.fromkeys(agents, 0.0)
     for cell in cells:
-        agent = str(cell.get("agent"))
-        scores = scores_of(cell)
+        agent = cell.agent
+        scores = cell.scores
         calls[agent] += number(scores.get("total_calls")) or 0.0
         for key, _label, _color in FAILURE_CLASSES:
             totals[agent][key] = totals[agent].get(key, 0.0) + (number(scores.get(key)) or 0.0)

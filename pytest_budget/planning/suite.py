@@ -43,7 +43,7 @@ def _report_blocks(cells: Sequence[CellRecord]) -> dict[str, Any]:
     """The row per (agent, scenario) pooled over tasks as CostBench pools it."""
     from pytest_budget.planning.summary import pooled_rows
 
-    return {"planning_pooled": pooled_rows(cells)}  # type: ignore[arg-type]
+    return {"planning_pooled": pooled_rows(cells)}
 
 
 def _llm_roles() -> Mapping[str, type]:

@@ -3,7 +3,7 @@ pooled over all tasks per (scenario, agent) - the row to compare with CostBench'
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pytest_budget.planning.code_metrics import (
@@ -12,6 +12,8 @@ from pytest_budget.planning.code_metrics import (
     greedy_pooled_scores,
     pooled_scores,
 )
+from pytest_budget.planning.record import PlanningCellRecord
+from pytest_budget.records import CellRecord, of_type
 from pytest_budget.tables import render_table
 
 __all__ = ["POOLED_TASK", "planning_table", "pooled_rows"]
@@ -20,19 +22,19 @@ __all__ = ["POOLED_TASK", "planning_table", "pooled_rows"]
 POOLED_TASK = "all"
 
 
-def pooled_rows(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def pooled_rows(cells: Sequence[CellRecord]) -> list[dict[str, Any]]:
     """Per (scenario, agent): the scores pooled over every task's queries, as CostBench pools
     them (sums of the cells' ``planning_pool`` / ``planning_greedy_pool``, then the ratios;
     not a mean of per-task means).  Cells without pool sums (other readings, errors) are
     skipped; a row appears only when at least one cell pooled."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
-    for cell in cells:
-        pool, greedy = cell.get("planning_pool"), cell.get("planning_greedy_pool")
-        if not isinstance(pool, Mapping) or not isinstance(greedy, Mapping):
+    for cell in of_type(cells, PlanningCellRecord):
+        pool, greedy = cell.planning_pool, cell.planning_greedy_pool
+        if pool is None or greedy is None:
             continue
-        if cell.get("reading", "code") != "code" or cell.get("outcome", "ok") != "ok":
+        if cell.reading not in (None, "code") or cell.outcome != "ok":
             continue
-        key = (str(cell.get("scenario")), str(cell.get("agent")))
+        key = (cell.scenario, cell.agent)
         group = groups.setdefault(
             key,
             {
@@ -46,8 +48,8 @@ def pooled_rows(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             group["pool"][name] += float(pool.get(name, 0.0))
         for name in GREEDY_POOL_FIELDS:
             group["greedy_pool"][name] += float(greedy.get(name, 0.0))
-        group["tasks"].append(cell.get("task"))
-        group["queries"] += int(cell.get("queries") or 0)
+        group["tasks"].append(cell.task)
+        group["queries"] += cell.queries
     rows = []
     for (scenario, agent), group in groups.items():
         rows.append(
@@ -66,7 +68,7 @@ def pooled_rows(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def planning_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+def planning_table(cells: Sequence[CellRecord]) -> list[str]:
     """Path, cost and intent scores per cell, with greedy's beside them; then the pooled
     all-task row per (scenario, agent)."""
     headers = [
@@ -74,18 +76,17 @@ def planning_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         "blocks", "greedy_emr", "greedy_aed", "greedy_aned", "greedy_gap",
     ]  # fmt: skip
     rows = []
-    for cell in cells:
-        s, g = cell.get("scores", {}), cell.get("greedy", {})
-        agent = str(cell.get("agent"))
-        if cell.get("outcome", "ok") != "ok":
-            agent = f"{agent} ({cell.get('outcome')})"
+    planning = of_type(cells, PlanningCellRecord)
+    for cell in planning:
+        s, g = cell.scores, cell.greedy
+        agent = cell.agent if cell.outcome == "ok" else f"{cell.agent} ({cell.outcome})"
         blocks = f"{s.get('blocks_applied', 0)}/{s.get('blocks_dropped', 0)}"
         rows.append([
-            cell.get("task"), cell.get("scenario"), agent, s.get("n_episodes"), s.get("emr"),
+            cell.task, cell.scenario, agent, s.get("n_episodes"), s.get("emr"),
             s.get("aed"), s.get("aned"), s.get("cost_gap"), s.get("uihr"), s.get("itur"),
             blocks, g.get("emr"), g.get("aed"), g.get("aned"), g.get("cost_gap"),
         ])  # fmt: skip
-    for row in pooled_rows(cells):
+    for row in pooled_rows(planning):
         s, g = row["scores"], row["greedy"]
         rows.append([
             POOLED_TASK, row["scenario"], row["agent"], row["queries"], s["emr"], s["aed"],
