@@ -27,8 +27,7 @@ def _greedy(name: str, header: str) -> Column:
         return cell.greedy.get(name) if isinstance(cell, PlanningCellRecord) else None
 
     tooltip = f"greedy baseline's {name} on the same episodes"
-    # ignore: until html.tables.Column.read takes a CellRecord (the lead's lane)
-    return Column(header, read, None, tooltip)  # type: ignore[arg-type]
+    return Column(header, read, None, tooltip)
 
 
 def planning_columns() -> tuple[Column, ...]:
@@ -37,8 +36,7 @@ def planning_columns() -> tuple[Column, ...]:
         score_column("n_episodes", "n", delta=False), score_column("emr"), score_column("aned"),
         score_column("cost_gap"), score_column("cost_gap_clean", "gap_clean"),
         score_column("uihr"), score_column("itur"), score_column("excluded", "excl", delta=False),
-        # ignore: until html.tables.Column.read takes a CellRecord (the lead's lane)
-        Column("blocks", _blocks, None, _BLOCKS),  # type: ignore[arg-type]
+        Column("blocks", _blocks, None, _BLOCKS),
         _greedy("emr", "greedy_emr"), _greedy("cost_gap", "greedy_gap"),
     )  # fmt: skip
 
