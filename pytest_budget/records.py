@@ -246,35 +246,7 @@ class CellRecord:
         found = {"suite": self.suite, "agent": self.agent, "outcome": self.outcome}
         return {key: value for key, value in found.items() if value not in (None, "")}
 
-    # --- transitional: read like the dict it used to be (removed once every layer reads
-    # attributes) ---
-    def get(self, key: str, default: Any = None) -> Any:
-        value = cell_to_json(self).get(key, default)
-        return default if value is None and default is not None else value
 
-    def __getitem__(self, key: str) -> Any:
-        return cell_to_json(self)[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in cell_to_json(self)
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        setattr(self, key, value)
-
-    def keys(self) -> Any:
-        return cell_to_json(self).keys()
-
-    def items(self) -> Any:
-        return cell_to_json(self).items()
-
-    def __iter__(self) -> Any:
-        return iter(cell_to_json(self))
-
-    def __len__(self) -> int:
-        return len(cell_to_json(self))
-
-
-Mapping.register(CellRecord)  # transitional, with the methods above
 
 
 _R = TypeVar("_R", bound=CellRecord)

@@ -179,11 +179,13 @@ def test_page_notes_a_capped_cell() -> None:
 
 
 def test_changed_samples_rank_by_the_size_of_the_change() -> None:
-    def cell(scores: dict[str, float | None], tags: dict[str, str]) -> dict[str, Any]:
-        return {
-            "suite": "planning", "cell": "x", "agent": "a",
+    from pytest_budget.records import CellRecord, cell_from_json
+
+    def cell(scores: dict[str, float | None], tags: dict[str, str]) -> CellRecord:
+        return cell_from_json({
+            "nodeid": "t.py::x", "suite": "mine", "cell": "x", "agent": "a",
             "samples": [{"id": k, "score": v, "tags": [tags[k]]} for k, v in scores.items()],
-        }  # fmt: skip
+        })  # fmt: skip
 
     base = cell(
         {"q1": 1.0, "q2": 0.5, "q3": 0.2, "q4": None, "q5": 0.3},

@@ -173,7 +173,7 @@ def _changed(
     pairs: Sequence[tuple[Cell, Cell]], base: Report, new: Report, store: SampleStore
 ) -> str:
     """The samples whose score moved most, with a button that shows both sides."""
-    if not any(isinstance(b.get("samples"), list) for b, _ in pairs):
+    if not any(b.samples is not None for b, _ in pairs):
         return ""
     entries = changed_samples(pairs, base, new)
     title = "<h3>Samples whose score changed most</h3>"
