@@ -247,8 +247,6 @@ class CellRecord:
         return {key: value for key, value in found.items() if value not in (None, "")}
 
 
-
-
 _R = TypeVar("_R", bound=CellRecord)
 
 
@@ -281,7 +279,7 @@ def field_value(cell: CellRecord, name: str) -> Any:
         return getattr(cell, name)
     if isinstance(cell, UserCell):
         return cell.fields.get(name)
-    raise AttributeError(f"a {cell.suite!r} record has no field {name!r}")
+    raise AttributeError(f"a cell of kind {cell.suite!r} has no field {name!r}")
 
 
 def record_type(suite: str) -> type[CellRecord]:
@@ -410,7 +408,7 @@ def cell_from_json(data: Mapping[str, Any], *, version: int = REPORT_SCHEMA_VERS
                 extra[key] = value
                 continue
             raise RecordError(
-                f"{_where(data)}: unknown field {key!r} in a {suite!r} record "
+                f"{_where(data)}: unknown field {key!r} for a cell of kind {suite!r} "
                 f"(report schema version {version})"
             )
         accepted = _json_kinds(hints[key])
@@ -422,7 +420,7 @@ def cell_from_json(data: Mapping[str, Any], *, version: int = REPORT_SCHEMA_VERS
                 extra[key] = value
                 continue
             raise RecordError(
-                f"{_where(data)}: field {key!r} of a {suite!r} record is "
+                f"{_where(data)}: field {key!r} of a cell of kind {suite!r} is "
                 f"{type(value).__name__}, not {_type_words(hints[key])} "
                 f"(report schema version {version})"
             )
@@ -433,7 +431,7 @@ def cell_from_json(data: Mapping[str, Any], *, version: int = REPORT_SCHEMA_VERS
         )
         if missing and spec.name not in values:
             raise RecordError(
-                f"{_where(data)}: a {suite!r} record lacks the field {spec.name!r} "
+                f"{_where(data)}: a cell of kind {suite!r} lacks the field {spec.name!r} "
                 f"(report schema version {version})"
             )
     if cls is UserCell:

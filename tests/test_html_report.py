@@ -585,7 +585,8 @@ def test_budget_html_end_to_end(pytester: pytest.Pytester, workers: str | None) 
     assert all("missing" not in e["attrs"]["class"] for e in charts)
     rows = [e for e in elements if e["tag"] == "tr" and "arith" in e["text"]]
     assert len(rows) == 8  # 2 ratios x 4 agents on the arith pool
-    phase0 = report["cells"][0]["phase0"]
+    phase0 = report["cells"][0].phase0  # a report reads back as typed records
+    assert phase0 is not None
     assert 0 <= phase0["solved"] <= phase0["gradeable"] <= phase0["items"] == 6
 
 

@@ -128,7 +128,7 @@ def test_a_cell_of_an_unregistered_kind_keeps_every_field_as_given() -> None:
 def test_field_value_fails_loudly_for_a_field_the_kind_does_not_have() -> None:
     record = cell_from_json(_planning())
     assert field_value(record, "scenario") == "static-L2"
-    with pytest.raises(AttributeError, match="'planning' record has no field 'pool'"):
+    with pytest.raises(AttributeError, match="cell of kind 'planning' has no field 'pool'"):
         field_value(record, "pool")
 
 
