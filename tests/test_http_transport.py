@@ -54,7 +54,8 @@ def _calls(server: ModelServer, count: int, content: str = "hello") -> list[str]
 def test_sixty_four_calls_in_flight_get_sixty_four_kept_alive_connections() -> None:
     # The pool used to stop at 32 connections whatever --budget-concurrency said, so at
     # c=64 half the calls queued behind the others (wall time twice the bound).
-    with ModelServer(lambda body: "ok", latency=0.3) as server:
+    # Answers take 2 s: time enough for all 64 to be sent on a loaded machine.
+    with ModelServer(lambda body: "ok", latency=2.0) as server:
         assert _calls(server, 64) == ["ok"] * 64
         assert server.max_in_flight == 64
         assert _calls(server, 64) == ["ok"] * 64  # the next burst: the same connections

@@ -60,7 +60,7 @@ def test_a_live_run_makes_the_same_calls_with_and_without_xdist(
 
 def test_the_calls_of_different_cells_are_in_flight_together(pytester: pytest.Pytester) -> None:
     # One planner call per cell: run one cell after another, they never overlapped.
-    answer, planners = _planners_in_flight(seconds=0.3)
+    answer, planners = _planners_in_flight(expected=4)
     with ModelServer(answer) as server:
         result = _triage(
             pytester, server.url, "--budget-alpha=0.25,0.5,0.75,1", "--budget-unsolvable=0",
@@ -145,20 +145,23 @@ def test_a_live_planning_run_asks_each_request_once_with_and_without_xdist(
     assert set(runs["0"].values()) == {1}
 
 
-def _planners_in_flight(seconds: float = 1.0) -> tuple[Any, dict[str, int]]:
-    """A server answer counting the planner calls in flight (one per triage cell); each
-    planner call is answered after ``seconds``."""
-    lock = threading.Lock()
+def _planners_in_flight(expected: int, timeout: float = 20.0) -> tuple[Any, dict[str, int]]:
+    """A server answer counting the planner calls in flight (one per triage cell).
+
+    Each planner call is held until ``expected`` of them have been in flight together,
+    or ``timeout`` seconds: cells that start together all get there however loaded the
+    machine is, cells run one after another never do (and the count says so).
+    """
+    held = threading.Condition()
     planners = {"now": 0, "most": 0}
 
     def answer(body: dict[str, Any]) -> str:
-        planner = PLANNER in json.dumps(body)
-        if planner:
-            with lock:
+        if PLANNER in json.dumps(body):
+            with held:
                 planners["now"] += 1
                 planners["most"] = max(planners["most"], planners["now"])
-            time.sleep(seconds)
-            with lock:
+                held.notify_all()
+                held.wait_for(lambda: planners["most"] >= expected, timeout=timeout)
                 planners["now"] -= 1
         return role_answer(body)
 
@@ -171,7 +174,7 @@ def test_under_xdist_each_worker_starts_all_of_its_cells_at_once(
 ) -> None:
     # xdist's load distribution hands a worker 2 of these 8 tests at first (the rest as
     # tests finish), so at most 4 cells had their planner call in flight at once.
-    answer, planners = _planners_in_flight()
+    answer, planners = _planners_in_flight(expected=8)
     with ModelServer(answer) as server:
         result = _triage(
             pytester, server.url, "--budget-alpha=0.25,0.5,0.75,1", "--budget-unsolvable=0",
