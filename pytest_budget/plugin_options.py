@@ -177,48 +177,45 @@ def add_options(parser: pytest.Parser) -> None:
         "directory for score snapshots, relative to rootdir",
         default="__budget_snapshots__",
     )
-    parser.addini(
-        "budget_tolerances",
-        "per-metric absolute tolerances, one 'metric = value' per line",
-        type="linelist",
-        default=[],
-    )
-    parser.addini("budget_tolerance", "absolute tolerance for every gated metric", default="")
-    parser.addini("budget_ci_level", "coverage of the scores' bootstrap intervals", default="")
-    parser.addini("budget_ci_resamples", "bootstrap resamples per cell (0: none)", default="")
-    parser.addini("budget_repeat", "runs of each cell's agent (default 1)", default="")
-    parser.addini(
+    for name, help_text in _INI_VALUES:
+        parser.addini(name, help_text, default="")
+    for name, help_text in _INI_LINE_LISTS:
+        parser.addini(name, help_text, type="linelist", default=[])
+
+
+#: The run's ini keys read as one value ("" when unset: the flag's default applies).
+_INI_VALUES: tuple[tuple[str, str], ...] = (
+    ("budget_tolerance", "absolute tolerance for every gated metric"),
+    ("budget_ci_level", "coverage of the scores' bootstrap intervals"),
+    ("budget_ci_resamples", "bootstrap resamples per cell (0: none)"),
+    ("budget_repeat", "runs of each cell's agent (default 1)"),
+    (
         "budget_cache_dir",
         "where Phase 0 results are cached (default: inside pytest's cache directory)",
-        default="",
-    )
-    parser.addini("budget_record_mode", "model-call record/replay mode", default="")
-    parser.addini("budget_price_file", "price table file for model calls", default="")
-    parser.addini(
-        "budget_prices",
-        "model prices per million tokens, one 'MODEL = INPUT_USD OUTPUT_USD [CACHED_USD]' per line",
-        type="linelist",
-        default=[],
-    )
-    parser.addini(
-        "budget_role_agents",
-        "agent per role, one 'ROLE = AGENT' per line, e.g. 'solver = openai:gpt-4o-mini'",
-        type="linelist",
-        default=[],
-    )
-    parser.addini("budget_model_timeout", "seconds per model HTTP call", default="")
-    parser.addini(
+    ),
+    ("budget_record_mode", "model-call record/replay mode"),
+    ("budget_price_file", "price table file for model calls"),
+    ("budget_model_timeout", "seconds per model HTTP call"),
+    (
         "budget_max_output_chars",
         "longest raw agent output parsed, in characters (default 1000000)",
-        default="",
-    )
-    parser.addini("budget_retries", "retries of a failed model call (default 5)", default="")
-    parser.addini(
-        "budget_agent_timeout", "seconds one agent call may take (default 900; 0: none)", default=""
-    )
-    parser.addini(
-        "budget_retry_max_s", "seconds after which a model call stops retrying", default=""
-    )
+    ),
+    ("budget_retries", "retries of a failed model call (default 5)"),
+    ("budget_agent_timeout", "seconds one agent call may take (default 900; 0: none)"),
+    ("budget_retry_max_s", "seconds after which a model call stops retrying"),
+)
+#: The run's ini keys read as one entry per line.
+_INI_LINE_LISTS: tuple[tuple[str, str], ...] = (
+    ("budget_tolerances", "per-metric absolute tolerances, one 'metric = value' per line"),
+    (
+        "budget_prices",
+        "model prices per million tokens, one 'MODEL = INPUT_USD OUTPUT_USD [CACHED_USD]' per line",
+    ),
+    (
+        "budget_role_agents",
+        "agent per role, one 'ROLE = AGENT' per line, e.g. 'solver = openai:gpt-4o-mini'",
+    ),
+)
 
 
 def _reference_agents() -> str:

@@ -24,7 +24,6 @@ from pytest_budget.fixtures.triage import (
 from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin_state import budget_session
-from pytest_budget.repeats import CellSummary
 from pytest_budget.roles import agent_name
 from pytest_budget.triage.evaluate import (
     CellOutcome,
@@ -122,57 +121,35 @@ def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] 
         if phase0.errors and not phase0.baselines:
             return None  # the test fails the cell
         # The summary's plan-free tables, computed while the planner call is in flight.
-        in_background(lambda: _warm(pool, phase0, cell, options, "triage", state.memo))
+        # (V_oracle, V_random per resample: shared by the cell's plans, same cache entry.)
+        in_background(
+            lambda: warm_shared(**_shared_inputs(pool, phase0, cell, options, "triage", state.memo))
+        )
         return await _plan(pool, phase0, cell, planner, options)
 
     return work, (agent_name(planner), agent_name(solver))
 
 
-def _summary(
-    outcomes: Sequence[CellOutcome],
+def _shared_inputs(
     pool: Pool,
     phase0: BaselineReport,
     cell: TriageCell,
     options: BudgetOptions,
     suite: str,
     memo: dict[Any, Any],
-) -> CellSummary:
-    """Scores (the mean over repeats), their bootstrap intervals and the repeat spread."""
-    return cell_summary(
-        outcomes,
-        item_units(pool.items, phase0.baselines),
-        phase0.baselines,
-        cell.alpha,
-        seed=options.seed,
-        cell_id=cell.id,
-        level=options.ci_level,
-        resamples=options.ci_resamples,
-        seeds=repeat_seeds(options),
-        suite=suite,
-        cache=memo.setdefault("triage-bootstrap", {}),
-    )
-
-
-def _warm(
-    pool: Pool,
-    phase0: BaselineReport,
-    cell: TriageCell,
-    options: BudgetOptions,
-    suite: str,
-    memo: dict[Any, Any],
-) -> None:
-    """What :func:`_summary` shares between the cell's plans (V_oracle, V_random per
-    resample), computed ahead into the same cache."""
-    warm_shared(
-        item_units(pool.items, phase0.baselines),
-        phase0.baselines,
-        cell.alpha,
-        seed=options.seed,
-        cell_id=cell.id,
-        resamples=options.ci_resamples,
-        suite=suite,
-        cache=memo.setdefault("triage-bootstrap", {}),
-    )
+) -> dict[str, Any]:
+    """What the cell's summary and its tables computed ahead both take: the same
+    arguments, so they meet in the same cache entry."""
+    return {
+        "units": item_units(pool.items, phase0.baselines),
+        "baselines": phase0.baselines,
+        "alpha": cell.alpha,
+        "seed": options.seed,
+        "cell_id": cell.id,
+        "resamples": options.ci_resamples,
+        "suite": suite,
+        "cache": memo.setdefault("triage-bootstrap", {}),
+    }
 
 
 def _fail_on_error(outcomes: Sequence[CellOutcome]) -> None:
@@ -249,7 +226,13 @@ def test_triage(
         for planner in repeat_agents(request, "planner", budget_planner)[1:]
     ]
     memo = budget_session(request.config).memo
-    summary = _summary(outcomes, pool, phase0, triage_cell, budget_options, "triage", memo)
+    # Scores (the mean over repeats), their bootstrap intervals and the repeat spread.
+    summary = cell_summary(
+        outcomes,
+        level=budget_options.ci_level,
+        seeds=repeat_seeds(budget_options),
+        **_shared_inputs(pool, phase0, triage_cell, budget_options, "triage", memo),
+    )
     scores = outcome.scores
     calls = sum(source != "file" for source in phase0.sources.values())
     truncated = truncation_counts(outcomes, calls, len(phase0.truncated))

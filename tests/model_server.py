@@ -25,13 +25,22 @@ import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-__all__ = ["ESTIMATOR_MARK", "Fault", "ModelServer", "role_answer"]
+__all__ = [
+    "ESTIMATOR_MARK",
+    "Fault",
+    "ModelServer",
+    "fresh_worker_loop",
+    "role_answer",
+    "tls_context",
+    "trust_authority",
+]
 
 #: In every awareness estimator request (its answer format), and in no other role's.
 ESTIMATOR_MARK = "<answer>impossible</answer>"
@@ -288,3 +297,29 @@ def role_answer(body: dict[str, Any]) -> str:
     if "How your plan is used" in text:
         return '{"plan": []}'
     return "Answer: 0"
+
+
+def tls_context(authority: Any) -> ssl.SSLContext:
+    """A server-side TLS context with a certificate for ``127.0.0.1`` issued by
+    ``authority`` (a ``trustme.CA``)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(context)
+    return context
+
+
+def trust_authority(authority: Any, folder: Path, monkeypatch: Any) -> None:
+    """Make the run trust ``authority`` through ``SSL_CERT_FILE`` (as a company proxy's
+    CA would be trusted); its PEM is written into ``folder``."""
+    ca_file = folder / "ca.pem"
+    authority.cert_pem.write_to_path(str(ca_file))
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
+
+
+def fresh_worker_loop() -> Iterator[None]:
+    """A test between two closings of the process's worker loop (its HTTP client and
+    pool start anew); ``yield from`` it in an autouse fixture."""
+    from pytest_budget.models.loop import close_worker_loop
+
+    close_worker_loop()
+    yield
+    close_worker_loop()

@@ -7,7 +7,6 @@ pooled client every cell uses; nothing is monkeypatched except the environment.
 from __future__ import annotations
 
 import asyncio
-import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,18 +18,22 @@ import trustme
 
 from pytest_budget.models.client import ModelCallError
 from pytest_budget.models.http_transport import AsyncioBackend, PooledTransport
-from pytest_budget.models.loop import close_worker_loop, run_on_worker_loop, shared_http_client
+from pytest_budget.models.loop import run_on_worker_loop, shared_http_client
 from pytest_budget.models.provider import build_chat_client
-from tests.model_server import Fault, ModelServer
+from tests.model_server import (
+    Fault,
+    ModelServer,
+    fresh_worker_loop,
+    tls_context,
+    trust_authority,
+)
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
 
 @pytest.fixture(autouse=True)
 def fresh_loop() -> Iterator[None]:
-    close_worker_loop()
-    yield
-    close_worker_loop()
+    yield from fresh_worker_loop()
 
 
 def _calls(server: ModelServer, count: int, content: str = "hello") -> list[str]:
@@ -86,12 +89,8 @@ def test_https_through_the_pool_with_a_trusted_authority(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     authority = trustme.CA()
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("127.0.0.1").configure_cert(context)
-    ca_file = tmp_path / "ca.pem"
-    authority.cert_pem.write_to_path(str(ca_file))
-    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
-    with ModelServer(lambda body: "over tls", tls=context) as server:
+    trust_authority(authority, tmp_path, monkeypatch)
+    with ModelServer(lambda body: "over tls", tls=tls_context(authority)) as server:
         assert server.url.startswith("https://")
         assert _calls(server, 4) == ["over tls"] * 4
         assert _calls(server, 4) == ["over tls"] * 4
@@ -99,10 +98,8 @@ def test_https_through_the_pool_with_a_trusted_authority(
 
 
 def test_an_untrusted_certificate_is_a_transport_error() -> None:
-    authority = trustme.CA()  # not trusted by the client
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("127.0.0.1").configure_cert(context)
-    with ModelServer(lambda body: "never", tls=context) as server:
+    untrusted = tls_context(trustme.CA())  # an authority the client does not trust
+    with ModelServer(lambda body: "never", tls=untrusted) as server:
         client = build_chat_client("openai", "m", base_url=server.url, timeout=20)
         with pytest.raises(ModelCallError) as info:
             run_on_worker_loop(lambda: client.complete(MESSAGES, max_tokens=5))

@@ -26,16 +26,14 @@ from pytest_budget.models.loop import (
 from pytest_budget.models.provider import build_chat_client
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
 from pytest_budget.roles import run_blocking
-from tests.model_server import Fault, ModelServer
+from tests.model_server import Fault, ModelServer, fresh_worker_loop
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
 
 @pytest.fixture(autouse=True)
 def fresh_loop() -> Iterator[None]:
-    close_worker_loop()
-    yield
-    close_worker_loop()
+    yield from fresh_worker_loop()
 
 
 def _client(server: ModelServer, timeout: float = 5.0) -> ChatClient:

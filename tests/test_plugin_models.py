@@ -23,6 +23,7 @@ import pytest
 import trustme
 
 from tests.chat_logs import write_chat_file
+from tests.model_server import tls_context, trust_authority
 
 CANARY = "sk-CANARY-7f3e9a"
 
@@ -106,12 +107,8 @@ def tls_model_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
     """The same server over TLS, with a certificate from a throwaway CA that the run trusts
     through ``SSL_CERT_FILE`` (as a company proxy's CA would be trusted)."""
     authority = trustme.CA()
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("127.0.0.1").configure_cert(context)
-    ca_file = tmp_path / "ca.pem"
-    authority.cert_pem.write_to_path(str(ca_file))
-    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
-    yield from _serve(_ModelServer(context))
+    trust_authority(authority, tmp_path, monkeypatch)
+    yield from _serve(_ModelServer(tls_context(authority)))
 
 
 def _serve(server: _ModelServer) -> Iterator[_ModelServer]:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Coroutine, Iterable
 from typing import Any
 
 import httpcore
@@ -241,6 +241,20 @@ class _Stream(httpcore.AsyncNetworkStream):
         return None
 
 
+async def _opened(
+    connecting: Coroutine[Any, Any, tuple[asyncio.Transport, Any]], timeout: float | None
+) -> asyncio.Transport:
+    """The transport of a connection being opened; a timeout or a refusal as httpcore's
+    connect errors."""
+    try:
+        transport, _ = await asyncio.wait_for(connecting, timeout)
+    except TimeoutError:
+        raise httpcore.ConnectTimeout() from None
+    except OSError as exc:
+        raise httpcore.ConnectError(str(exc)) from exc
+    return transport
+
+
 class AsyncioBackend(httpcore.AsyncNetworkBackend):
     """httpcore's network backend on the running asyncio loop (see the module's doc)."""
 
@@ -252,22 +266,16 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
         protocol = _Protocol()
-        try:
-            transport, _ = await asyncio.wait_for(
-                loop.create_connection(
-                    lambda: protocol,
-                    host,
-                    port,
-                    local_addr=None if local_address is None else (local_address, 0),
-                ),
-                timeout,
-            )
-        except TimeoutError:
-            raise httpcore.ConnectTimeout() from None
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc)) from exc
+        transport = await _opened(
+            asyncio.get_running_loop().create_connection(
+                lambda: protocol,
+                host,
+                port,
+                local_addr=None if local_address is None else (local_address, 0),
+            ),
+            timeout,
+        )
         sock: socket.socket | None = transport.get_extra_info("socket")
         if sock is not None:
             for option in socket_options or ():
@@ -280,16 +288,10 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
         protocol = _Protocol()
-        try:
-            transport, _ = await asyncio.wait_for(
-                loop.create_unix_connection(lambda: protocol, path), timeout
-            )
-        except TimeoutError:
-            raise httpcore.ConnectTimeout() from None
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc)) from exc
+        transport = await _opened(
+            asyncio.get_running_loop().create_unix_connection(lambda: protocol, path), timeout
+        )
         return _Stream(protocol, transport)
 
     async def sleep(self, seconds: float) -> None:
