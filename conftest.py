@@ -8,6 +8,7 @@ is an error for runs started elsewhere.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 # The plugin imports numpy lazily, on first use.  pytester's in-process runs remove the
@@ -16,8 +17,30 @@ from typing import Any
 import numpy  # noqa: F401
 import pytest
 
+_TESTS = Path(__file__).resolve().parent / "tests"
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Warnings are errors in this project's own test runs only.
+
+    pyproject.toml's pytest section is also the configuration of a user's run started
+    inside a clone (the README's main job at its root), which must not fail on a warning
+    from their agent's libraries; so ``error`` is added here, for runs of ``tests/``.
+    """
+    here = config.invocation_params.dir
+    paths = [(here / arg.partition("::")[0]).resolve() for arg in config.args]
+    if paths and all(path.is_relative_to(_TESTS) for path in paths):
+        config.addinivalue_line("filterwarnings", "error")
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    if not pluginmanager.has_plugin("asyncio"):
+        # pyproject.toml sets this pytest-asyncio key; without the plugin (`pip install .`,
+        # no dev extra) pytest would warn that it does not know it.  Declared, it is inert.
+        parser.addini(
+            "asyncio_default_fixture_loop_scope",
+            help="pytest-asyncio's key (declared here when pytest-asyncio is not installed)",
+        )
     parser.addoption(
         "--budget-live",
         action="store_true",

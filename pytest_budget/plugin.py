@@ -126,6 +126,55 @@ def _map_suite_args(config: pytest.Config) -> None:
     config.args[:] = [map_suite_arg(arg, folder, here) for arg in config.args]
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The conftest.py of the folder pytest runs from reaches the bundled suites.
+
+    pytest scopes a conftest's fixtures to its own folder, and the suite modules live in
+    site-packages: a ``budget_planner`` override in a conftest below the rootdir (a folder
+    made inside a project, or inside a clone of this repository) would be silently ignored.
+    The conftests from the invocation folder up to (not including) the rootdir, whose
+    fixtures a user means for this run, are made visible to every test instead.
+    """
+    config = session.config
+    if not budget_session(config).options.suites:
+        return
+    for plugin in _conftests_on_invocation_path(config):
+        _register_fixtures_everywhere(session, plugin)
+
+
+def _conftests_on_invocation_path(config: pytest.Config) -> list[object]:
+    here, root = config.invocation_params.dir.resolve(), config.rootpath.resolve()
+    if here == root or not here.is_relative_to(root):
+        return []  # the rootdir's own conftest already reaches every test
+    found = []
+    for plugin in config.pluginmanager.get_plugins():
+        name = config.pluginmanager.get_name(plugin) or ""
+        if not name.endswith("conftest.py"):
+            continue
+        folder = Path(name).resolve().parent
+        if folder != root and folder.is_relative_to(root) and here.is_relative_to(folder):
+            found.append(plugin)
+    return found
+
+
+def _register_fixtures_everywhere(session: pytest.Session, plugin: object) -> None:
+    """Register the conftest's attributes, hooks left out, as a plain plugin: pytest gives a
+    plugin's fixtures global reach (its hooks are already registered with the conftest)."""
+    import types
+
+    manager = session.config.pluginmanager
+    # Not ending in "conftest.py": pytest would scope it to a folder again.
+    name = f"budget-fixtures-of:{manager.get_name(plugin)}:global"
+    if manager.get_plugin(name) is not None:
+        return
+    holder = types.ModuleType(name)  # pytest reads a module's own attributes for fixtures
+    for attr in dir(plugin):
+        if not attr.startswith(("pytest_", "__")):
+            setattr(holder, attr, getattr(plugin, attr))
+    manager.register(holder, name)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> Any:
     """A bundled suite module gets the node id ``pytest_budget/suites/<file>`` wherever the

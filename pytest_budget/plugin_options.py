@@ -265,8 +265,9 @@ def rerun_command_for(item: pytest.Item, extra: tuple[str, ...] = ()) -> str:
         pytest_options.append(("-c", str(known.inifilename)))
     if getattr(known, "rootdir", None):
         pytest_options.append(("--rootdir", str(known.rootdir)))
-    # PYTEST_ADDOPTS applies to the re-run as well: its options are not repeated.
+    # PYTEST_ADDOPTS and the ini's addopts apply to the re-run as well: not repeated.
     from_env = _addopts_values(os.environ.get("PYTEST_ADDOPTS", ""))
+    from_env |= _addopts_values(shlex.join(str(word) for word in config.getini("addopts")))
     for flag, dest in (("-o", "override_ini"), ("-p", "plugins")):
         values = [str(v) for v in getattr(known, dest, None) or () if str(v) not in from_env]
         if values:
