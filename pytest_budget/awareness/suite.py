@@ -117,7 +117,7 @@ SUITE = Suite(
             ),
             # The reference actors with an online estimator.
             reference_agents=("linear-visible", "always-feasible", "always-impossible", "random"),
-            table_title="awareness online: acting under a cap while estimating (issue 24)",
+            table_title="awareness online: acting under a cap while estimating",
             table=lazy("pytest_budget.awareness.online.summary:online_table"),
             page_title="awareness, online mode: acting under a cap while estimating",
             charts=lazy("pytest_budget.awareness.online.figures:online_charts"),
