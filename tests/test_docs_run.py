@@ -1,0 +1,37 @@
+"""Every shell block of README.md and docs/ runs as its page shows (tests/doc_run.py).
+
+One test per page: its blocks run in order in the folder the page implies, each must end
+with the exit status the page implies, and the output the page shows must be printed.
+A block that cannot run here says why in its marker (``<!-- docs-test: skip: ... -->``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.doc_run import ROOT, Outcome, pages, rel, run_page, shell_blocks
+
+RUN_PAGES = [page for page in pages() if any(b.skip_reason is None for b in shell_blocks(page))]
+
+
+@pytest.mark.parametrize("page", RUN_PAGES, ids=[rel(page) for page in RUN_PAGES])
+def test_the_page_runs_as_shown(page: Path) -> None:
+    outcomes: list[Outcome] = run_page(page)
+    problems = [f"{o.block.where}: {problem}" for o in outcomes for problem in o.problems]
+    assert not problems, "\n\n".join(problems)
+
+
+def test_every_shell_block_runs_or_says_why_not() -> None:
+    """A skipped block gives its reason; a block run by another test names one that exists."""
+    tests = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "tests").glob("*.py"))
+    for page in pages():
+        for block in shell_blocks(page):
+            reason = block.skip_reason
+            if reason is None:
+                continue
+            assert reason != "no reason given", f"{block.where}: skip needs a reason"
+            for name in re.findall(r"run by (test_\w+)", reason):
+                assert f"def {name}(" in tests, f"{block.where}: no test {name}"
