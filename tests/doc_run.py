@@ -4,8 +4,9 @@ Each page is one user session: its shell blocks run in order, in one folder, in 
 ``bash``; the folder a block ``cd``-ed into and the variables it exported carry over to the
 next block, as they would in a terminal.  The folder the page implies is a fresh one holding
 the files of docs/examples (the user's project), except for README.md, which a user runs at
-the root of a clone.  Setting-up commands (``python3 -m venv``, ``. .venv/bin/activate``,
-``pip install``) are left out: the test's own environment is the installed project.
+the root of a clone (a folder with the clone's pyproject.toml stands in).  Setting-up
+commands (``python3 -m venv``, ``. .venv/bin/activate``, ``pip install``) are left out: the
+test's own environment is the installed project.
 
 A block's expectations come from the page:
 
@@ -25,7 +26,16 @@ A marker on the line before a block, ``<!-- docs-test: ... -->``, says more, ``;
   dummy key in the environment;
 * ``exit N``: the exit status the page shows;
 * ``file NAME`` (on a block of any language): the page asks the user to save the block as
-  NAME; it is written to the folder the session stands in at that point.
+  NAME; it is written to the folder the session stands in at that point;
+* ``python`` (on a Python block): the page means it to be run; it runs with the project's
+  interpreter in the folder the session stands in;
+* ``background``: a server the page starts (in another terminal, for the user); it runs in
+  the background until the page ends or the next ``background`` block starts, and the next
+  block waits until its port (the block's last number, or ``--port N``) accepts connections.
+
+The user's own files that commands name (``--budget-rollouts=logs/x.jsonl``, ``--budget-pool``,
+``--budget-queries``) stand in as the matching docs/examples file when the page has not made
+them.  The project folder is a git repository (pages ``git add`` and ``git commit``).
 
 ``python tests/doc_run.py --update PAGE...`` runs the pages and rewrites each shown line
 that no longer matches with the closest line of the real output (a review is still yours).
@@ -38,10 +48,12 @@ import difflib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -130,7 +142,7 @@ def shell_blocks(page: Path) -> list[ShellBlock]:
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marker = MARKER.search(before)
         options = parse_marker(marker and marker.group(1))
-        if match.group(2) not in SHELL and "file" not in options:
+        if match.group(2) not in SHELL and not {"file", "python", "background"} & set(options):
             continue
         body = textwrap.dedent(match.group(3)) if match.group(1) else match.group(3)
         shown = None
@@ -183,12 +195,16 @@ def missing_lines(shown: str, output: str) -> list[tuple[str, str | None]]:
 def page_folder(page: Path) -> Iterator[Path]:
     """The folder a page's commands run in: the clone for README.md, else a fresh project
     holding the example files (the user's own files the pages name)."""
-    if page == ROOT / "README.md":
-        yield ROOT
-        return
     with tempfile.TemporaryDirectory(prefix="doc-run-") as name:
         folder = Path(name) / "project"
-        shutil.copytree(EXAMPLES, folder)
+        if page == ROOT / "README.md":
+            # The root of a clone, as far as a run can tell: its pytest configuration
+            # (pyproject.toml's section; conftest.py is loaded anyway, from above the suites
+            # of this editable install), without writing into this checkout.
+            (folder / "tests").mkdir(parents=True)
+            shutil.copy(ROOT / "pyproject.toml", folder / "pyproject.toml")
+        else:
+            shutil.copytree(EXAMPLES, folder)
         yield folder
 
 
@@ -199,10 +215,13 @@ def base_environment() -> dict[str, str]:
         if not key.startswith(("PYTEST_", "OPENAI_", "ANTHROPIC_", "COV_"))
     }
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env |= {"GIT_AUTHOR_NAME": "Docs Reader", "GIT_AUTHOR_EMAIL": "reader@example.invalid"}
+    env |= {"GIT_COMMITTER_NAME": "Docs Reader", "GIT_COMMITTER_EMAIL": "reader@example.invalid"}
     env["COLUMNS"] = "80"  # pytest's rules and headers as a terminal of 80 columns draws them
     return env
 
 
+LOCAL_BASE_URL = re.compile(r"https?://(?:localhost|127\.0\.0\.1):\d+/v1\b")
 MODEL_NAME = re.compile(r"\b(?:openai|anthropic)[:/]([\w.\-]+)")
 
 
@@ -213,7 +232,7 @@ def loopback_model(script: str) -> Iterator[dict[str, str]]:
     from tests.model_server import ModelServer
 
     models = tuple(dict.fromkeys(MODEL_NAME.findall(script))) or ("m",)
-    with ModelServer(api_key="sk-docs-loopback", models=models) as server:
+    with ModelServer(models=models) as server:  # any key: pages export placeholders
         yield {
             "OPENAI_BASE_URL": server.url,
             "ANTHROPIC_BASE_URL": server.url.removesuffix("/v1"),
@@ -226,8 +245,13 @@ def run_page(page: Path, only: Sequence[int] = ()) -> list[Outcome]:
     """Run the page's shell blocks in order (``only``: the lines of the blocks to check;
     earlier blocks still run, since later ones may depend on them)."""
     outcomes = []
-    with page_folder(page) as folder, tempfile.TemporaryDirectory() as state_name:
+    with (
+        page_folder(page) as folder,
+        tempfile.TemporaryDirectory() as state_name,
+        Background() as background,
+    ):
         state = Path(state_name)
+        subprocess.run(["git", "init", "-q", str(folder)], check=True)
         (state / "cwd").write_text(str(folder), encoding="utf-8")
         (state / "env").write_text("", encoding="utf-8")
         for block in shell_blocks(page):
@@ -235,8 +259,72 @@ def run_page(page: Path, only: Sequence[int] = ()) -> list[Outcome]:
                 continue
             if only and block.line > max(only):
                 break
+            if "background" in block.options:
+                background.start(block, state)
+                continue
             outcomes.append(run_block(block, state))
     return [o for o in outcomes if not only or o.block.line in only]
+
+
+STAND_INS = {
+    "--budget-rollouts": "rollouts_example.jsonl",
+    "--budget-pool": "pool_example.jsonl",
+    "--budget-queries": "queries_example.json",
+}
+
+
+def place_stand_ins(script: str, cwd: Path) -> None:
+    for flag, example in STAND_INS.items():
+        for value in re.findall(rf"{flag}=(\S+)", script):
+            target = cwd / value
+            if not target.exists() and not value.startswith(("/", "$")):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(EXAMPLES / example, target)
+
+
+class Background:
+    """Servers a page starts for the commands after them (one at a time)."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> Background:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            self.process = None
+
+    def start(self, block: ShellBlock, state: Path) -> None:
+        self.stop()
+        cwd = Path((state / "cwd").read_text(encoding="utf-8").strip())
+        script = runnable_script(block.script).strip()
+        self.process = subprocess.Popen(
+            ["bash", "-c", f"exec {script}"],
+            cwd=cwd,
+            env=base_environment(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        port = int((re.findall(r"--port[ =](\d+)", script) or re.findall(r"(\d+)\s*$", script))[-1])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    return
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{block.where}: the server exited ({self.process.returncode})")
+            time.sleep(0.2)
+        raise RuntimeError(f"{block.where}: nothing listens on port {port} after 60 s")
 
 
 def run_block(block: ShellBlock, state: Path) -> Outcome:
@@ -244,6 +332,12 @@ def run_block(block: ShellBlock, state: Path) -> Outcome:
         cwd = Path((state / "cwd").read_text(encoding="utf-8").strip())
         (cwd / block.options["file"]).write_text(block.script, encoding="utf-8")
         return Outcome(block, 0, "")
+    cwd = Path((state / "cwd").read_text(encoding="utf-8").strip())
+    script = runnable_script(block.script)
+    if "python" in block.options:
+        (state / "block.py").write_text(block.script, encoding="utf-8")
+        script = f'python "{state}/block.py"\n'
+    place_stand_ins(script, cwd)
     prologue = (
         f'trap \'pwd > "{state}/cwd"; export -p > "{state}/env"\' EXIT\n'
         f'. "{state}/env"\ncd "$(cat "{state}/cwd")"\nset -e\n'
@@ -252,9 +346,11 @@ def run_block(block: ShellBlock, state: Path) -> Outcome:
         env = base_environment()
         if "loopback" in block.options:
             env |= stack.enter_context(loopback_model(block.script))
+            # A local server the page names (localhost:8000/v1) is the loopback one.
+            script = LOCAL_BASE_URL.sub(env["OPENAI_BASE_URL"], script)
         try:
             result = subprocess.run(
-                ["bash", "-c", prologue + runnable_script(block.script)],
+                ["bash", "-c", prologue + script],
                 env=env,
                 capture_output=True,
                 text=True,

@@ -662,8 +662,8 @@ def test_python_blocks_of_tutorials_and_how_tos_are_run() -> None:
             compile(code, where, "exec")
             if marker.startswith("fragment"):
                 assert re.match(r"fragment: \S", marker), f"{where}: a fragment needs a reason"
-            elif marker.startswith("file "):
-                continue  # saved by the page's reader and run by tests/test_docs_run.py
+            elif marker.startswith("file ") or marker == "python":
+                continue  # saved or run as the page says, by tests/test_docs_run.py
             elif marker:
                 assert marker in tests, f"{where}: no test named {marker}"
                 assert block.page.split("/")[-1] in tests[marker], (
