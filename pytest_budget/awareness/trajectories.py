@@ -74,7 +74,8 @@ Budget and family
     ``-``), else ``swe``.  The budget is ``{"tokens": budget}`` when the caller gives one,
     else the family's median total tokens over every imported rollout of that family in
     the same :func:`load_trajectories` call (the paper's "rollout-family-specific median
-    budgets"; numpy's median, so the mean of the two middle totals for an even count).
+    budgets"), computed as BAGEN's ``eval/swebench.sh`` does (:func:`family_budget`):
+    ``statistics.median``, and ``statistics.median_low`` when that is not a whole number.
 
 Bad input
     Every problem raises :class:`RolloutFileError` with one line naming the file, the line
@@ -102,6 +103,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -137,6 +139,7 @@ __all__ = [
     "bundled_swe_path",
     "bundled_swe_rollouts",
     "detect_format",
+    "family_budget",
     "family_label",
     "load_trajectories",
     "synthesize_swe_trajectories",
@@ -144,6 +147,17 @@ __all__ = [
 ]
 
 # ------------------------------------------------------------------------ loading
+
+
+def family_budget(totals: Iterable[float]) -> float:
+    """A rollout family's token budget as BAGEN computes it (bagen.md §3.5, logs.md §1.6):
+    ``statistics.median`` of the totals, ``statistics.median_low`` when the median is not a
+    whole number (so 7,926.5 becomes the lower middle total, e.g. 7,836)."""
+    values = list(totals)
+    median = statistics.median(values)
+    if float(median).is_integer():
+        return float(median)
+    return float(statistics.median_low(values))
 
 
 def _as_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -223,7 +237,7 @@ def load_trajectories(
         if budget is not None:
             caps[family] = float(budget)
             continue
-        median = float(np.median([member.total for member in members]))
+        median = family_budget([member.total for member in members])
         if median <= 0:
             raise RolloutFileError(
                 f"family {family!r}: median total tokens is 0, cannot set a budget; pass one"
