@@ -49,8 +49,9 @@ Observations and actions
     ``[... N characters omitted ...]`` marker.
 
 Success
-    The first rule that applies: the caller's ``resolved={id: bool}`` mapping (e.g. read
-    from a SWE-bench evaluation report); then, for mini-swe-agent, a boolean top-level
+    The first rule that applies: the caller's ``resolved={id: bool}`` mapping; then the
+    SWE-bench harness reports given as ``verdicts`` (``--budget-swe-report``): success iff
+    the id is in ``resolved_ids``, as BAGEN does; then, for mini-swe-agent, a boolean top-level
     ``resolved``, then ``info.resolved``, then ``info.exit_status == "Submitted"`` (a
     submitted patch counts as success when nothing says whether it resolved the issue; a
     missing or null exit status is no success); for openai-chat, a boolean ``resolved``,
@@ -111,6 +112,7 @@ from typing import Any, Literal
 import numpy as np
 
 from pytest_budget.awareness.rollouts import Rollout, RolloutFileError, read_rollouts
+from pytest_budget.awareness.verdicts import HarnessVerdicts
 from pytest_budget.awareness.trajectory_formats import (
     FORMATS,
     MAX_TEXT_CHARS,
@@ -175,13 +177,17 @@ def load_trajectories(
     max_turns: int = MAX_TURNS,
     on_missing_usage: Literal["error", "skip"] = "error",
     resolved: Mapping[str, bool] | None = None,
+    verdicts: HarnessVerdicts | None = None,
 ) -> list[Rollout]:
     """Rollouts from trajectory files, in file order then record order (rules: module doc).
 
     ``fmt`` forces one format for every file (``"auto"`` sniffs each file); ``budget`` is a
     token cap for every imported family (default: each family's median total); ``env``
     relabels every imported trajectory into one family; ``resolved`` maps trajectory ids
-    to the evaluation's verdict and overrides the outcome read from the file.
+    to the evaluation's verdict and overrides the outcome read from the file;
+    ``verdicts`` (SWE-bench harness reports, :func:`~pytest_budget.awareness.verdicts.
+    read_harness_reports`) decide every other imported trajectory: success iff its id is
+    in ``resolved_ids``.
     """
     if fmt != "auto" and fmt not in FORMATS:
         raise ValueError(f"fmt must be 'auto' or one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -215,6 +221,7 @@ def load_trajectories(
                     max_turns=max_turns,
                     on_missing_usage=on_missing_usage,
                     resolved=resolved,
+                    verdicts=verdicts,
                 )
                 if env is not None:
                     imported.family = env

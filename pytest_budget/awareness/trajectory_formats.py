@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_budget.awareness.rollouts import RolloutFileError, Turn, _number
+from pytest_budget.awareness.verdicts import HarnessVerdicts
 
 TrajectoryFormat = Literal["pytest-budget", "mini-swe-agent", "openai-chat"]
 FORMATS: tuple[TrajectoryFormat, ...] = ("pytest-budget", "mini-swe-agent", "openai-chat")
@@ -341,6 +342,7 @@ def _import_record(
     max_turns: int,
     on_missing_usage: str,
     resolved: Mapping[str, bool] | None,
+    verdicts: HarnessVerdicts | None = None,
 ) -> _Imported:
     data, where = record.data, record.where
     info_raw = data.get("info", {}) if fmt == "mini-swe-agent" else {}
@@ -366,6 +368,8 @@ def _import_record(
         meta["line"] = record.line
     if resolved is not None and rid in resolved:
         success, rule = bool(resolved[rid]), "resolved (given by the caller)"
+    elif verdicts is not None:
+        success, rule = verdicts.verdict(rid), "harness report resolved_ids"
     else:
         found = _flag(data, "resolved", "resolved", where)
         rule = "resolved"
