@@ -21,6 +21,7 @@ from pytest_budget.awareness.options import AwarenessOptions
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
 from pytest_budget.awareness.subsample import subsample_probes
+from pytest_budget.awareness.bagen_logs import SWE_TAGS
 from pytest_budget.awareness.trajectories import SYNTHETIC_ENV
 from pytest_budget.awareness.warehouse import LEAKING_PRESETS
 from pytest_budget.fingerprint import fingerprint
@@ -56,9 +57,15 @@ def _probes(rollouts: Sequence[Rollout]) -> list[tuple[Probe, ProbeTruth]] | Non
 
     Other rollouts are probed at every non-terminal turn (``None`` = all probes).
     """
-    if rollouts and all(r.meta.get("format") in CODING_FORMATS for r in rollouts):
+    if rollouts and all(_coding_log(r) for r in rollouts):
         return subsample_probes(rollouts)
     return None
+
+
+def _coding_log(rollout: Rollout) -> bool:
+    """A coding-agent log: imported, or BAGEN's SWE-bench dialogue log."""
+    fmt = rollout.meta.get("format")
+    return fmt in CODING_FORMATS or (fmt == "bagen" and rollout.meta.get("tag") in SWE_TAGS)
 
 
 def _rollout_digest(rollouts: Sequence[Rollout]) -> str:

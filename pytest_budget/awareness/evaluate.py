@@ -254,9 +254,7 @@ def score_results(
     """
     multi, by_dim = tables or _tables(results, dimensions)
     bins = cell_miss_bins(results)
-    scores = score_probes(
-        by_dim[dimensions[0]], bins=bins, all_failed_rollouts=all_failed_rollouts
-    )
+    scores = score_probes(by_dim[dimensions[0]], bins=bins, all_failed_rollouts=all_failed_rollouts)
     if len(dimensions) > 1:
         scores.update(per_dimension_scores(multi, dimensions, bins=bins))
         scores["linear_error_reduction"] = None
@@ -356,6 +354,9 @@ async def run_awareness_cell(
     bind = getattr(estimator, "with_ground_truth", None)
     if callable(bind):
         estimator = bind({(p.rollout_id, p.k): t for p, t in probes})
+    bind_rollouts = getattr(estimator, "with_rollouts", None)
+    if callable(bind_rollouts):  # the logged estimator keys answers by the rollouts' meta
+        estimator = bind_rollouts({r.id: r.meta for r in rollouts})
     results: list[ProbeResult | None] = [None] * len(probes)
 
     async def ask(index: int) -> None:

@@ -111,6 +111,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from pytest_budget.awareness.bagen_logs import load_bagen_dialogues
+from pytest_budget.awareness.inspect_logs import read_inspect_log
 from pytest_budget.awareness.rollouts import Rollout, RolloutFileError, read_rollouts
 from pytest_budget.awareness.verdicts import HarnessVerdicts
 from pytest_budget.awareness.trajectory_formats import (
@@ -206,12 +208,27 @@ def load_trajectories(
     # Each entry is a finished Rollout (our format) or an import waiting for its budget.
     loaded: list[Rollout | _Imported] = []
     first_seen: dict[str, str] = {}
-    for path in _as_paths(paths):
-        file_format = detect_format(path) if fmt == "auto" else fmt
+    formats = [(path, detect_format(path) if fmt == "auto" else fmt) for path in _as_paths(paths)]
+    # BAGEN's logs set their own budgets (a SWE family's median spans its files): read first.
+    bagen = load_bagen_dialogues(
+        list(dict.fromkeys(path for path, kind in formats if kind == "bagen")),
+        budget=budget,
+        env=env,
+        verdicts=verdicts,
+    )
+    for path, file_format in formats:
         if file_format == "pytest-budget":
             entries: list[tuple[str, Rollout | _Imported]] = [
                 (str(path), rollout) for rollout in read_rollouts(path)
             ]
+        elif file_format == "bagen":
+            entries = [(f"{path}: {r.id}", r) for r in bagen[path]]
+        elif file_format == "inspect":
+            entries = []
+            for imported in read_inspect_log(path, on_missing_usage=on_missing_usage):
+                if env is not None:
+                    imported.family = env
+                entries.append((str(path), imported))
         else:
             entries = []
             for record in _read_records(path):

@@ -16,8 +16,10 @@ from typing import Any, Literal
 from pytest_budget.awareness.rollouts import RolloutFileError, Turn, _number
 from pytest_budget.awareness.verdicts import HarnessVerdicts
 
-TrajectoryFormat = Literal["pytest-budget", "mini-swe-agent", "openai-chat"]
-FORMATS: tuple[TrajectoryFormat, ...] = ("pytest-budget", "mini-swe-agent", "openai-chat")
+TrajectoryFormat = Literal["pytest-budget", "mini-swe-agent", "openai-chat", "bagen", "inspect"]
+FORMATS: tuple[TrajectoryFormat, ...] = (
+    "pytest-budget", "mini-swe-agent", "openai-chat", "bagen", "inspect",
+)  # fmt: skip
 MAX_TURNS = 160
 MAX_TEXT_CHARS = 2000
 
@@ -105,6 +107,10 @@ def _read_records(path: Path) -> list[_Record]:
 def _sniff(data: Mapping[str, Any]) -> TrajectoryFormat | None:
     if "turns" in data and "budget" in data:
         return "pytest-budget"
+    if isinstance(data.get("turns"), list):
+        return "bagen"  # one BAGEN rollout object (its writer's list has one element)
+    if isinstance(data.get("eval"), dict) and "version" in data:
+        return "inspect"
     messages = data.get("messages")
     if not isinstance(messages, list):
         return None
@@ -122,18 +128,30 @@ def _sniff(data: Mapping[str, Any]) -> TrajectoryFormat | None:
 def detect_format(path: str | os.PathLike[str]) -> TrajectoryFormat:
     """The format of a trajectory file, sniffed from its first record's content.
 
+    A ZIP is an inspect_ai ``.eval`` log and a JSON list a BAGEN dialogue log; a JSON object
+    with ``eval`` and ``version`` is an inspect_ai ``.json`` log, one with ``turns`` but no
+    ``budget`` a single BAGEN rollout.
     Our rollout format has ``turns`` and ``budget``; mini-swe-agent has ``messages`` plus
     ``trajectory_format``, an ``info`` object or messages with ``extra``; openai-chat has
     ``messages`` whose entries carry ``usage``.  Anything else is a :class:`RolloutFileError`.
     """
     path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        head = b""  # _read_records names the problem
+    if head.startswith(b"PK"):
+        return "inspect"  # an inspect_ai .eval log is a ZIP
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        return "bagen"  # BAGEN's dialogue log: one JSON list of rollouts
     first = _read_records(path)[0]
     fmt = _sniff(first.data)
     if fmt is None:
         raise RolloutFileError(
             f"{first.where}: cannot tell the trajectory format (expected a pytest-budget "
-            "rollout, a mini-swe-agent trajectory or an openai-chat transcript with usage); "
-            "pass the format explicitly"
+            "rollout, a mini-swe-agent trajectory, an openai-chat transcript with usage, a "
+            "BAGEN dialogue log or an inspect_ai log); pass --budget-rollout-format"
         )
     return fmt
 
