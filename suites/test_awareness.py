@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_budget.awareness.bagen_logs import SWE_TAGS
 from pytest_budget.awareness.environments import WAREHOUSE_PRESETS, file_digest
 from pytest_budget.awareness.evaluate import run_awareness_cell, summarize_rollouts
 from pytest_budget.awareness.floor import trivial_floor
@@ -21,7 +22,6 @@ from pytest_budget.awareness.options import AwarenessOptions
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
 from pytest_budget.awareness.subsample import subsample_probes
-from pytest_budget.awareness.bagen_logs import SWE_TAGS
 from pytest_budget.awareness.trajectories import SYNTHETIC_ENV
 from pytest_budget.awareness.warehouse import LEAKING_PRESETS
 from pytest_budget.fingerprint import fingerprint

@@ -401,7 +401,7 @@ def load_bagen_dialogues(
     # SWE families: B = BAGEN's median of C_T over all their rollouts (explicit cuts only).
     caps: dict[str, float] = {}
     swe: dict[str, list[float]] = {}
-    for path, items in raws.items():
+    for items in raws.values():
         for raw in items:
             label = env or _label(raw.kind, raw.model)
             if budget is not None:

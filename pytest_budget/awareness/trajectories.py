@@ -114,7 +114,6 @@ import numpy as np
 from pytest_budget.awareness.bagen_logs import load_bagen_dialogues
 from pytest_budget.awareness.inspect_logs import read_inspect_log
 from pytest_budget.awareness.rollouts import Rollout, RolloutFileError, read_rollouts
-from pytest_budget.awareness.verdicts import HarnessVerdicts
 from pytest_budget.awareness.trajectory_formats import (
     FORMATS,
     MAX_TEXT_CHARS,
@@ -130,6 +129,7 @@ from pytest_budget.awareness.trajectory_formats import (
     detect_format,
     family_label,
 )
+from pytest_budget.awareness.verdicts import HarnessVerdicts
 
 __all__ = [
     "FORMATS",
