@@ -5,7 +5,10 @@ reports and inspect_ai logs, read by the real loaders from files in the publishe
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +239,61 @@ def test_cli_bad_log_input_is_a_usage_error(
     result = _run(pytester, *args)
     assert result.ret == 4
     assert message in result.stderr.str()
+
+
+# ----------------------------------------------------------------------- inspect_ai
+
+
+@pytest.fixture(scope="module")
+def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Logs a real inspect_ai run writes (its offline mockllm model, logs.md §4.7)."""
+    out = tmp_path_factory.mktemp("inspect")
+    script = Path(__file__).with_name("inspect_mock_run.py")
+    env = {**os.environ, "INSPECT_LOG_LEVEL": "warning", "INSPECT_DISPLAY": "none"}
+    subprocess.run(
+        [sys.executable, str(script), str(out)], check=True, env=env, timeout=300,
+        capture_output=True,
+    )  # fmt: skip
+    return {fmt: next((out / fmt).glob(f"*.{fmt}")) for fmt in ("eval", "json")}
+
+
+@pytest.mark.parametrize("fmt", ["eval", "json"])
+def test_inspect_logs_a_real_run_writes(inspect_logs: dict[str, Path], fmt: str) -> None:
+    path = inspect_logs[fmt]
+    assert detect_format(path) == "inspect"
+    rollouts = load_trajectories([path])
+    assert "inspect_ai" not in sys.modules  # read without inspect_ai
+    assert [r.id for r in rollouts] == ["1", "2", "3"]
+    assert {r.env for r in rollouts} == {"inspect-model"}
+    # match() scores C, C, I (sample 3 answers 11 for 10)
+    assert [r.success for r in rollouts] == [True, True, False]
+    for rollout in rollouts:
+        # prompts 100, 100 + 40 + 80, 180 + 80 (cache reads counted back in); visible
+        # output 12 - 5; fresh input 100, 220 - 100 - 7 = 113, 260 - 220 - 7 = 33 (§4.7)
+        assert [t.info["new_input_tokens"] for t in rollout.turns] == [100.0, 113.0, 33.0]
+        assert [t.usage["tokens"] for t in rollout.turns] == [112.0, 125.0, 45.0]
+        assert rollout.turns[1].observation == "obs 1: go on"
+        assert rollout.turns[0].action == "step 1"
+        assert rollout.budget == {"tokens": 282.0}  # the family median of 282s
+
+
+def test_inspect_eval_and_json_logs_agree(inspect_logs: dict[str, Path]) -> None:
+    a, b = (load_trajectories([inspect_logs[f]]) for f in ("eval", "json"))
+    assert [(r.id, r.success, r.turns) for r in a] == [(r.id, r.success, r.turns) for r in b]
+
+
+def test_bad_inspect_logs(tmp_path: Path, inspect_logs: dict[str, Path]) -> None:
+    empty = tmp_path / "empty.eval"
+    empty.write_bytes(b"")
+    with pytest.raises(RolloutFileError, match="empty file"):
+        load_trajectories([empty], fmt="inspect")
+    cut = tmp_path / "cut.eval"
+    cut.write_bytes(inspect_logs["eval"].read_bytes()[:-200])
+    with pytest.raises(RolloutFileError, match=str(cut)):
+        load_trajectories([cut], fmt="inspect")
+    header = json.loads(inspect_logs["json"].read_text())
+    header["samples"] = []
+    only = tmp_path / "header.json"
+    only.write_text(json.dumps(header))
+    with pytest.raises(RolloutFileError, match="holds no samples"):
+        load_trajectories([only])
