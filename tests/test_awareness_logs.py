@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_budget.awareness.fair_split import bagen_probes, fair_split_random
 from pytest_budget.awareness.logged import LoggedEstimator, read_logged_answers
 from pytest_budget.awareness.probes import make_probes
 from pytest_budget.awareness.rollouts import RolloutFileError
@@ -297,3 +298,33 @@ def test_bad_inspect_logs(tmp_path: Path, inspect_logs: dict[str, Path]) -> None
     only.write_text(json.dumps(header))
     with pytest.raises(RolloutFileError, match="holds no samples"):
         load_trajectories([only])
+
+
+# ----------------------------------------------------------------------- BAGEN's 512
+
+
+def test_fair_split_random_worked_example_of_the_fact_sheet() -> None:
+    # logs.md §2.3: seed 42, 2 bins, cap 5, rollouts 0-3 with T = 3, 2, 5, 4
+    picked = fair_split_random([(0, 3), (1, 2), (2, 5), (3, 4)], cap=5, seed=42, bins=2)
+    assert picked == [(3, 2), (1, 1), (2, 4), (0, 2), (0, 1)]
+    # a cap that covers every probe takes them all in order, without a draw
+    assert fair_split_random([(0, 3), (1, 2)], cap=5) == [(0, 1), (0, 2), (1, 1)]
+
+
+def test_fair_split_random_properties() -> None:
+    turns = [(i, 2 + (i * 7) % 23) for i in range(40)]
+    total = sum(t - 1 for _, t in turns)
+    picked = fair_split_random(turns, cap=100)
+    assert len(picked) == 100 == len(set(picked)) and total > 100
+    assert all(1 <= k < dict(turns)[i] for i, k in picked)
+    assert {i for i, _ in picked} == {i for i, _ in turns}  # every rollout gets probes
+    assert fair_split_random(turns, cap=100) == picked  # deterministic
+
+
+def test_bagen_swe_logs_are_probed_with_bagens_selection() -> None:
+    rollouts = load_trajectories([SWE])
+    probes = bagen_probes(rollouts, cap=4, bins=2)
+    chosen = fair_split_random([(r.meta["rollout_index"], r.T) for r in rollouts], 4, 42, 2)
+    assert sorted((p.rollout_id, p.k) for p, _ in probes) == sorted(
+        (f"rollout-{i}", k) for i, k in chosen
+    )

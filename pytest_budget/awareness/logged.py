@@ -11,8 +11,8 @@ BAGEN's estimation output (logs.md §2.1-2.2)
     k)`` and matches a rollout read from BAGEN's dialogue log of that name
     (``meta["rollout_index"]``); when ``config.input_json`` is absent the key has no file
     name and matches any BAGEN log.  For SWE-bench the file holds only BAGEN's 512 selected
-    probes (its ``fair_split_random`` selection): the probes our run asks that the file
-    lacks are *missing*.
+    probes; BAGEN's SWE dialogue logs are probed with that same selection
+    (:mod:`~pytest_budget.awareness.fair_split`), so they match.
 pytest-budget's JSON report (``--budget-report``)
     Every awareness cell's ``samples`` (``rollout``, ``k``, ``raw``): keyed ``(env,
     rollout id, k)``.  A report may hold several estimators: the cells of reference
