@@ -45,7 +45,6 @@ field.  Plain Python: no pytest.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -53,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_budget.awareness.rollouts import Rollout, RolloutFileError, Turn
+from pytest_budget.awareness.rollouts import Rollout, RolloutFileError, Turn, read_json_file
 from pytest_budget.awareness.verdicts import HarnessVerdicts
 
 __all__ = ["BAGEN_BUDGETS", "SWE_TAGS", "load_bagen_dialogues", "read_bagen_list"]
@@ -67,23 +66,7 @@ _WORDS = re.compile(r"\w+|[^\w\s]")
 
 def read_bagen_list(path: Path) -> list[Any]:
     """The file's rollout list (a single object is a one-element list)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise RolloutFileError(f"{path}: no such BAGEN dialogue file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RolloutFileError(f"{path}: cannot read BAGEN dialogue file ({exc})") from None
-    if not text.strip():
-        raise RolloutFileError(f"{path}: empty file, no rollouts")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RolloutFileError(
-            f"{path}: not JSON (line {exc.lineno}: {exc.msg}); a BAGEN dialogue log is one "
-            "JSON list of rollouts (truncated file?)"
-        ) from None
-    except RecursionError:
-        raise RolloutFileError(f"{path}: JSON nested too deeply to read") from None
+    data = read_json_file(path, "BAGEN dialogue log (a JSON list of rollouts)")
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):

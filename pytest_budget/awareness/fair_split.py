@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
+from pytest_budget.awareness.subsample import contiguous_buckets
 
 __all__ = ["bagen_probes", "fair_split_random"]
 
@@ -46,15 +47,7 @@ def fair_split_random(
         rng.shuffle(groups[index])
     lengths = dict(turns)
     ordered = sorted(groups, key=lambda index: (lengths[index], index))
-    nb = min(bins, len(ordered))
-    size, extra = divmod(len(ordered), nb)
-    buckets: list[list[int]] = []
-    start = 0
-    for b in range(nb):
-        end = start + size + (1 if b < extra else 0)
-        buckets.append(sorted(ordered[start:end]))
-        start = end
-    buckets.sort(key=min)
+    buckets = sorted((sorted(b) for b in contiguous_buckets(ordered, bins)), key=min)
     for members in buckets:
         rng.shuffle(members)
     cursor = dict.fromkeys(groups, 0)

@@ -27,7 +27,6 @@ estimates can be scored under a new parser or metric version.  Plain Python: no 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pytest_budget.awareness.probes import Probe
-from pytest_budget.awareness.rollouts import RolloutFileError
+from pytest_budget.awareness.rollouts import RolloutFileError, read_json_file
 
 __all__ = [
     "LoggedAnswers",
@@ -78,23 +77,6 @@ class LoggedAnswers:
         raise MissingEstimate(
             f"not in the logged estimates: rollout {probe.rollout_id} turn {probe.k}"
         )
-
-
-def _load(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise RolloutFileError(f"{path}: no such logged-estimates file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RolloutFileError(f"{path}: cannot read logged estimates ({exc})") from None
-    if not text.strip():
-        raise RolloutFileError(f"{path}: empty file, no logged estimates")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RolloutFileError(
-            f"{path}: not JSON (line {exc.lineno}: {exc.msg}); truncated file?"
-        ) from None
 
 
 def _int(value: Any, where: str, name: str) -> int:
@@ -165,7 +147,7 @@ def read_logged_answers(paths: Iterable[str | os.PathLike[str]]) -> LoggedAnswer
     sources = []
     for raw_path in paths:
         path = Path(raw_path)
-        data = _load(path)
+        data = read_json_file(path, "logged estimates (BAGEN output or pytest-budget report)")
         if isinstance(data, dict) and "results" in data:
             _bagen(path, data, answers)
         elif isinstance(data, dict) and "cells" in data:

@@ -13,13 +13,12 @@ Plain Python: no pytest.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_budget.awareness.rollouts import RolloutFileError
+from pytest_budget.awareness.rollouts import RolloutFileError, read_json_file
 
 __all__ = ["ID_LISTS", "HarnessVerdicts", "read_harness_reports"]
 
@@ -63,21 +62,7 @@ def read_harness_reports(paths: Iterable[str | os.PathLike[str]]) -> HarnessVerd
     sources: list[str] = []
     for raw in paths:
         path = Path(raw)
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise RolloutFileError(f"{path}: no such SWE-bench harness report") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RolloutFileError(f"{path}: cannot read harness report ({exc})") from None
-        if not text.strip():
-            raise RolloutFileError(f"{path}: empty file, expected a SWE-bench harness report")
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise RolloutFileError(
-                f"{path}: not JSON (line {exc.lineno}: {exc.msg}); expected a SWE-bench "
-                "harness report"
-            ) from None
+        data = read_json_file(path, "SWE-bench harness report")
         if not isinstance(data, dict) or "resolved_ids" not in data:
             raise RolloutFileError(
                 f"{path}: not a SWE-bench harness report: expected a JSON object with "
