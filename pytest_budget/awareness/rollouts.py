@@ -41,6 +41,7 @@ __all__ = [
     "as_read_back",
     "read_json_file",
     "read_rollouts",
+    "read_text_file",
     "rollout_from_dict",
     "rollout_to_dict",
     "write_rollouts",
@@ -53,9 +54,9 @@ class RolloutFileError(ValueError):
     """A rollout file or record that cannot be read; the message is one line."""
 
 
-def read_json_file(path: Path, what: str) -> Any:
-    """The one JSON document in ``path`` (a log or report named ``what`` in the messages);
-    a missing, unreadable, empty or truncated file is a one-line :class:`RolloutFileError`."""
+def read_text_file(path: Path, what: str, empty: str | None = None) -> str:
+    """The text of ``path`` (a log named ``what`` in the messages); a missing, unreadable or
+    empty file is a one-line :class:`RolloutFileError` (``empty``: its wording)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -63,7 +64,13 @@ def read_json_file(path: Path, what: str) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise RolloutFileError(f"{path}: cannot read {what} ({exc})") from None
     if not text.strip():
-        raise RolloutFileError(f"{path}: empty file, expected {what}")
+        raise RolloutFileError(f"{path}: empty file, {empty or f'expected {what}'}")
+    return text
+
+
+def read_json_file(path: Path, what: str) -> Any:
+    """The one JSON document in ``path``; a truncated file is a one-line error too."""
+    text = read_text_file(path, what)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_budget.awareness.rollouts import RolloutFileError, Turn, _number
+from pytest_budget.awareness.rollouts import RolloutFileError, Turn, _number, read_text_file
 from pytest_budget.awareness.verdicts import HarnessVerdicts
 
 TrajectoryFormat = Literal["pytest-budget", "mini-swe-agent", "openai-chat", "bagen", "inspect"]
@@ -54,14 +54,7 @@ class _Record:
 
 def _read_records(path: Path) -> list[_Record]:
     """The file as one JSON object, else as JSON Lines of objects (blank lines skipped)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise RolloutFileError(f"{path}: no such trajectory file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RolloutFileError(f"{path}: cannot read trajectory file ({exc})") from None
-    if not text.strip():
-        raise RolloutFileError(f"{path}: empty file, no trajectories")
+    text = read_text_file(path, "trajectory file", "no trajectories")
     try:
         whole: Any = json.loads(text)
     except json.JSONDecodeError as exc:
