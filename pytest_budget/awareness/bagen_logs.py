@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_budget.awareness.rollouts import Rollout, RolloutFileError, Turn, read_json_file
+from pytest_budget.awareness.trajectory_formats import family_budget
 from pytest_budget.awareness.verdicts import HarnessVerdicts
 
 __all__ = ["BAGEN_BUDGETS", "SWE_TAGS", "load_bagen_dialogues", "read_bagen_list"]
@@ -372,8 +373,6 @@ def load_bagen_dialogues(
     ``budget`` replaces every environment's B; ``env`` relabels every rollout into one
     family; ``verdicts`` decide SWE rollouts by ``instance_id``.
     """
-    from pytest_budget.awareness.trajectories import family_budget
-
     prefix = len(paths) > 1
     raws: dict[Path, list[_Raw]] = {}
     for path in paths:

@@ -104,7 +104,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import statistics
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -127,6 +126,7 @@ from pytest_budget.awareness.trajectory_formats import (
     _Imported,
     _read_records,
     detect_format,
+    family_budget,
     family_label,
 )
 from pytest_budget.awareness.verdicts import HarnessVerdicts
@@ -151,17 +151,6 @@ __all__ = [
 ]
 
 # ------------------------------------------------------------------------ loading
-
-
-def family_budget(totals: Iterable[float]) -> float:
-    """A rollout family's token budget as BAGEN computes it (bagen.md §3.5, logs.md §1.6):
-    ``statistics.median`` of the totals, ``statistics.median_low`` when the median is not a
-    whole number (so 7,926.5 becomes the lower middle total, e.g. 7,836)."""
-    values = list(totals)
-    median = statistics.median(values)
-    if float(median).is_integer():
-        return float(median)
-    return float(statistics.median_low(values))
 
 
 def _as_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[Path]:

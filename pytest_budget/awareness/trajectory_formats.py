@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -463,3 +464,14 @@ def _import_record(
     if data.get("synthetic") is True or info.get("synthetic") is True:
         meta["synthetic"] = True
     return _Imported(rid, family_label(model), success, tuple(turns), meta)
+
+
+def family_budget(totals: Iterable[float]) -> float:
+    """A rollout family's token budget as BAGEN computes it (bagen.md §3.5, logs.md §1.6):
+    ``statistics.median`` of the totals, ``statistics.median_low`` when the median is not a
+    whole number (so 7,926.5 becomes the lower middle total, e.g. 7,836)."""
+    values = list(totals)
+    median = statistics.median(values)
+    if float(median).is_integer():
+        return float(median)
+    return float(statistics.median_low(values))
