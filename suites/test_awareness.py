@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from pytest_budget.awareness.bagen_logs import SWE_TAGS
 from pytest_budget.awareness.environments import WAREHOUSE_PRESETS, file_digest
 from pytest_budget.awareness.evaluate import run_awareness_cell, summarize_rollouts
+from pytest_budget.awareness.fair_split import bagen_probes
 from pytest_budget.awareness.floor import trivial_floor
 from pytest_budget.awareness.intervals import cell_summary
 from pytest_budget.awareness.options import AwarenessOptions
@@ -56,9 +58,20 @@ def _probes(rollouts: Sequence[Rollout]) -> list[tuple[Probe, ProbeTruth]] | Non
 
     Other rollouts are probed at every non-terminal turn (``None`` = all probes).
     """
-    if rollouts and all(r.meta.get("format") in CODING_FORMATS for r in rollouts):
+    if rollouts and all(_bagen_swe(r) for r in rollouts):
+        return bagen_probes(rollouts)  # BAGEN's own 512 (those its outputs answer)
+    if rollouts and all(_coding_log(r) for r in rollouts):
         return subsample_probes(rollouts)
     return None
+
+
+def _bagen_swe(rollout: Rollout) -> bool:
+    return rollout.meta.get("format") == "bagen" and rollout.meta.get("tag") in SWE_TAGS
+
+
+def _coding_log(rollout: Rollout) -> bool:
+    """An imported coding-agent log (mini-swe-agent, openai-chat)."""
+    return rollout.meta.get("format") in CODING_FORMATS
 
 
 def _rollout_digest(rollouts: Sequence[Rollout]) -> str:

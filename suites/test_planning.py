@@ -60,7 +60,12 @@ def _samples(outcome: Any, queries: Sequence[Query], options: BudgetOptions) -> 
 
     if not (options.report_path or options.html_path):
         return []  # only the JSON report and the HTML page show them: not built for nothing
-    return episode_samples(outcome.episodes, queries, scrubber(options_secrets(options)))
+    return episode_samples(
+        outcome.episodes,
+        queries,
+        scrubber(options_secrets(options)),
+        options.of(PlanningOptions).planning_reading,
+    )
 
 
 async def _run(

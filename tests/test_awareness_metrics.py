@@ -190,10 +190,12 @@ def test_ties_on_interval_bounds_progress_edges_and_the_linear_baseline() -> Non
     assert interval_score(probes) == pytest.approx(4.1 / 5)
     assert hit_rate(probes) == pytest.approx(3 / 5)  # impossible is a miss for the hit rate
     # a bound equal to R_k is a hit, so neither bin counts a miss
-    bins = miss_bins(probes)
+    bins = miss_bins(probes, 5)  # Search-R1's 5 bins (bagen.md §2.6)
     assert bins.n == (0, 1, 1, 0, 1)
     assert bins.optimistic == (None, 0.0, 0.0, None, 0.0)
     assert bins.conservative == (None, 0.0, 0.0, None, 0.0)
+    # BAGEN's default 10 left-closed bins: k/T = 0.2, 0.4, 0.8 -> bins 2, 4, 8
+    assert miss_bins(probes).n == (0, 0, 1, 0, 1, 0, 0, 0, 1, 0)
     # MRE: 10/50 = 0.2, 10/40 = 0.25, 0 -> P50 = 0.2
     assert midpoint_relative_error(probes)[0] == pytest.approx(0.2)
     # R_lin = (C_k/k) T - C_k: 40, 30, 12.5. Errors linear 10, 10, 2.5; agent 10, 10, 0.
@@ -228,7 +230,7 @@ def test_zero_remaining_scores_zero_except_in_the_rl_reward() -> None:
     assert hit_rate(probes) == 1.0
     # the RL reward gives full credit only for exactly [0, 0]
     assert rewards(probes).tolist() == [1.8, 0.0]
-    bins = miss_bins(probes)
+    bins = miss_bins(probes, 5)
     assert bins.n[2] == 2
     assert bins.conservative[2] == 0.0 and bins.optimistic[2] == 0.0
 
@@ -263,8 +265,12 @@ def test_miss_bins(table: ProbeTable) -> None:
     # interval probes of successful rollouts by k/T: a1 0.25 -> bin 1 (hit), b1 1/3 -> bin 1
     # (hi 10 < 30, optimistic), a2 0.5 -> bin 2 (hit), e1 0.5 -> bin 2 (lo 35 > 30,
     # conservative), b2 2/3 -> bin 3 (hit), d2 2/3 -> bin 3 (50 in [10, 60], hit)
-    bins = miss_bins(table)
+    bins = miss_bins(table, 5)
     assert bins.edges == pytest.approx((0.0, 0.2, 0.4, 0.6, 0.8, 1.0))
+    # BAGEN's 10 bins: 0.25 and 1/3 -> bin 2 and 3, 0.5 -> bin 5, 2/3 -> bin 6
+    ten = miss_bins(table)
+    assert len(ten.edges) == 11 and ten.n == (0, 0, 1, 1, 0, 2, 2, 0, 0, 0)
+    assert ten.optimistic[3] == 1.0 and ten.conservative[5] == 0.5
     assert bins.n == (0, 2, 2, 2, 0)
     assert bins.optimistic == (None, 0.5, 0.0, 0.0, None)
     assert bins.conservative == (None, 0.0, 0.5, 0.0, None)
@@ -349,7 +355,7 @@ def test_reward_from_text(text: str, remaining: float, feasible: bool, expected:
 
 
 def test_score_probes_names_and_values(table: ProbeTable) -> None:
-    scores = score_probes(table)
+    scores = score_probes(table, bins=5)
     assert scores["macro_f1_all"] == pytest.approx(48 / 91)
     assert scores["macro_f1_first"] == pytest.approx(3 / 7)
     assert scores["fail_f1"] == pytest.approx(2 / 7)
@@ -440,7 +446,7 @@ def test_multi_dimension_linear_baseline_and_misses_per_dimension() -> None:
         rec(1, (2, 100), IntervalMap((("t", Interval(4, 6)), ("c", Interval(100, 200))))),
         rec(2, (4, 150), IntervalMap((("t", Interval(1, 2)), ("c", Interval(120, 160))))),
     ]
-    s = per_dimension_scores(records, ["t", "c"])
+    s = per_dimension_scores(records, ["t", "c"], bins=5)
     assert s["linear_error_reduction_t"] == pytest.approx(-1.75)
     assert s["linear_error_reduction_c"] == pytest.approx(80.0)
     assert "linear_error_reduction" not in s  # weeks and dollars do not average

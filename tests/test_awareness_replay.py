@@ -316,8 +316,10 @@ def test_multi_dimension_cell_scores_each_dimension() -> None:
     assert (s["linear_win_rate_time_weeks"], s["linear_win_rate_cost"]) == (0.0, 0.5)
     assert s["linear_win_rate"] == 0.25
     assert s["linear_error_reduction"] is None
-    # cost [0, 100] covers at both k: no misses in bins 1 (k/T = 1/3) and 3 (2/3)
-    assert (s["optimistic_bin1_cost"], s["conservative_bin3_cost"]) == (0.0, 0.0)
+    # cost [0, 100] covers at both k: no misses in BAGEN's 10 bins, bins 3 (k/T = 1/3)
+    # and 6 (2/3); bin 1 is empty
+    assert (s["optimistic_bin3_cost"], s["conservative_bin6_cost"]) == (0.0, 0.0)
+    assert s["optimistic_bin1_cost"] is None and "optimistic_bin9_cost" in s
     assert list(outcome.notes) == ["linear_error_reduction"]
     single = _run([good], lambda p: "<answer>[1, 2]</answer>")
     assert single.scores["invalid_rate"] == 1.0
@@ -414,3 +416,36 @@ def test_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
     path = write_rollouts(tmp_path / "r.jsonl", [A])
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     assert read_rollouts(path) == [A]
+
+
+# ----------------------------------------------------------------------------- RL reward
+
+
+def test_cell_reward_reads_text_replies_with_bagens_rl_parser() -> None:
+    # bagen.md §1c/§2.9: the RL reward's parser is case-sensitive, never swaps a reversed
+    # interval, and wants [int, int] (or one integer); the scoring parser (§1a) accepts
+    # all of these, so they earn interval scores but no reward.
+    # One feasible rollout: usage 100, 200, 300 under cap 700 -> R_1 = 500, R_2 = 300.
+    rollout = _rollout("r", [100, 200, 300], True)
+    replies = {
+        1: "<answer>[600, 400]</answer>",  # reversed: §1a swaps to [400, 600], covers 500
+        2: "<ANSWER>[200, 400]</ANSWER>",  # capitalised tag: §1c finds no tag
+    }
+
+    def reversed_and_capitalised(probe: Any) -> str:
+        return replies[probe.k]
+
+    outcome = _run([rollout], reversed_and_capitalised)
+    assert outcome.scores["hit_rate"] == 1.0  # the scoring parser reads both
+    assert outcome.scores["reward"] == 0.0
+    # The same answers written as BAGEN's RL parser wants them: 1.8 (1 - 200/500) and
+    # 1.8 (1 - 200/300); mean 0.66.
+    fixed = {1: "<answer>[400, 600]</answer>", 2: "<answer>[200, 400]</answer>"}
+    good = _run([rollout], lambda probe: fixed[probe.k])
+    assert good.scores["reward"] == pytest.approx((1.8 * 0.6 + 1.8 / 3) / 2)
+    # Estimate objects (no text) keep the structured reward.
+    objects = _run([rollout], lambda probe: Interval(*map(int, fixed[probe.k][9:-10].split(","))))
+    assert objects.scores["reward"] == pytest.approx(good.scores["reward"])
+    # Prose range and three numbers: 0 in the RL reward.
+    prose = {1: "<answer>400-600 tokens</answer>", 2: "<answer>[200, 300, 400]</answer>"}
+    assert _run([rollout], lambda probe: prose[probe.k]).scores["reward"] == 0.0

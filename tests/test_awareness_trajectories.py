@@ -20,6 +20,7 @@ from pytest_budget.awareness.trajectories import (
     bundled_swe_path,
     bundled_swe_rollouts,
     detect_format,
+    family_budget,
     family_label,
     load_trajectories,
     synthesize_swe_trajectories,
@@ -258,6 +259,21 @@ def test_family_median_budget_and_overrides(tmp_path: Path) -> None:
     capped = load_trajectories([path], budget=300)
     assert {r.budget["tokens"] for r in capped} == {300.0}
     assert capped[0].meta["budget_rule"] == "given"
+
+
+def test_family_budget_is_bagens_median_low_when_not_whole(tmp_path: Path) -> None:
+    # bagen.md §3.5 / logs.md §1.6: statistics.median, median_low if not a whole number.
+    # Middle totals 7,836 and 8,017: the mean 7,926.5 is not whole, so 7,836.
+    totals = {"a": 5000, "b": 7836, "c": 8017, "d": 9000}
+    records = [
+        _mini([_usage(total - 10, 10)], instance_id=rid, model="gpt-5.2")
+        for rid, total in totals.items()
+    ]
+    path = _write_jsonl(tmp_path / "runs.traj.jsonl", records)
+    assert {r.budget["tokens"] for r in load_trajectories([path])} == {7836.0}
+    assert family_budget([1, 2, 4, 6]) == 3.0  # (2 + 4) / 2 is whole: kept
+    assert family_budget([1, 2, 3]) == 2.0
+    assert family_budget([10, 11]) == 10.0
 
 
 def test_family_label() -> None:

@@ -513,6 +513,12 @@ COMMANDS = list(dict.fromkeys(documented_commands()))
 #: Stand-ins for a user's own files that the docs name (their format, our content).
 STAND_INS = {"--budget-rollouts": "rollouts_example.jsonl", "--budget-pool": "pool_example.jsonl",
              "--budget-queries": "queries_example.json"}  # fmt: skip
+# Files in the published log formats (tests/data/logs/README.md) for the flags that read them.
+LOG_DATA = Path(__file__).parent / "data" / "logs"
+LOG_STAND_INS = {
+    "--budget-swe-report": LOG_DATA / "openai__gpt-5.2.gpt52_instant.json",
+    "--budget-logged-estimates": LOG_DATA / "sokoban_api_eval_estimation.json",
+}
 
 
 def prepare(pytester: pytest.Pytester, args: list[str]) -> None:
@@ -523,6 +529,8 @@ def prepare(pytester: pytest.Pytester, args: list[str]) -> None:
         if flag in STAND_INS and not (pytester.path / value).exists():
             (pytester.path / value).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(EXAMPLES / STAND_INS[flag], pytester.path / value)
+        if flag in LOG_STAND_INS and not (pytester.path / value).exists():
+            shutil.copy(LOG_STAND_INS[flag], pytester.path / value)
 
 
 def test_documented_commands_are_found() -> None:

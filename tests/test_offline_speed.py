@@ -49,7 +49,7 @@ def _fresh_tools(env: TravelEnv) -> list[dict[str, Any]]:
 def test_tool_specs_follow_cost_changes_and_removals() -> None:
     env = TravelEnv("dining", 3, "<Query00007>")
     before = env.tools
-    env.reseed_costs(1234)
+    env.reseed_costs(query_seed("<Query00007>", 1234))
     after = env.tools
     assert after != before
     assert after == _fresh_tools(TravelEnv("dining", 3, "<Query00007>", seed=1234))

@@ -114,7 +114,10 @@ def test_removal_removes_the_lower_bound_length_from_the_original_set() -> None:
 def test_cost_change_regenerates_every_cost_from_the_drawn_seed() -> None:
     (new_seed,) = block_plan(QUERY, "cost_change", 1, 2)
     record = run(QUERY, 2, "cost_change", 1, OracleToolAgent(), pool=QUERIES)
-    fresh = TravelEnv("dining", 2, QUERY.query_id, seed=int(new_seed))  # type: ignore[call-overload]
+    # The drawn seed is the query's own cost seed (fact sheet §2.4), not a global seed.
+    fresh = TravelEnv("dining", 2, QUERY.query_id)
+    fresh.reseed_costs(int(new_seed))  # type: ignore[call-overload]
+    assert fresh.costs != TravelEnv("dining", 2, QUERY.query_id, seed=int(new_seed)).costs  # type: ignore[call-overload]
     first, second = record.segments
     # The second segment is solved under the new costs, from the snapshot.
     assert sum(fresh.costs[n] for n in second.optimal_paths[0]) == pytest.approx(
@@ -284,7 +287,8 @@ def test_greedy_cost_change_at_turn_1_switches_to_the_new_costs() -> None:
     (new_seed,) = block_plan(query, "cost_change", 1, 0, pool=LOCATIONS)
     record = blocked(query, 0, L0_COSTS, "cost_change", 1)
     assert record.block_steps == (1,)
-    new = TravelEnv("location", 0, query.query_id, seed=int(new_seed))  # type: ignore[call-overload]
+    new = TravelEnv("location", 0, query.query_id)
+    new.reseed_costs(int(new_seed))  # type: ignore[call-overload]
     # Step 1 PS at the old 30; then only Select consumes the raw set, at its new cost.
     path, cost, reached = greedy_of(record)
     assert (path, reached) == ((PS, SEL), True)

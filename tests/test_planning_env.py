@@ -23,6 +23,7 @@ from pytest_budget.planning import (
     build_tools,
     expected_answer,
 )
+from pytest_budget.planning.costs import query_seed
 from pytest_budget.planning.env import fill_arguments, id_kind
 from pytest_budget.planning.records import Query
 
@@ -677,12 +678,38 @@ def test_remove_composites_replaces_previous_removal() -> None:
         env.remove_composites(1)
 
 
-def test_reseed_costs_matches_a_fresh_instance() -> None:
+def test_reseed_costs_uses_the_seed_as_the_query_cost_seed() -> None:
+    # A global seed g gives the query its own cost seed query_seed(id, g); reseeding with
+    # that cost seed must give exactly the instance built with seed=g.
     env = TravelEnv("shopping", 2, "<Query00004>")
-    env.reseed_costs(1234)
+    env.reseed_costs(query_seed("<Query00004>", 1234))
     fresh = TravelEnv("shopping", 2, "<Query00004>", seed=1234)
-    assert env.costs == fresh.costs and env.global_seed == 1234
+    assert env.costs == fresh.costs and env.seed_q == fresh.seed_q
     assert env.optimal_paths() == fresh.optimal_paths()
+
+
+def test_cost_change_prices_by_hand_from_the_fact_sheet() -> None:
+    # costbench.md §2.1/§2.4/§5.2, Query00001 at L=2, block 0: base_seed = stable("42:<id>")
+    # = 815343802, the drawn seed Random(base_seed).choice(range(1, 10000)), and the atomic
+    # costs a Random(that seed) stream walked over the registry's atomic tools, each
+    # round(uniform(15, 25), 2).  The seed is used as seed_q itself, not hashed again.
+    base = int.from_bytes(hashlib.sha256(b"42:<Query00001>").digest(), "big") % (2**31 - 1)
+    assert base == 815343802
+    drawn = random.Random(base).choice(list(range(1, 10000)))
+    rng = random.Random(drawn)
+    # Registry order of the L=2 atomics: 6 Decide, per task Search + Step1..2, 6 Select.
+    tasks = ("Location", "Transportation", "Accommodation", "Attraction", "Dining", "Shopping")
+    order = [f"Decide_{t}_Preference" for t in tasks]
+    for t in tasks:
+        order += [f"Search_{t}_Candidates", f"{t}_Refinement_Step1", f"{t}_Refinement_Step2"]
+    order += [f"Select_Final_{t}" for t in tasks]
+    by_hand = {name: round(rng.uniform(15, 25), 2) for name in order}
+    env = TravelEnv("location", 2, "<Query00001>")
+    assert env.costs["Decide_Location_Preference"] == 23.23  # §5.2 check value, before
+    env.reseed_costs(drawn)
+    mine = {name: cost for name, cost in by_hand.items() if "Location" in name}
+    assert len(mine) == 5 and {name: env.costs[name] for name in mine} == mine
+    assert env.seed_q == drawn
 
 
 def test_reset_forgets_state() -> None:

@@ -27,10 +27,12 @@ from pytest_budget.awareness.answers import (
     parse_estimate,
 )
 from pytest_budget.awareness.metrics import (
+    MISS_BINS,
     MultiProbeRecord,
     ProbeRecord,
     ProbeTable,
     late_recognition_curve,
+    miss_bin_count,
     per_dimension_scores,
     progress_curves,
     project_dimension,
@@ -52,6 +54,7 @@ __all__ = [
     "PARSE_POLICIES",
     "AwarenessOutcome",
     "ProbeResult",
+    "cell_miss_bins",
     "parse_answer",
     "result_curves",
     "result_notes",
@@ -75,6 +78,9 @@ class ProbeResult:
     error: str | None = None
     #: The estimator's reply as text (for the report's samples); None when it raised.
     raw: str | None = None
+    #: Whether ``raw`` is the reply itself (text), not a preview of an object: the RL
+    #: reward then reads it with BAGEN's RL parser.
+    raw_is_reply: bool = False
 
 
 @dataclass
@@ -206,6 +212,7 @@ def answered_records(results: Sequence[ProbeResult]) -> list[MultiProbeRecord]:
                 truth.success,
                 truth.feasible,
                 result.estimate,
+                result.raw if result.raw_is_reply else None,
             )
         )
     return out
@@ -246,11 +253,18 @@ def score_results(
     included), the denominator of ``failed_stopped_share`` (BAGEN §2.8).
     """
     multi, by_dim = tables or _tables(results, dimensions)
-    scores = score_probes(by_dim[dimensions[0]], all_failed_rollouts=all_failed_rollouts)
+    bins = cell_miss_bins(results)
+    scores = score_probes(by_dim[dimensions[0]], bins=bins, all_failed_rollouts=all_failed_rollouts)
     if len(dimensions) > 1:
-        scores.update(per_dimension_scores(multi, dimensions))
+        scores.update(per_dimension_scores(multi, dimensions, bins=bins))
         scores["linear_error_reduction"] = None
     return scores
+
+
+def cell_miss_bins(results: Sequence[ProbeResult]) -> int:
+    """The miss-bin count of a cell, from its environment label (BAGEN §2.6: 10, 5 for
+    Search-R1; :func:`~pytest_budget.awareness.metrics.miss_bin_count`)."""
+    return miss_bin_count(results[0].probe.env) if results else MISS_BINS
 
 
 def single_dimension_records(multi: Sequence[MultiProbeRecord], dim: str) -> list[ProbeRecord]:
@@ -259,7 +273,7 @@ def single_dimension_records(multi: Sequence[MultiProbeRecord], dim: str) -> lis
     return [
         ProbeRecord(
             r.rollout_id, r.k, r.T, r.used[dim], r.total[dim], r.budget[dim], r.success,
-            r.feasible, r.estimate,
+            r.feasible, r.estimate, r.reply,
         )
         for r in multi
     ]  # fmt: skip
@@ -340,6 +354,9 @@ async def run_awareness_cell(
     bind = getattr(estimator, "with_ground_truth", None)
     if callable(bind):
         estimator = bind({(p.rollout_id, p.k): t for p, t in probes})
+    bind_rollouts = getattr(estimator, "with_rollouts", None)
+    if callable(bind_rollouts):  # the logged estimator keys answers by the rollouts' meta
+        estimator = bind_rollouts({r.id: r.meta for r in rollouts})
     results: list[ProbeResult | None] = [None] * len(probes)
 
     async def ask(index: int) -> None:
@@ -354,8 +371,11 @@ async def run_awareness_cell(
         except AgentError as exc:
             results[index] = ProbeResult(probe, truth, None, exc.reason)
             return
-        raw = reply if isinstance(reply, str) else safe_repr(reply)
-        results[index] = ProbeResult(probe, truth, _read_answer(reply, dimensions, policy), raw=raw)
+        text = isinstance(reply, str)
+        raw = reply if text else safe_repr(reply)
+        results[index] = ProbeResult(
+            probe, truth, _read_answer(reply, dimensions, policy), raw=raw, raw_is_reply=text
+        )
 
     await for_each_bounded(len(probes), ask, limiter)
     done = [r for r in results if r is not None]
@@ -385,13 +405,22 @@ async def run_awareness_cell(
     return outcome
 
 
+#: ``meta["success_rule"]`` of a coding-agent log whose success is its exit status only.
+SUBMITTED_RULE = "exit_status == 'Submitted'"
+
+
 def summarize_rollouts(rollouts: Sequence[Rollout]) -> Mapping[str, float | int]:
     """Counts that describe a rollout set (for the report, not for gating)."""
     n = len(rollouts)
     feasible = sum(r.feasible for r in rollouts)
-    return {
+    out: dict[str, float | int] = {
         "rollouts": n,
         "succeeded": sum(r.success for r in rollouts),
         "feasible": feasible,
         "mean_turns": round(sum(r.T for r in rollouts) / n, 3) if n else 0,
     }
+    # Coding-agent logs whose outcome is only the agent's own "Submitted": no verdict.
+    unverified = sum(r.meta.get("success_rule") == SUBMITTED_RULE for r in rollouts)
+    if unverified:
+        out["success_unverified"] = unverified
+    return out

@@ -25,6 +25,7 @@ from pytest_budget.awareness.evaluate import (
     AwarenessOutcome,
     ProbeResult,
     answered_records,
+    cell_miss_bins,
     single_dimension_records,
 )
 from pytest_budget.awareness.metrics import (
@@ -53,14 +54,17 @@ __all__ = ["UNIT", "cell_summary", "probe_correct", "resampled_scores", "rollout
 
 #: The resampling unit named in an awareness cell's ``ci_meta``.
 UNIT = "rollout"
-#: Progress bins of the miss scores (as :func:`~pytest_budget.awareness.metrics.miss_bins`).
-_BINS = 5
-#: Unit-free per-dimension scores whose mean over dimensions is reported (as
-#: :func:`~pytest_budget.awareness.metrics.per_dimension_scores`).
-_MEANED = (
-    "interval_score", "hit_rate", "mre_p50", "mre_p90", "reward", "linear_win_rate",
-    *(f"{side}_bin{i}" for i in range(_BINS) for side in ("optimistic", "conservative")),
-)  # fmt: skip
+
+
+def _meaned(bins: int) -> tuple[str, ...]:
+    """Unit-free per-dimension scores whose mean over dimensions is reported (as
+    :func:`~pytest_budget.awareness.metrics.per_dimension_scores`)."""
+    return (
+        "interval_score", "hit_rate", "mre_p50", "mre_p90", "reward", "linear_win_rate",
+        *(f"{side}_bin{i}" for i in range(bins) for side in ("optimistic", "conservative")),
+    )  # fmt: skip
+
+
 #: Largest (resamples x probes) block held at once by the weighted percentiles.
 _BLOCK = 4_000_000
 
@@ -127,7 +131,7 @@ def _f1(w: _Weighted, truth: BoolArray, pred: BoolArray) -> FloatArray:
     return out
 
 
-def _interval_family(w: _Weighted) -> ResampleMatrix:
+def _interval_family(w: _Weighted, bins: int) -> ResampleMatrix:
     """Scores that depend on the interval answers (per dimension in Warehouse)."""
     t = w.t
     r = t.remaining
@@ -157,12 +161,12 @@ def _interval_family(w: _Weighted) -> ResampleMatrix:
     out["linear_error_reduction"] = _ratio(w.total(np.where(paired, linear - agent, 0.0)), n_paired)
     out["linear_win_rate"] = _ratio(w.total(wins), n_paired)
     progress = t.k / np.maximum(t.T, 1)
-    idx = np.clip((progress * _BINS).astype(np.int64), 0, _BINS - 1)
+    idx = np.clip((progress * bins).astype(np.int64), 0, bins - 1)
     with np.errstate(invalid="ignore"):
         low = t.hi < r
         high = t.lo > r
     miss_population = succeeded & answered
-    for i in range(_BINS):
+    for i in range(bins):
         in_bin = miss_population & (idx == i)
         n_bin = w.total(in_bin)
         out[f"optimistic_bin{i}"] = _ratio(w.total(in_bin & low), n_bin)
@@ -209,7 +213,7 @@ def _per_unit(w: _Weighted) -> dict[str, FloatArray]:
     }
 
 
-def _all_scores(w: _Weighted) -> ResampleMatrix:
+def _all_scores(w: _Weighted, bins: int) -> ResampleMatrix:
     """Every key of :func:`~pytest_budget.awareness.metrics.score_probes`."""
     t = w.t
     feasible = t.feasible
@@ -240,7 +244,7 @@ def _all_scores(w: _Weighted) -> ResampleMatrix:
         "failed_rollouts": failed,
         "failed_stopped_share": _ratio(stopped, failed),
     }
-    out.update(_interval_family(w))
+    out.update(_interval_family(w, bins))
     return out
 
 
@@ -265,6 +269,7 @@ def resampled_scores(
             errors[index[result.probe.rollout_id]] += 1
     answered = [r for r in results if r.estimate is not None]
     multi = answered_records(answered)
+    bins = cell_miss_bins(results)
 
     def weighted(records: Sequence[ProbeRecord]) -> _Weighted:
         t = ProbeTable.from_records(records)
@@ -273,18 +278,18 @@ def resampled_scores(
         return _Weighted(t, unit, weights, len(units))
 
     if len(dimensions) == 1:
-        out = _all_scores(weighted(single_dimension_records(multi, dimensions[0])))
+        out = _all_scores(weighted(single_dimension_records(multi, dimensions[0])), bins)
     else:
-        out = _all_scores(weighted(project_dimension(multi, dimensions[0])))
-        for name in _MEANED:
+        out = _all_scores(weighted(project_dimension(multi, dimensions[0])), bins)
+        for name in _meaned(bins):
             out.pop(name, None)
         per_dim: dict[str, ResampleMatrix] = {}
         for dim in dimensions:
-            scores = _interval_family(weighted(project_dimension(multi, dim)))
+            scores = _interval_family(weighted(project_dimension(multi, dim)), bins)
             per_dim[dim] = scores
             for name, values in scores.items():
                 out[f"{name}_{dim}"] = values
-        for name in _MEANED:
+        for name in _meaned(bins):
             stack = np.stack([per_dim[dim][name] for dim in dimensions])
             defined = np.isfinite(stack)
             with np.errstate(invalid="ignore", divide="ignore"):

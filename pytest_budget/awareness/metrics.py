@@ -52,6 +52,7 @@ from pytest_budget.awareness.metrics_probes import (
     KIND_IMPOSSIBLE,
     KIND_INTERVAL,
     KIND_INVALID,
+    MISS_BINS,
     ClassF1,
     FloatArray,
     IntArray,
@@ -69,6 +70,7 @@ from pytest_budget.awareness.metrics_probes import (
     invalid_rate,
     macro_f1,
     midpoint_relative_error,
+    miss_bin_count,
     miss_bins,
 )
 from pytest_budget.awareness.metrics_rollouts import (
@@ -90,6 +92,7 @@ __all__ = [
     "KIND_IMPOSSIBLE",
     "KIND_INTERVAL",
     "KIND_INVALID",
+    "MISS_BINS",
     "ClassF1",
     "EarlyStop",
     "LateRecognition",
@@ -113,6 +116,7 @@ __all__ = [
     "linear_extrapolation",
     "macro_f1",
     "midpoint_relative_error",
+    "miss_bin_count",
     "miss_bins",
     "per_dimension_scores",
     "progress_curves",
@@ -128,7 +132,7 @@ __all__ = [
 
 
 def score_probes(
-    probes: Probes, *, bins: int = 5, all_failed_rollouts: int | None = None
+    probes: Probes, *, bins: int = MISS_BINS, all_failed_rollouts: int | None = None
 ) -> dict[str, float | int | None]:
     """Every scalar metric under the names used in the JSON report.
 
@@ -221,6 +225,8 @@ class MultiProbeRecord:
     success: bool
     feasible: bool
     estimate: Estimate
+    #: The reply when it was text (single-dimension RL reward; see ``ProbeRecord.reply``).
+    reply: str | None = None
 
 
 def project_dimension(records: Sequence[MultiProbeRecord], dim: str) -> list[ProbeRecord]:
@@ -281,7 +287,7 @@ def _per_dimension_names(bins: int) -> tuple[str, ...]:
 
 
 def per_dimension_scores(
-    records: Sequence[MultiProbeRecord], dimensions: Sequence[str], *, bins: int = 5
+    records: Sequence[MultiProbeRecord], dimensions: Sequence[str], *, bins: int = MISS_BINS
 ) -> dict[str, float | None]:
     """Coverage, tightness, misses and the linear baseline scored per dimension.
 

@@ -16,6 +16,8 @@ from pytest_budget.awareness.answers import (
     Impossible,
     Interval,
     IntervalMap,
+    RLInterval,
+    parse_rl,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -28,6 +30,16 @@ KIND_INVALID = 2
 
 REWARD_COVERED = 1.8
 REWARD_IMPOSSIBLE = 0.2
+
+#: Progress bins of the optimistic/conservative miss shares as BAGEN's code draws them
+#: (bagen.md §2.6): 10 left-closed bins of k/T, 5 for Search-R1.
+MISS_BINS = 10
+MISS_BINS_SEARCH = 5
+
+
+def miss_bin_count(env: str) -> int:
+    """BAGEN's miss-bin count for an environment label: 5 for search (Search-R1), else 10."""
+    return MISS_BINS_SEARCH if env.startswith("search") else MISS_BINS
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +55,28 @@ class ProbeRecord:
     success: bool
     feasible: bool
     estimate: Estimate
+    #: The estimator's reply when it was text: the RL reward reads it with BAGEN's RL
+    #: parser (§1c); None for estimate objects (their reward comes from ``estimate``).
+    reply: str | None = None
+
+
+def rl_reward_of_text(text: str, remaining: float, feasible: bool) -> float:
+    """BAGEN's RL reward of one raw reply (bagen.md §2.9), read with the RL parser (§1c).
+
+    Invalid -> 0.  Truly impossible: 0.2 for ``impossible``, else 0.  Truly possible:
+    ``impossible``, a scalar or a reversed interval -> 0; r = 0 -> 1.8 only for [0, 0];
+    lo <= r <= hi -> 1.8 * max(0, 1 - (hi - lo)/r); not covered -> 0.
+    """
+    est = parse_rl(text)
+    if not feasible:
+        return REWARD_IMPOSSIBLE if isinstance(est, Impossible) else 0.0
+    if not isinstance(est, RLInterval) or est.lo > est.hi:
+        return 0.0
+    if remaining == 0:
+        return REWARD_COVERED if est.lo == 0 and est.hi == 0 else 0.0
+    if not est.lo <= remaining <= est.hi:
+        return 0.0
+    return REWARD_COVERED * max(0.0, 1.0 - (est.hi - est.lo) / remaining)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +95,8 @@ class ProbeTable:
     lo: FloatArray
     hi: FloatArray
     rollout_ids: tuple[str, ...]
+    #: RL reward of text replies (NaN for estimate objects): see :func:`rl_reward_of_text`.
+    rl_reward: FloatArray
 
     @classmethod
     def from_records(cls, records: Sequence[ProbeRecord]) -> ProbeTable:
@@ -100,6 +136,15 @@ class ProbeTable:
             lo=np.array(los, dtype=np.float64),
             hi=np.array(his, dtype=np.float64),
             rollout_ids=tuple(str(i) for i in ids),
+            rl_reward=np.array(
+                [
+                    np.nan
+                    if r.reply is None
+                    else rl_reward_of_text(r.reply, r.total - r.used, r.feasible)
+                    for r in records
+                ],
+                dtype=np.float64,
+            ).reshape(-1),
         )
 
     def __len__(self) -> int:
@@ -128,6 +173,7 @@ class ProbeTable:
             lo=self.lo[mask],
             hi=self.hi[mask],
             rollout_ids=self.rollout_ids,
+            rl_reward=self.rl_reward[mask],
         )
 
     def first_turn_mask(self) -> BoolArray:
@@ -296,7 +342,7 @@ class MissBins:
     conservative: tuple[float | None, ...]
 
 
-def miss_bins(probes: Probes, bins: int = 5) -> MissBins:
+def miss_bins(probes: Probes, bins: int = MISS_BINS) -> MissBins:
     """Optimistic vs conservative misses by rollout progress (§2.6): the population is the
     probes of successful rollouts answered with an interval; optimistic = hi < R_k,
     conservative = lo > R_k."""

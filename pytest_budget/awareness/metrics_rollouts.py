@@ -9,11 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_budget.awareness.answers import (
-    Impossible,
-    RLInterval,
-    parse_rl,
-)
 from pytest_budget.awareness.metrics_probes import (
     KIND_IMPOSSIBLE,
     KIND_INTERVAL,
@@ -26,6 +21,7 @@ from pytest_budget.awareness.metrics_probes import (
     _coverage_and_tightness,
     _mean,
     _table,
+    rl_reward_of_text,
 )
 
 # --------------------------------------------------------------------------- early failure
@@ -179,21 +175,25 @@ def linear_baseline(probes: Probes) -> LinearBaseline:
 
 
 def rewards(probes: Probes) -> FloatArray:
-    """BAGEN's RL reward per probe.
+    """BAGEN's RL reward per probe (bagen.md §2.9).
 
-    Feasible probe: 1.8 * max(0, 1 - (H - L)/r) when the interval covers r (r = 0: only
-    [0, 0], reward 1.8), else 0. Infeasible probe: 0.2 for ``impossible``, else 0. Invalid
-    answers score 0; to score a reversed interval as malformed, as the RL reward does,
-    parse with ``reversed_policy="invalid"`` (or use :func:`reward_from_text`).
+    A probe answered in text is scored from that text with BAGEN's RL parser (§1c,
+    :func:`reward_from_text`): a capitalised tag, a reversed interval, a prose range or
+    three numbers earn nothing there, whatever the scoring parser read.  A probe answered
+    with an estimate object: feasible, 1.8 * max(0, 1 - (H - L)/r) when the interval covers
+    r (r = 0: only [0, 0], reward 1.8), else 0; infeasible, 0.2 for ``impossible``, else 0;
+    invalid answers score 0.
     """
     t = _table(probes)
     _, tight = _coverage_and_tightness(t.lo, t.hi, t.remaining, t.kind == KIND_INTERVAL)
     feasible_part = REWARD_COVERED * tight
-    return np.where(
+    structured = np.where(
         t.feasible,
         feasible_part,
         np.where(t.kind == KIND_IMPOSSIBLE, REWARD_IMPOSSIBLE, 0.0),
     )
+    out: FloatArray = np.where(np.isnan(t.rl_reward), structured, t.rl_reward)
+    return out
 
 
 def reward(probes: Probes) -> float | None:
@@ -209,12 +209,4 @@ def reward_from_text(text: str, remaining: float, feasible: bool) -> float:
     ``impossible``, a scalar or a reversed interval -> 0; r = 0 -> 1.8 only for [0, 0];
     lo <= r <= hi -> 1.8 * max(0, 1 - (hi - lo)/r); not covered -> 0.
     """
-    est = parse_rl(text)
-    if not feasible:
-        return REWARD_IMPOSSIBLE if isinstance(est, Impossible) else 0.0
-    if not isinstance(est, RLInterval) or est.lo > est.hi:
-        return 0.0
-    r = np.array([remaining], dtype=np.float64)
-    lo, hi = np.array([float(est.lo)]), np.array([float(est.hi)])
-    _, score = _coverage_and_tightness(lo, hi, r, np.array([True]))
-    return float(REWARD_COVERED * score[0])
+    return rl_reward_of_text(text, remaining, feasible)

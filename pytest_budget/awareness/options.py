@@ -33,14 +33,15 @@ AWARENESS_ENVS: tuple[str, ...] = (
 #: scheme, whose time cap leaks the label).
 EXTRA_AWARENESS_ENVS: tuple[str, ...] = ("warehouse-paper",)
 #: ``--budget-rollout-format``: how ``--budget-rollouts`` files are read.
-ROLLOUT_FORMATS = ("auto", "pytest-budget", "mini-swe-agent", "openai-chat")
+ROLLOUT_FORMATS = ("auto", "pytest-budget", "mini-swe-agent", "openai-chat", "bagen", "inspect")
 #: Which parser reads awareness answers: ``bagen`` is BAGEN's public parser, ``strict`` the
 #: stricter reading (see ``awareness/answers.py``).
 PARSE_MODES = ("bagen", "strict")
 DESTS = (
     "budget_env", "budget_rollouts", "budget_rollout_count", "budget_rollout_format",
     "budget_rollout_env", "budget_rollout_missing_usage", "budget_rollout_cap",
-    "budget_search_url", "budget_warehouse_demand", "budget_parse",
+    "budget_search_url", "budget_warehouse_demand", "budget_parse", "budget_swe_report",
+    "budget_logged_estimates",
 )  # fmt: skip
 LIST_DESTS = ("budget_env",)
 
@@ -58,6 +59,8 @@ class AwarenessOptions:
     rollout_env: str | None = None
     missing_usage: str = "error"
     rollout_cap: float | None = None
+    swe_reports: tuple[str, ...] = ()
+    logged_estimates: tuple[str, ...] = ()
     search_url: str | None = None
     awareness_mode: str = "replay"
     online_protocols: tuple[str, ...] = ("single",)
@@ -90,7 +93,21 @@ def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
     add(
         "--budget-rollout-format",
         help="awareness: format of --budget-rollouts files: auto (default), pytest-budget, "
-        "mini-swe-agent, openai-chat",
+        "mini-swe-agent, openai-chat, bagen (BAGEN's dialogue logs), inspect (inspect_ai logs)",
+    )
+    add(
+        "--budget-swe-report",
+        action="append",
+        metavar="PATH",
+        help="awareness: a SWE-bench harness report (resolved_ids) deciding which imported "
+        "coding-agent logs succeeded (repeatable)",
+    )
+    add(
+        "--budget-logged-estimates",
+        action="append",
+        metavar="PATH",
+        help="awareness: answers already logged (BAGEN's estimation output or a pytest-budget "
+        "JSON report), replayed by the 'logged' estimator without calling a model (repeatable)",
     )
     add(
         "--budget-rollout-env",
@@ -197,6 +214,18 @@ def parse_options(read: OptionReader) -> AwarenessOptions:
             "first assistant call without usage) or skip (drop such turns and count them)"
         )
     rollout_cap = _rollout_cap(get("budget_rollout_cap"))
+    swe_reports = read.input_files(
+        "budget_swe_report", "give the SWE-bench harness report (<model>.<run_id>.json)"
+    )
+    if swe_reports and not rollouts:
+        raise OptionError(
+            "--budget-swe-report: verdicts apply to imported logs; give them with "
+            "--budget-rollouts=PATH"
+        )
+    logged_estimates = read.input_files(
+        "budget_logged_estimates",
+        "give BAGEN's estimation output (<run>.json) or a pytest-budget --budget-report file",
+    )
     search_url = get("budget_search_url")
     if search_url and not str(search_url).startswith(("http://", "https://")):
         raise OptionError(
@@ -227,6 +256,8 @@ def parse_options(read: OptionReader) -> AwarenessOptions:
         rollout_env=(get("budget_rollout_env") or None),
         missing_usage=missing_usage,
         rollout_cap=rollout_cap,
+        swe_reports=swe_reports,
+        logged_estimates=logged_estimates,
         search_url=str(search_url).rstrip("/") if search_url else None,
         **online,
     )

@@ -48,6 +48,13 @@ class AwarenessCellRecord(CellRecord):
             "succeeded": {"type": "integer", "minimum": 0},
             "feasible": {"type": "integer", "minimum": 0},
             "mean_turns": {"type": "number", "minimum": 0},
+            "success_unverified": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Imported coding-agent logs whose success is only the "
+                "agent's exit status 'Submitted' (no SWE-bench harness verdict, "
+                "--budget-swe-report); absent when none.",
+            },
         },
     )
     trivial_floor: dict[str, Any] | None = describe(

@@ -39,7 +39,9 @@ __all__ = [
     "Turn",
     "actor_reply",
     "as_read_back",
+    "read_json_file",
     "read_rollouts",
+    "read_text_file",
     "rollout_from_dict",
     "rollout_to_dict",
     "write_rollouts",
@@ -50,6 +52,33 @@ ROLLOUT_SCHEMA_VERSION = 1
 
 class RolloutFileError(ValueError):
     """A rollout file or record that cannot be read; the message is one line."""
+
+
+def read_text_file(path: Path, what: str, empty: str | None = None) -> str:
+    """The text of ``path`` (a log named ``what`` in the messages); a missing, unreadable or
+    empty file is a one-line :class:`RolloutFileError` (``empty``: its wording)."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise RolloutFileError(f"{path}: no such {what}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RolloutFileError(f"{path}: cannot read {what} ({exc})") from None
+    if not text.strip():
+        raise RolloutFileError(f"{path}: empty file, {empty or f'expected {what}'}")
+    return text
+
+
+def read_json_file(path: Path, what: str) -> Any:
+    """The one JSON document in ``path``; a truncated file is a one-line error too."""
+    text = read_text_file(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RolloutFileError(
+            f"{path}: not JSON (line {exc.lineno}: {exc.msg}); expected {what} (truncated file?)"
+        ) from None
+    except RecursionError:
+        raise RolloutFileError(f"{path}: JSON nested too deeply to read") from None
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ result depends on the set of rollouts, never on their input order.  Plain Python
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -40,9 +41,12 @@ __all__ = [
     "DEFAULT_BUCKETS",
     "DEFAULT_MAX_PROBES",
     "DEFAULT_SEED",
+    "contiguous_buckets",
     "length_buckets",
     "subsample_probes",
 ]
+
+_T = TypeVar("_T")
 
 DEFAULT_MAX_PROBES = 512
 DEFAULT_BUCKETS = 8
@@ -59,16 +63,23 @@ def length_buckets(
 ) -> list[list[Rollout]]:
     """Rollouts sorted by ``(T, id)`` in ``min(buckets, n)`` contiguous near-equal buckets."""
     _positive(buckets, "buckets")
-    ordered = sorted(rollouts, key=lambda rollout: (rollout.T, rollout.id))
+    return contiguous_buckets(
+        sorted(rollouts, key=lambda rollout: (rollout.T, rollout.id)), buckets
+    )
+
+
+def contiguous_buckets(ordered: Sequence[_T], buckets: int) -> list[list[_T]]:
+    """``ordered`` cut into ``min(buckets, n)`` consecutive buckets of ``n // count``, the
+    first ``n % count`` one larger (as BAGEN cuts its length buckets)."""
     if not ordered:
         return []
     count = min(buckets, len(ordered))
     size, extra = divmod(len(ordered), count)
-    out: list[list[Rollout]] = []
+    out: list[list[_T]] = []
     start = 0
     for index in range(count):
         end = start + size + (1 if index < extra else 0)
-        out.append(ordered[start:end])
+        out.append(list(ordered[start:end]))
         start = end
     return out
 

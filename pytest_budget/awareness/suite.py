@@ -161,6 +161,8 @@ SUITE = Suite(
             "estimator": reference_agent(_ESTIMATORS + "AlwaysImpossibleEstimator"),
             "online_actor": _online("always-impossible"),
         },
+        # Replays --budget-logged-estimates (never a default agent: not in the kind's list).
+        "logged": {"estimator": reference_agent("pytest_budget.awareness.logged:LoggedEstimator")},
     },
     fallback_agents={"actor": lazy("pytest_budget.awareness.environments:ReferenceActor")},
 )

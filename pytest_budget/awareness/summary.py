@@ -62,6 +62,13 @@ def _rollout_lines(cells: Sequence[AwarenessCellRecord]) -> list[str]:
             f"{summary.get('succeeded')} succeeded, {summary.get('feasible')} feasible within "
             f"budget, {summary.get('mean_turns')} turns on average"
         )
+        unverified = summary.get("success_unverified")
+        if unverified:
+            lines.append(
+                f"WARNING {env}: {unverified} of {summary.get('rollouts')} rollouts have only "
+                "the agent's exit status 'Submitted' as outcome, not the harness verdict, so "
+                "a submitted patch counts as success; give --budget-swe-report=REPORT.json"
+            )
         if cell.trivial_floor is not None:
             lines.append(floor_line(env, cell.trivial_floor))
     return lines

@@ -49,8 +49,9 @@ Observations and actions
     ``[... N characters omitted ...]`` marker.
 
 Success
-    The first rule that applies: the caller's ``resolved={id: bool}`` mapping (e.g. read
-    from a SWE-bench evaluation report); then, for mini-swe-agent, a boolean top-level
+    The first rule that applies: the caller's ``resolved={id: bool}`` mapping; then the
+    SWE-bench harness reports given as ``verdicts`` (``--budget-swe-report``): success iff
+    the id is in ``resolved_ids``, as BAGEN does; then, for mini-swe-agent, a boolean top-level
     ``resolved``, then ``info.resolved``, then ``info.exit_status == "Submitted"`` (a
     submitted patch counts as success when nothing says whether it resolved the issue; a
     missing or null exit status is no success); for openai-chat, a boolean ``resolved``,
@@ -74,7 +75,8 @@ Budget and family
     ``-``), else ``swe``.  The budget is ``{"tokens": budget}`` when the caller gives one,
     else the family's median total tokens over every imported rollout of that family in
     the same :func:`load_trajectories` call (the paper's "rollout-family-specific median
-    budgets"; numpy's median, so the mean of the two middle totals for an even count).
+    budgets"), computed as BAGEN's ``eval/swebench.sh`` does (:func:`family_budget`):
+    ``statistics.median``, and ``statistics.median_low`` when that is not a whole number.
 
 Bad input
     Every problem raises :class:`RolloutFileError` with one line naming the file, the line
@@ -108,6 +110,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from pytest_budget.awareness.bagen_logs import load_bagen_dialogues
+from pytest_budget.awareness.inspect_logs import read_inspect_log
 from pytest_budget.awareness.rollouts import Rollout, RolloutFileError, read_rollouts
 from pytest_budget.awareness.trajectory_formats import (
     FORMATS,
@@ -122,8 +126,10 @@ from pytest_budget.awareness.trajectory_formats import (
     _Imported,
     _read_records,
     detect_format,
+    family_budget,
     family_label,
 )
+from pytest_budget.awareness.verdicts import HarnessVerdicts
 
 __all__ = [
     "FORMATS",
@@ -137,6 +143,7 @@ __all__ = [
     "bundled_swe_path",
     "bundled_swe_rollouts",
     "detect_format",
+    "family_budget",
     "family_label",
     "load_trajectories",
     "synthesize_swe_trajectories",
@@ -161,13 +168,17 @@ def load_trajectories(
     max_turns: int = MAX_TURNS,
     on_missing_usage: Literal["error", "skip"] = "error",
     resolved: Mapping[str, bool] | None = None,
+    verdicts: HarnessVerdicts | None = None,
 ) -> list[Rollout]:
     """Rollouts from trajectory files, in file order then record order (rules: module doc).
 
     ``fmt`` forces one format for every file (``"auto"`` sniffs each file); ``budget`` is a
     token cap for every imported family (default: each family's median total); ``env``
     relabels every imported trajectory into one family; ``resolved`` maps trajectory ids
-    to the evaluation's verdict and overrides the outcome read from the file.
+    to the evaluation's verdict and overrides the outcome read from the file;
+    ``verdicts`` (SWE-bench harness reports, :func:`~pytest_budget.awareness.verdicts.
+    read_harness_reports`) decide every other imported trajectory: success iff its id is
+    in ``resolved_ids``.
     """
     if fmt != "auto" and fmt not in FORMATS:
         raise ValueError(f"fmt must be 'auto' or one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -186,12 +197,27 @@ def load_trajectories(
     # Each entry is a finished Rollout (our format) or an import waiting for its budget.
     loaded: list[Rollout | _Imported] = []
     first_seen: dict[str, str] = {}
-    for path in _as_paths(paths):
-        file_format = detect_format(path) if fmt == "auto" else fmt
+    formats = [(path, detect_format(path) if fmt == "auto" else fmt) for path in _as_paths(paths)]
+    # BAGEN's logs set their own budgets (a SWE family's median spans its files): read first.
+    bagen = load_bagen_dialogues(
+        list(dict.fromkeys(path for path, kind in formats if kind == "bagen")),
+        budget=budget,
+        env=env,
+        verdicts=verdicts,
+    )
+    for path, file_format in formats:
         if file_format == "pytest-budget":
             entries: list[tuple[str, Rollout | _Imported]] = [
                 (str(path), rollout) for rollout in read_rollouts(path)
             ]
+        elif file_format == "bagen":
+            entries = [(f"{path}: {r.id}", r) for r in bagen[path]]
+        elif file_format == "inspect":
+            entries = []
+            for imported in read_inspect_log(path, on_missing_usage=on_missing_usage):
+                if env is not None:
+                    imported.family = env
+                entries.append((str(path), imported))
         else:
             entries = []
             for record in _read_records(path):
@@ -201,6 +227,7 @@ def load_trajectories(
                     max_turns=max_turns,
                     on_missing_usage=on_missing_usage,
                     resolved=resolved,
+                    verdicts=verdicts,
                 )
                 if env is not None:
                     imported.family = env
@@ -223,7 +250,7 @@ def load_trajectories(
         if budget is not None:
             caps[family] = float(budget)
             continue
-        median = float(np.median([member.total for member in members]))
+        median = family_budget([member.total for member in members])
         if median <= 0:
             raise RolloutFileError(
                 f"family {family!r}: median total tokens is 0, cannot set a budget; pass one"

@@ -8,15 +8,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_budget.awareness.rollouts import RolloutFileError, Turn, _number
+from pytest_budget.awareness.rollouts import RolloutFileError, Turn, _number, read_text_file
+from pytest_budget.awareness.verdicts import HarnessVerdicts
 
-TrajectoryFormat = Literal["pytest-budget", "mini-swe-agent", "openai-chat"]
-FORMATS: tuple[TrajectoryFormat, ...] = ("pytest-budget", "mini-swe-agent", "openai-chat")
+TrajectoryFormat = Literal["pytest-budget", "mini-swe-agent", "openai-chat", "bagen", "inspect"]
+FORMATS: tuple[TrajectoryFormat, ...] = (
+    "pytest-budget", "mini-swe-agent", "openai-chat", "bagen", "inspect",
+)  # fmt: skip
 MAX_TURNS = 160
 MAX_TEXT_CHARS = 2000
 
@@ -51,14 +55,7 @@ class _Record:
 
 def _read_records(path: Path) -> list[_Record]:
     """The file as one JSON object, else as JSON Lines of objects (blank lines skipped)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise RolloutFileError(f"{path}: no such trajectory file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RolloutFileError(f"{path}: cannot read trajectory file ({exc})") from None
-    if not text.strip():
-        raise RolloutFileError(f"{path}: empty file, no trajectories")
+    text = read_text_file(path, "trajectory file", "no trajectories")
     try:
         whole: Any = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -104,6 +101,10 @@ def _read_records(path: Path) -> list[_Record]:
 def _sniff(data: Mapping[str, Any]) -> TrajectoryFormat | None:
     if "turns" in data and "budget" in data:
         return "pytest-budget"
+    if isinstance(data.get("turns"), list):
+        return "bagen"  # one BAGEN rollout object (its writer's list has one element)
+    if isinstance(data.get("eval"), dict) and "version" in data:
+        return "inspect"
     messages = data.get("messages")
     if not isinstance(messages, list):
         return None
@@ -121,18 +122,30 @@ def _sniff(data: Mapping[str, Any]) -> TrajectoryFormat | None:
 def detect_format(path: str | os.PathLike[str]) -> TrajectoryFormat:
     """The format of a trajectory file, sniffed from its first record's content.
 
+    A ZIP is an inspect_ai ``.eval`` log and a JSON list a BAGEN dialogue log; a JSON object
+    with ``eval`` and ``version`` is an inspect_ai ``.json`` log, one with ``turns`` but no
+    ``budget`` a single BAGEN rollout.
     Our rollout format has ``turns`` and ``budget``; mini-swe-agent has ``messages`` plus
     ``trajectory_format``, an ``info`` object or messages with ``extra``; openai-chat has
     ``messages`` whose entries carry ``usage``.  Anything else is a :class:`RolloutFileError`.
     """
     path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        head = b""  # _read_records names the problem
+    if head.startswith(b"PK"):
+        return "inspect"  # an inspect_ai .eval log is a ZIP
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        return "bagen"  # BAGEN's dialogue log: one JSON list of rollouts
     first = _read_records(path)[0]
     fmt = _sniff(first.data)
     if fmt is None:
         raise RolloutFileError(
             f"{first.where}: cannot tell the trajectory format (expected a pytest-budget "
-            "rollout, a mini-swe-agent trajectory or an openai-chat transcript with usage); "
-            "pass the format explicitly"
+            "rollout, a mini-swe-agent trajectory, an openai-chat transcript with usage, a "
+            "BAGEN dialogue log or an inspect_ai log); pass --budget-rollout-format"
         )
     return fmt
 
@@ -341,6 +354,7 @@ def _import_record(
     max_turns: int,
     on_missing_usage: str,
     resolved: Mapping[str, bool] | None,
+    verdicts: HarnessVerdicts | None = None,
 ) -> _Imported:
     data, where = record.data, record.where
     info_raw = data.get("info", {}) if fmt == "mini-swe-agent" else {}
@@ -366,6 +380,8 @@ def _import_record(
         meta["line"] = record.line
     if resolved is not None and rid in resolved:
         success, rule = bool(resolved[rid]), "resolved (given by the caller)"
+    elif verdicts is not None:
+        success, rule = verdicts.verdict(rid), "harness report resolved_ids"
     else:
         found = _flag(data, "resolved", "resolved", where)
         rule = "resolved"
@@ -448,3 +464,14 @@ def _import_record(
     if data.get("synthetic") is True or info.get("synthetic") is True:
         meta["synthetic"] = True
     return _Imported(rid, family_label(model), success, tuple(turns), meta)
+
+
+def family_budget(totals: Iterable[float]) -> float:
+    """A rollout family's token budget as BAGEN computes it (bagen.md §3.5, logs.md §1.6):
+    ``statistics.median`` of the totals, ``statistics.median_low`` when the median is not a
+    whole number (so 7,926.5 becomes the lower middle total, e.g. 7,836)."""
+    values = list(totals)
+    median = statistics.median(values)
+    if float(median).is_integer():
+        return float(median)
+    return float(statistics.median_low(values))

@@ -6,8 +6,10 @@ Four modes, ``N`` blocks of one mode per episode (N in 1..3); ``remove_tools`` i
 **Plan, drawn before the episode** (:func:`block_plan`), from the query's cost seed
 ``base_seed = stable(f"{seed}:{query_id}")`` and ``blocking_seed_b = base_seed + 100 b``:
 
-* ``cost_change``: new tool-creation seed ``Random(blocking_seed_b).choice(range(1, 10000))``;
-  the whole tool set is regenerated from it (ban-longest applied again), nothing accumulates.
+* ``cost_change``: new seed ``Random(blocking_seed_b).choice(range(1, 10000))``, used directly
+  as the query's own cost seed ``seed_q`` (not hashed with the query id again: fact sheet
+  §2.4, §4.1); the whole tool set is regenerated from it (ban-longest applied again),
+  nothing accumulates.
 * ``preference_change``: the source query ``Random(blocking_seed_b).choice(pool)``, ``pool`` =
   the same-task queries of the query set in order without the current one (all of them when
   that leaves none); blocks draw independently.
@@ -449,7 +451,7 @@ class Blocker:
         if self.mode == "cost_change":
             assert isinstance(param, int)
             env.reseed_costs(param)
-            return self._fire(step, f"costs regenerated from seed {param}")
+            return self._fire(step, f"costs regenerated from cost seed {param}")
         if self.mode == "remove_tools":
             assert isinstance(param, list)
             length = param[0]

@@ -145,7 +145,7 @@ class TravelEnv:
     Beyond the static environment it supports what blocking events need (CostBench §3.2):
     :meth:`ban` (the tool stays listed but every call fails and is still charged),
     :meth:`remove_composites` (composites leave the tool list; atomics stay),
-    :meth:`reseed_costs` (all costs from another global seed) and :meth:`reset` (back to the
+    :meth:`reseed_costs` (all costs from another per-query cost seed) and :meth:`reset` (back to the
     initial state).  Planning methods take an optional ``start`` state and always use the
     current tool set and costs.
     """
@@ -274,17 +274,20 @@ class TravelEnv:
         self._removed = removed
         self._refresh_tool_set()
 
-    def reseed_costs(self, global_seed: int) -> None:
-        """Regenerate every cost as if the instance had been built with ``seed=global_seed``."""
-        self.global_seed = global_seed
-        self.seed_q = query_seed(self.query_id, global_seed)
-        self.costs = self.costs_for_seed(global_seed)
+    def reseed_costs(self, cost_seed: int) -> None:
+        """Regenerate every cost from ``cost_seed`` used directly as this query's own cost
+        seed (``seed_q``), as CostBench's cost_change does with its drawn seed
+        (costbench.md §2.4, §4.1): not hashed with the query id again."""
+        self.seed_q = cost_seed
+        self.costs = self.costs_for_seed(cost_seed)
 
-    def costs_for_seed(self, global_seed: int) -> dict[str, float]:
-        """The costs an instance built with ``seed=global_seed`` would have (no change here)."""
+    def costs_for_seed(self, cost_seed: int) -> dict[str, float]:
+        """The costs this query would have with ``cost_seed`` as its own cost seed
+        (``seed_q``; no change here).  ``costs_for_seed(query_seed(id, g))`` are the costs
+        of an instance built with ``seed=g``."""
         return tool_costs(
             self._tools,
-            query_seed(self.query_id, global_seed),
+            cost_seed,
             self.refinement_level,
             cost_range=self._cost_range,
             noise_std=self._noise_std,

@@ -5,7 +5,13 @@ the error class of a failed call, the blocking segment it belongs to), the segme
 their blocking event and ground-truth paths, the ground-truth path beside the agent's
 path (CostBench's evaluation: valid calls, banned ones included), the final answer and
 the expected one.  ``score`` = 1 - normalised edit distance to the ground truth (1 for an
-exact match; ``null`` for an episode the cell's path metrics leave out).  Plain Python.
+exact match; ``null`` for an episode the cell's path metrics leave out).  Which episodes
+are left out follows the cell's reading (``--budget-planning-reading``): ``code`` (the
+default) CostBench's eval.py, whose path set P needs every block *effective* (a
+non-ban block fired at turn ``t`` counts only when ``t + 1 <`` the episode's turns), a
+complete ground truth and at least one tool call, and scores an unreached goal at the
+worst case (NED 1, score 0); ``prose`` the paper's rule (errored, underblocked - fewer
+blocks fired than asked - or unreached episodes are left out).  Plain Python.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_budget.planning.code_metrics import evaluate_episode
+from pytest_budget.planning.code_metrics import CodeEval, evaluate_episode
 from pytest_budget.planning.metrics import score_episode
 from pytest_budget.planning.records import EpisodeRecord, Query
 from pytest_budget.samples import Scrubber
@@ -38,16 +44,33 @@ def _tags(episode: EpisodeRecord, correct: bool, over: bool, invalid: int) -> li
     return tags or ["exact"]
 
 
+def _code_exclusion(episode: EpisodeRecord, code: CodeEval) -> str | None:
+    """Why CostBench's path set P leaves the episode out (None: it is in P)."""
+    if code.gt_incomplete:
+        return "no_ground_truth"
+    if not code.block_valid:
+        return "underblocked"  # fewer blocks *effective* than asked (code_metrics)
+    if not code.has_calls:
+        return "no_tool_call"
+    return None
+
+
 def episode_samples(
-    episodes: Sequence[EpisodeRecord], queries: Sequence[Query], scrub: Scrubber
+    episodes: Sequence[EpisodeRecord],
+    queries: Sequence[Query],
+    scrub: Scrubber,
+    reading: str = "code",
 ) -> list[dict[str, Any]]:
-    """One record per episode, in query order."""
+    """One record per episode, in query order; exclusions follow ``reading``."""
     texts: Mapping[str, str] = {q.query_id: q.text for q in queries}
     out = []
     for episode in episodes:
         code = evaluate_episode(episode)
         mine = score_episode(episode)
-        counted = mine.exclusion is None
+        exclusion = _code_exclusion(episode, code) if reading == "code" else mine.exclusion
+        counted = exclusion is None
+        # The code reading scores what it counts with its own NED (worst case if unreached).
+        ned = code.ned
         # over budget: the agent's valid calls cost more than the ground-truth path
         over = counted and code.agent_cost > code.gt_cost + 1e-9
         calls = [
@@ -87,7 +110,7 @@ def episode_samples(
                 "agent_path": list(code.agent_path),
                 "gt_cost": round(code.gt_cost, 2),
                 "agent_cost": round(code.agent_cost, 2),
-                "ned": None if not counted else round(code.ned, 6),
+                "ned": None if not counted else round(ned, 6),
                 "exact": code.em,
                 "answer": None if episode.answer is None else scrub(episode.answer),
                 "expected": episode.expected_answer,
@@ -98,10 +121,10 @@ def episode_samples(
                 "blocks_dropped": episode.blocks_dropped,
                 "block_steps": list(episode.block_steps),
                 "turns": episode.turns,
-                "excluded": mine.exclusion,
+                "excluded": exclusion,
                 "error": None if episode.error is None else scrub(episode.error),
                 "notes": [scrub(n) for n in episode.notes],
-                "score": None if not counted else round(1.0 - code.ned, 6),
+                "score": None if not counted else round(1.0 - ned, 6),
                 "tags": _tags(episode, code.correct, over, code.invalid_steps),
             }
         )
