@@ -82,6 +82,7 @@ def test_repeats_call_the_model_and_replay_as_the_same_different_answers(
         bodies = _estimator_bodies(server)
         assert len(bodies) == probes and set(bodies.values()) == {3}
         assert len(server.requests) == 3 * probes
+        live.stdout.fnmatch_lines([f"forecast: {3 * probes}..{3 * probes} calls*"])
         # The recording holds three answer sets, one per repeat, all different.
         records = _records(pytester.path / "cache" / "models" / "openai" / "m")
         answers: dict[int, set[str]] = {}
@@ -116,6 +117,7 @@ def test_repeats_call_the_model_and_replay_as_the_same_different_answers(
         more = _run(pytester, server.url, 4, "--budget-cache-dir=cache", "--budget-report=r4.json")
         more.assert_outcomes(passed=1)
         assert len(server.requests) == probes
+        more.stdout.fnmatch_lines([f"forecast: {probes}..{probes} calls*"])
         assert set(_estimator_bodies(server)) == set(bodies)
         four = _cell(pytester.path / "r4.json")["repeat"]["scores"]["interval_score"]["values"]
         assert four[:3] == spread["interval_score"]["values"]
