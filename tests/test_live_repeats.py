@@ -47,6 +47,18 @@ def _run(pytester: pytest.Pytester, url: str, repeat: int, *extra: str) -> Any:
     )  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def _reference_actor(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+
+
+def _live(pytester: pytest.Pytester, url: str, repeat: int, cache: str) -> Any:
+    """A live run recorded into ``cache``: its output and its one cell's report."""
+    result = _run(pytester, url, repeat, f"--budget-cache-dir={cache}", "--budget-report=r.json")
+    result.assert_outcomes(passed=1)
+    return result, _cell(pytester.path / "r.json")
+
+
 def _cell(path: Path) -> dict[str, Any]:
     (cell,) = json.loads(path.read_text())["cells"]
     return dict(cell)
@@ -71,11 +83,8 @@ def _estimator_bodies(server: ModelServer) -> Counter[str]:
 def test_repeats_call_the_model_and_replay_as_the_same_different_answers(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makeini(INI)
     with ModelServer(Sampler()) as server:
-        live = _run(pytester, server.url, 3, "--budget-cache-dir=cache", "--budget-report=r.json")
-        live.assert_outcomes(passed=1)
-        cell = _cell(pytester.path / "r.json")
+        live, cell = _live(pytester, server.url, 3, "cache")
         probes = int(cell["scores"]["n_probes"])
         assert probes > 0
         # Every probe asked once per repeat: 3x the calls, each request exactly 3 times.
@@ -136,12 +145,9 @@ def _old_key(record: dict[str, Any]) -> str:
 def test_a_cache_recorded_before_repeats_were_keyed_still_replays(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makeini(INI)
     with ModelServer(Sampler()) as server:
-        live = _run(pytester, server.url, 1, "--budget-cache-dir=new", "--budget-report=r.json")
-        live.assert_outcomes(passed=1)
+        scores = _live(pytester, server.url, 1, "new")[1]["scores"]
         probes = len(server.requests)
-        scores = _cell(pytester.path / "r.json")["scores"]
         # The old cache: the same answers in the old record layout, written here (one JSON
         # object per line, sorted keys, keyed by the old formula).
         records = _records(pytester.path / "new" / "models" / "openai" / "m")
