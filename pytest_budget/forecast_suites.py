@@ -7,8 +7,9 @@ Each suite adds its rows from its ``pytest_budget_forecast`` hook (its ``*_forec
 fixture module says what it counts).
 
 Only model agents of the run (``provider:model``, behind the run's runtime) are forecast;
-Python agents cost nothing here.  Repeats (``--budget-repeat``) of a model agent send the
-same requests again and are answered from the recording, so they add no calls.
+Python agents cost nothing here.  Each repeat (``--budget-repeat``) of a model agent is
+calls of its own (the recording keys a call by its repeat index too), so the calls of a
+role the suite repeats are counted once per repeat, less those already recorded for it.
 """
 
 from __future__ import annotations
@@ -46,8 +47,11 @@ def model_of(agent: object) -> Any:
     return agent.model
 
 
-def _recorded(agent: Any, messages: Sequence[Mapping[str, Any]], cap: int, tools: Any) -> bool:
-    """Whether this exact request will be replayed (free) instead of sent."""
+def _recorded(
+    agent: Any, messages: Sequence[Mapping[str, Any]], cap: int, tools: Any, repeat: int = 0
+) -> bool:
+    """Whether this exact request of repeat ``repeat`` will be replayed (free) instead of
+    sent."""
     from pytest_budget.models.recorder import canonical_body, key_of
 
     model = model_of(agent)
@@ -60,7 +64,7 @@ def _recorded(agent: Any, messages: Sequence[Mapping[str, Any]], cap: int, tools
     body = model.client.request_body(
         messages, max_tokens=cap, temperature=agent.temperature, tools=tools
     )
-    key = key_of(model.provider, canonical_body(body))
+    key = key_of(model.provider, canonical_body(body), repeat)
     return runtime.recorder.load(model.provider, model.model, key, body) is not None
 
 
@@ -68,9 +72,10 @@ class ForecastRows:
     """The forecast's rows (one per suite, role and model) and its notes, as the suites'
     :func:`~pytest_budget.suite_hooks.pytest_budget_forecast` hooks fill them."""
 
-    def __init__(self) -> None:
+    def __init__(self, repeat: int = 1) -> None:
         self.rows: dict[tuple[str, str, str], RoleForecast] = {}
         self.notes: list[str] = []
+        self.repeat = repeat  # --budget-repeat: runs of each cell's repeated role
 
     def row(self, suite: str, role: str, agent: Any) -> RoleForecast:
         model = model_of(agent)
@@ -88,12 +93,16 @@ class ForecastRows:
         messages: Sequence[Mapping[str, Any]],
         cap: int,
         tools: Any = None,
+        *,
+        repeated: bool = False,
     ) -> None:
+        """One request; ``repeated``: the suite sends it again in every repeat."""
         row = self.row(suite, role, agent)
-        if _recorded(agent, messages, cap, tools):
-            row.recorded += 1
-        else:
-            row.add_call(prompt_tokens(messages, tools), cap)
+        for repeat in range(self.repeat if repeated else 1):
+            if _recorded(agent, messages, cap, tools, repeat):
+                row.recorded += 1
+            else:
+                row.add_call(prompt_tokens(messages, tools), cap)
 
 
 def agent_names(config: pytest.Config, state: BudgetSession, suite: str, role: str) -> list[str]:
@@ -125,7 +134,7 @@ def build_forecast(config: pytest.Config, state: BudgetSession) -> Forecast:
     from pytest_budget.models.run import price_table
 
     options = state.options
-    rows = ForecastRows()
+    rows = ForecastRows(options.repeat)
     for suite in options.suites:
         done = config.hook.pytest_budget_forecast(
             config=config, session=state, suite=suite, rows=rows

@@ -1,13 +1,22 @@
 """The run's reporter: registered per run, it counts tests, prints progress, merges the
 cells the workers send, prints the score tables and the forecast beside the spend, and
 writes the JSON report and the HTML page at the end.
+
+Cells with no stored baseline (``budget_snapshot`` marks their reports with
+:data:`NO_BASELINE`) pass ungated; the reporter says so once when the first one finishes,
+sums them up in one line at the end with the two ways forward (record with
+``--snapshot-update``, or score only with ``--budget-gate=off``), and the run exits 1: a
+forgotten ``git add __budget_snapshots__`` must not turn CI green.  Under xdist the
+controller counts the workers' reports, so the lines appear once.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shlex
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,7 +28,28 @@ from pytest_budget.records import cell_from_json
 if TYPE_CHECKING:
     from pytest_budget.session import BudgetSession
 
-__all__ = ["RunReporter"]
+__all__ = ["NO_BASELINE", "RunReporter", "no_baseline_line"]
+
+#: The ``user_properties`` name of a cell that had no stored baseline (value: its file).
+NO_BASELINE = "budget_no_baseline"
+
+
+def _lacks_baseline(report: pytest.TestReport) -> bool:
+    return any(name == NO_BASELINE for name, _ in report.user_properties)
+
+
+def no_baseline_line(args: Sequence[str], missing: Sequence[str], snapshot_dir: str) -> str:
+    """The end-of-run line for ``missing`` cells (their baseline files) of a run started
+    with ``args``: what happened and the two commands that work."""
+    words = ["pytest", *(str(arg) for arg in args)]
+    record = shlex.join([*words, "--snapshot-update"])
+    score_only = shlex.join([*words, "--budget-gate=off"])
+    count = len(missing)
+    cells = "cell has" if count == 1 else "cells have"
+    return (
+        f"budget: {count} {cells} no stored baseline in {snapshot_dir} (scored, not gated), "
+        f"so the run fails; record them: {record}  |  or score only: {score_only}"
+    )
 
 
 def _with_cache_dir(options: BudgetOptions, config: pytest.Config) -> BudgetOptions:
@@ -44,6 +74,7 @@ class RunReporter:
         self.spend_incomplete: list[dict[str, str]] = []  # cells not run for the spend cap
         self._last_progress = -math.inf
         self._cell_calls: dict[str, str | None] = {}  # running cells' own calls (JSON)
+        self.no_baseline: list[str] = []  # baseline files of cells that had none
 
     def pytest_sessionstart(self) -> None:
         # config.cache exists only after every plugin's pytest_configure has run.
@@ -103,6 +134,7 @@ class RunReporter:
                 self.spend_incomplete.append({"nodeid": report.nodeid, "reason": reason})
         if report.when == "call":
             self._cell_calls[report.nodeid] = getattr(report, "budget_cell_calls", None)
+            self._note_no_baseline(report)
         if report.when == "teardown":
             self.tests_done += 1
             self._progress(report.nodeid)
@@ -113,6 +145,33 @@ class RunReporter:
         cell.test_outcome = report.outcome
         cell.duration_s = round(report.duration, 4)
         self.session.add_cell(cell)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        """A cell that passed ungated for want of a baseline is shown as such: ``b``
+        (``NO BASELINE`` with -v) and ``N no baseline`` in the last line, not as passed."""
+        if report.when == "call" and report.passed and _lacks_baseline(report):
+            return "no baseline", "b", ("NO BASELINE", {"yellow": True})
+        return None
+
+    def _note_no_baseline(self, report: pytest.TestReport) -> None:
+        """Count a cell that had no stored baseline; the first one is said at once."""
+        found = [value for name, value in report.user_properties if name == NO_BASELINE]
+        if not found:
+            return
+        first = not self.no_baseline
+        self.no_baseline.extend(str(value) for value in found)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if not first or reporter is None:
+            return
+        writer = getattr(reporter, "_tw", None)
+        if getattr(writer, "width_of_current_line", 0):  # after the progress dots
+            reporter.write("\n")
+        reporter.write_line(
+            f"budget: no stored baseline for {found[0]}: cells without one are scored, not "
+            "gated, and fail the run once at its end (record them with --snapshot-update, or "
+            "score only with --budget-gate=off)"
+        )
 
     def _ledger_state(self) -> Any:
         runtime = self.session.memo.get("model-runtime-factory")
@@ -178,11 +237,17 @@ class RunReporter:
             terminalreporter.write_line(f"budget report: {self.session.options.report_path}")
         if self.session.options.html_path:
             terminalreporter.write_line(f"budget html: {self.session.options.html_path}")
+        if self.no_baseline:
+            args = self.config.invocation_params.args
+            line = no_baseline_line(args, self.no_baseline, self.session.options.snapshot_dir)
+            terminalreporter.write_line(line, red=True, bold=True)
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if is_worker(self.config):
             return
+        if self.no_baseline and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         runtime_config, state = self._ledger_state()
         if state is not None:
             from pytest_budget.models.run import models_report

@@ -33,8 +33,8 @@ from pytest_budget.fixtures.awareness import (
     awareness_cells,
 )
 from pytest_budget.fixtures.cells import cell_result
-from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
-from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
+from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
+from pytest_budget.models.loop import shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin_state import budget_session
 from pytest_budget.roles import agent_name
@@ -207,23 +207,19 @@ def test_awareness(
     preset = None if logged else WAREHOUSE_PRESETS.get(awareness_cell.env)
     if preset in LEAKING_PRESETS:
         floor["leaking_preset"] = preset
+
     # --budget-repeat: the estimator answers the same probes again (a reference
-    # estimator with another seed).
-    outcomes = (
-        [outcome]
-        + [
-            run_on_worker_loop(
-                lambda estimator=estimator: run_awareness_cell(
-                    rollouts,
-                    estimator,
-                    policy=budget_options.of(AwarenessOptions).parse,  # type: ignore[arg-type]
-                    limiter=shared_limiter(budget_options.concurrency),
-                    probes=probes,
-                ),
-            )
-            for estimator in repeat_agents(request, "estimator", budget_estimator)[1:]
-        ]
-    )
+    # estimator with another seed; a model is asked again, in calls of that repeat).
+    def again(estimator: Any) -> Any:
+        return run_awareness_cell(
+            rollouts,
+            estimator,
+            policy=budget_options.of(AwarenessOptions).parse,  # type: ignore[arg-type]
+            limiter=shared_limiter(budget_options.concurrency),
+            probes=probes,
+        )
+
+    outcomes = [outcome, *run_repeats(request, "estimator", budget_estimator, again)]
     summary = cell_summary(
         outcomes,
         seed=budget_options.seed,

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from pytest_budget.fixtures.cells import cell_result
-from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
+from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
 from pytest_budget.fixtures.planning import PlanningCell, PlanningQueries, planning_cells
-from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
+from pytest_budget.models.loop import shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.planning.evaluate import run_planning_cell
 from pytest_budget.planning.intervals import cell_summary
@@ -115,11 +115,14 @@ def test_planning(
         lambda: _run(queries, planning_cell, budget_tool_agent, budget_options),
     )
     # --budget-repeat: the agent runs every query again (a reference agent with another seed).
-    outcomes = [outcome] + [
-        run_on_worker_loop(
-            lambda tool_agent=tool_agent: _run(queries, planning_cell, tool_agent, budget_options)
-        )
-        for tool_agent in repeat_agents(request, "tool_agent", budget_tool_agent)[1:]
+    outcomes = [
+        outcome,
+        *run_repeats(
+            request,
+            "tool_agent",
+            budget_tool_agent,
+            lambda tool_agent: _run(queries, planning_cell, tool_agent, budget_options),
+        ),
     ]
     summary = cell_summary(
         outcomes,

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from pytest_budget.fixtures.cells import cell_result, in_background
-from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
+from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
 from pytest_budget.fixtures.triage import (
     TriageCell,
     TriageGroundTruth,
     ground_truth_for,
     triage_cells,
 )
-from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
+from pytest_budget.models.loop import shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin_state import budget_session
 from pytest_budget.roles import agent_name
@@ -219,11 +219,14 @@ def test_triage(
         lambda: _plan(pool, phase0, triage_cell, budget_planner, budget_options),
     )
     # --budget-repeat: the planner plans again (a reference planner with another seed).
-    outcomes = [outcome] + [
-        run_on_worker_loop(
-            lambda planner=planner: _plan(pool, phase0, triage_cell, planner, budget_options)
-        )
-        for planner in repeat_agents(request, "planner", budget_planner)[1:]
+    outcomes = [
+        outcome,
+        *run_repeats(
+            request,
+            "planner",
+            budget_planner,
+            lambda planner: _plan(pool, phase0, triage_cell, planner, budget_options),
+        ),
     ]
     memo = budget_session(request.config).memo
     # Scores (the mean over repeats), their bootstrap intervals and the repeat spread.

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.fixtures.core import agent_axis, repeat_agents, repeat_seeds
+from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
 from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
 from pytest_budget.options import BudgetOptions
@@ -67,10 +67,7 @@ def test_resolve(
 
     outcome, resolved = run_on_worker_loop(both)
     # --budget-repeat: plan and re-solve again (a reference planner with another seed).
-    runs = [(outcome, resolved)] + [
-        run_on_worker_loop(lambda planner=planner: both(planner))
-        for planner in repeat_agents(request, "planner", budget_planner)[1:]
-    ]
+    runs = [(outcome, resolved), *run_repeats(request, "planner", budget_planner, both)]
     calls = sum(len(records) for _, records in runs)
     truncated = {"resolve": len(cut), "resolve_calls": calls}
     if calls and len(cut) / calls > TRUNCATION_WARN_SHARE:

@@ -53,6 +53,36 @@ def test_the_key_hashes_provider_and_request_with_sorted_keys() -> None:
     assert json.loads(canonical_body(BODY)) == BODY
 
 
+def test_a_repeat_is_part_of_the_key_except_the_first() -> None:
+    # Index 0 keeps the key above (caches recorded before repeats were keyed replay it);
+    # a later repeat hashes the request object with its index, sorted the same way.
+    def expected(repeat: int) -> str:
+        text = json.dumps(
+            {"provider": "openai", "repeat": repeat, "request": BODY},
+            sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+        )  # fmt: skip
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    assert request_key("openai", BODY, 0) == request_key("openai", BODY)
+    keys = [request_key("openai", BODY, repeat) for repeat in range(4)]
+    assert keys[1:] == [expected(1), expected(2), expected(3)]
+    assert len(set(keys)) == 4
+    assert key_of("openai", canonical_body(BODY), 2) == expected(2)
+
+
+def test_each_repeat_is_stored_and_replayed_apart(tmp_path: Path) -> None:
+    writer = CallRecorder(tmp_path)
+    for repeat in range(3):
+        key = request_key("openai", BODY, repeat)
+        journal = writer.store("openai", "m", key, BODY, result(f"r{repeat}"), repeat=repeat)
+    reader = CallRecorder(tmp_path)
+    answers = [reader.load("openai", "m", request_key("openai", BODY, n)) for n in range(4)]
+    assert answers == [result("r0"), result("r1"), result("r2"), None]
+    records = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines()]
+    assert [record.get("repeat") for record in records] == [None, 1, 2]
+    assert all(record["request"] == BODY for record in records)
+
+
 def test_a_stored_call_replays_in_a_new_process_view(tmp_path: Path) -> None:
     key = request_key("openai", BODY)
     writer = CallRecorder(tmp_path)

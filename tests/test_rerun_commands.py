@@ -3,6 +3,7 @@ cell it names under the run's options (checked by running what the output says).
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -53,8 +54,14 @@ def test_failure_report_prints_the_command_that_reruns_the_cell(pytester: pytest
     pool = (DOCS / "examples" / "pool_example.jsonl").read_text(encoding="utf-8")
     (pytester.path / "mine.jsonl").write_text(pool, encoding="utf-8")
     args = (*SMALL, "--budget-pool=mine.jsonl", "--budget-seed=7", "--budget-agent=oracle")
+    # The user pool's cell recorded, then its baseline made to disagree (a context change).
+    pytester.runpytest_subprocess(*args, "--snapshot-update").assert_outcomes(passed=1)
+    (stored,) = (pytester.path / "__budget_snapshots__" / "triage").glob("*.json")
+    data = json.loads(stored.read_text(encoding="utf-8"))
+    data["context"]["seed"] = 8
+    stored.write_text(json.dumps(data), encoding="utf-8")
     result = pytester.runpytest_subprocess(*args, "--budget-report=r.json")
-    result.assert_outcomes(failed=1)  # no stored baseline for the user pool's cell
+    result.assert_outcomes(failed=1)
     (command,) = section(result, "budget: re-run this cell")
     for option in ("--budget-pool=mine.jsonl", "--budget-seed=7", "--budget-alpha=0.5",
                    "--budget-agent=oracle", "-p no:cacheprovider"):  # fmt: skip

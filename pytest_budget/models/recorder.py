@@ -1,8 +1,11 @@
 """Record and replay model calls: append-only journals of calls, written as each completes.
 
-A call is keyed by the SHA-256 of its normalised request: the provider and the JSON body the
-client would post (model, messages, tools, ``max_tokens``, ``temperature``), serialised with
-sorted keys.  Headers are never part of the key or the record, so no API key is stored; the
+A call is keyed by the SHA-256 of its normalised request: the provider, the repeat it belongs
+to (``--budget-repeat``; left out for the first, index 0) and the JSON body the client would
+post (model, messages, tools, ``max_tokens``, ``temperature``), serialised with sorted keys.
+So each repeat of a run is recorded apart and replays as the answers that repeat got, and a
+cache recorded before repeats were keyed (every key without an index) still answers the
+first repeat.  Headers are never part of the key or the record, so no API key is stored; the
 base URL is not part of the key either, so calls recorded against a hosted API replay in CI
 without it.  The folder ``<dir>/<provider>/<model>/`` of one provider and model is a
 *cassette*.
@@ -29,9 +32,10 @@ Modes (``--budget-record-mode``), as in VCR-style tools:
 
 A run killed at any moment leaves whole lines, except at worst a torn last line, which is
 skipped on reading (each process appends to its own journal, so nothing is written after
-it); the next run replays the rest instead of paying again.  Identical requests get the
-identical recorded answer, which is what makes a replayed run's scores equal the live
-run's (temperature 0 is the default for every role).
+it); the next run replays the rest instead of paying again (per repeat: a run cut short in its
+third repeat replays the first two).  Identical requests of one repeat get the identical
+recorded answer, which is what makes a replayed run's scores equal the live run's
+(temperature 0 is the default for every role).
 """
 
 from __future__ import annotations
@@ -123,8 +127,13 @@ def scrub_result(result: ChatResult) -> ChatResult:
     return ChatResult(_scrub(result.text), calls, result.usage, finish)
 
 
+def _repeat_field(repeat: int) -> str:
+    """The ``"repeat":N,`` member of a key's text and of a record (none for index 0)."""
+    return f'"repeat":{int(repeat)},' if repeat else ""
+
+
 def _ascii_line(
-    key: str, provider: str, model: str, body: Mapping[str, Any], result: ChatResult
+    key: str, provider: str, model: str, body: Mapping[str, Any], result: ChatResult, repeat: int
 ) -> bytes:
     """A journal line with every non-ASCII character escaped (same shape and keys)."""
 
@@ -133,24 +142,29 @@ def _ascii_line(
 
     return (
         f'{{"format":{RECORD_FORMAT},"key":"{key}","model":{dumps(model)},'
-        f'"provider":{dumps(provider)},"request":{dumps(dict(body))},'
+        f'"provider":{dumps(provider)},{_repeat_field(repeat)}"request":{dumps(dict(body))},'
         f'"response":{dumps(result_to_json(result))}}}\n'
     ).encode("ascii")
 
 
-def key_of(provider: str, body_json: str) -> str:
-    """The key of a request given its :func:`canonical_body`.
+def key_of(provider: str, body_json: str, repeat: int = 0) -> str:
+    """The key of a request of repeat ``repeat`` given its :func:`canonical_body`.
 
-    Hashes the same bytes as ``json.dumps({"provider": ..., "request": body})`` with sorted
-    keys ("provider" sorts before "request"), without encoding the body a second time.
+    Hashes the same bytes as ``json.dumps({"provider": ..., "repeat": repeat, "request":
+    body})`` with sorted keys, ``repeat`` left out when it is 0 (so the first repeat's keys
+    are those of a cache recorded before repeats were keyed), without encoding the body a
+    second time.
     """
-    canonical = f'{{"provider":{json.dumps(provider, ensure_ascii=False)},"request":{body_json}}}'
+    canonical = (
+        f'{{"provider":{json.dumps(provider, ensure_ascii=False)},'
+        f'{_repeat_field(repeat)}"request":{body_json}}}'
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def request_key(provider: str, body: Mapping[str, Any]) -> str:
-    """The SHA-256 hex digest of the normalised request."""
-    return key_of(provider, canonical_body(body))
+def request_key(provider: str, body: Mapping[str, Any], repeat: int = 0) -> str:
+    """The SHA-256 hex digest of the normalised request of repeat ``repeat``."""
+    return key_of(provider, canonical_body(body), repeat)
 
 
 def _cassette(root: Path, provider: str, model: str) -> Path:
@@ -433,10 +447,12 @@ class CallRecorder:
         result: ChatResult,
         *,
         body_json: str | None = None,
+        repeat: int = 0,
     ) -> Path:
         """Append one record to this process's journal; returns the journal's path.
 
-        ``body_json`` is :func:`canonical_body` of ``body`` when the caller has it already.
+        ``body_json`` is :func:`canonical_body` of ``body`` when the caller has it already;
+        ``repeat`` (the repeat index ``key`` was made with) is stored beside the request.
         """
         if body_json is None:
             body_json = canonical_body(body)
@@ -449,14 +465,14 @@ class CallRecorder:
             f'{{"format":{RECORD_FORMAT},"key":"{key}",'
             f'"model":{json.dumps(model, ensure_ascii=False)},'
             f'"provider":{json.dumps(provider, ensure_ascii=False)},'
-            f'"request":{body_json},"response":{response}}}\n'
+            f'{_repeat_field(repeat)}"request":{body_json},"response":{response}}}\n'
         )
         try:
             line = line_text.encode()
         except UnicodeEncodeError:
             # A lone surrogate (a model may send "\ud800" in its JSON) has no UTF-8 form:
             # escaped as JSON \u sequences it is stored, and replays as the same string.
-            line = _ascii_line(key, provider, model, body, result)
+            line = _ascii_line(key, provider, model, body, result, repeat)
         cassette = self._cassette(provider, model)
         with self._lock:
             return Path(cassette.append(key, line))

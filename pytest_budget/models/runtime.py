@@ -4,7 +4,9 @@
 client's ``complete`` signature.  Each call, in order:
 
 1. **Replay**: the request's recording is returned when the record mode allows it
-   (:mod:`pytest_budget.models.recorder`); nothing is sent and nothing is spent.
+   (:mod:`pytest_budget.models.recorder`); nothing is sent and nothing is spent.  The
+   recording is looked up by the request and the repeat running (:data:`CALL_REPEAT`), so
+   each ``--budget-repeat`` is its own call, live or replayed.
 2. **Spend cap**: the call's worst-case cost is reserved in the run's shared ledger
    (:mod:`pytest_budget.models.ledger`); past ``--budget-max-usd`` the call is refused.
 3. **Concurrency**: at most ``--budget-concurrency`` calls per process are in flight; after
@@ -50,6 +52,7 @@ from pytest_budget.roles import acquire
 from pytest_budget.tokens import count_tokens
 
 __all__ = [
+    "CALL_REPEAT",
     "CELL_CALLS",
     "AdaptiveLimit",
     "CellCalls",
@@ -199,6 +202,14 @@ class CellCalls:
 #: The counters of the cell whose work is running (None outside a cell).
 CELL_CALLS: contextvars.ContextVar[CellCalls | None] = contextvars.ContextVar(
     "pytest_budget_cell_calls", default=None
+)
+
+
+#: The index of the ``--budget-repeat`` whose work is running (0: the first, and outside a
+#: cell).  Part of every call's record key: a repeat of a model agent calls the model and
+#: replays as its own answers.  Set by the suites around each repeat, inherited by its tasks.
+CALL_REPEAT: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "pytest_budget_call_repeat", default=0
 )
 
 
@@ -455,7 +466,8 @@ class RuntimeChatModel:
         )
         # Encoded once: hashed for the key, sent as the request, kept in the recording.
         body_json = canonical_body(body)
-        key = key_of(self.provider, body_json)
+        repeat = CALL_REPEAT.get()
+        key = key_of(self.provider, body_json, repeat)
         recorder = runtime.recorder
         if recorder is not None and mode in ("new", "none"):
             recorded = recorder.load(self.provider, self.model, key, body)
@@ -465,14 +477,9 @@ class RuntimeChatModel:
             runtime._count(not_recorded=1)
             runtime.stats.failed += 1
             _cell_failed()
-            raise self._error(
-                f"no recorded answer for this request (record mode "
-                f"{runtime.config.record_mode!r}, cache {runtime.config.cache_dir}); record it "
-                "with --budget-record-mode=new",
-                "not_recorded",
-            )
+            raise self._error(self._not_recorded(body_json, repeat), "not_recorded")
         if recorder is None or mode != "new":
-            return await self._live(messages, body, body_json, key, max_tokens)
+            return await self._live(messages, body, body_json, key, max_tokens, repeat)
         # One live call per request in the whole run: a cell of this process or another
         # xdist worker asking the same thing meanwhile waits and replays its answer.
         async with runtime.claim(key):
@@ -482,7 +489,26 @@ class RuntimeChatModel:
             )
             if recorded is not None:
                 return self._replayed(recorded)
-            return await self._live(messages, body, body_json, key, max_tokens)
+            return await self._live(messages, body, body_json, key, max_tokens, repeat)
+
+    def _not_recorded(self, body_json: str, repeat: int) -> str:
+        """Why replay-only mode has no answer (a cache of the first repeat only, say so)."""
+        config = self.runtime.config
+        where = f"record mode {config.record_mode!r}, cache {config.cache_dir}"
+        recorder = self.runtime.recorder
+        first = key_of(self.provider, body_json)
+        if repeat and recorder is not None and recorder.load(self.provider, self.model, first):
+            return (
+                f"no recorded answer for repeat {repeat} (counting from 0) of this request: "
+                "the cache holds its first repeat only (recorded with a smaller "
+                "--budget-repeat, or before repeats were recorded apart) "
+                f"({where}); record the other repeats with --budget-record-mode=new, or "
+                "replay with --budget-repeat=1"
+            )
+        return (
+            f"no recorded answer for this request ({where}); record it with "
+            "--budget-record-mode=new"
+        )
 
     def _replayed(self, recorded: ChatResult) -> ChatResult:
         runtime = self.runtime
@@ -500,6 +526,7 @@ class RuntimeChatModel:
         body_json: str,
         key: str,
         max_tokens: int,
+        repeat: int = 0,
     ) -> ChatResult:
         runtime = self.runtime
         recorder = runtime.recorder
@@ -564,7 +591,9 @@ class RuntimeChatModel:
         price = runtime.prices.lookup(self.provider, self.model)
         cost = price.cost(result.usage) if price is not None else 0.0
         if recorder is not None:
-            recorder.store(self.provider, self.model, key, body, result, body_json=body_json)
+            recorder.store(
+                self.provider, self.model, key, body, result, body_json=body_json, repeat=repeat
+            )
         runtime.stats.calls += 1
         runtime._count(
             cost=cost,
