@@ -72,7 +72,8 @@ def provider_factory(provider: str) -> ProviderFactory:
 
     For :func:`pytest_budget.agents.register_provider`.  ``settings`` keys read:
     ``base_url``, ``api_key_env`` (the variable's name, never the key), ``timeout``
-    (seconds), ``header_envs``, ``dry_run`` (no key needed: nothing is sent), ``chat_model`` (a callable ``client -> ChatModel`` wrapping
+    (seconds), ``header_envs``, ``dry_run`` (no key needed: nothing is sent), ``chat_model``
+    (a callable ``client -> ChatModel`` wrapping
     the client, e.g. a runtime; default: the bare client), and the agent settings of
     :func:`make_llm_agent` (``max_tokens``, ``temperature``).  Agents are named
     ``provider:model``.  A role no LLM agent fills gives ``None``.

@@ -78,7 +78,7 @@ class ModelPrice:
 _PROBE_TOKENS = 1000
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def library_price(provider: str, model: str) -> ModelPrice | None:
     """``provider:model``'s price from the ``genai-prices`` package's bundled data (None when
     it does not know the model).  Read offline: the package fetches only when asked to."""
