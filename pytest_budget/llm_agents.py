@@ -95,6 +95,8 @@ def provider_factory(provider: str) -> ProviderFactory:
         )
         wrap: Callable[[ChatClient], ChatModel] | None = settings.get("chat_model")
         chat: ChatModel = client if wrap is None else wrap(client)
+        if hasattr(chat, "role"):  # a runtime model reports each cell's spend per role
+            chat.role = role
         agent_settings = {**settings, "message_format": settings.get("message_format") or provider}
         return make_llm_agent(role, chat, name=f"{provider}:{model}", settings=agent_settings)
 

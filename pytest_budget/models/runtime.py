@@ -174,10 +174,44 @@ class CellCalls:
     input_tokens: int = 0
     output_tokens: int = 0
     usd: float = 0.0
+    # The same per role of the agent that made the call (planner, solver, estimator...).
+    roles: dict[str, RoleCalls] = field(default_factory=dict)
 
     def add(self, other: CellCalls) -> None:
         self.refused += other.refused
         self.failed += other.failed
+        self.calls += other.calls
+        self.replayed += other.replayed
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.usd += other.usd
+        for role, calls in other.roles.items():
+            self.roles.setdefault(role, RoleCalls()).add(calls)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "replayed": self.replayed,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "usd": round(self.usd, 6),
+            "failed": self.failed,
+            "refused": self.refused,
+            "roles": {role: self.roles[role].as_dict() for role in sorted(self.roles)},
+        }
+
+
+@dataclass
+class RoleCalls:
+    """One role's live and replayed calls in a cell, its live tokens and USD."""
+
+    calls: int = 0
+    replayed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usd: float = 0.0
+
+    def add(self, other: RoleCalls) -> None:
         self.calls += other.calls
         self.replayed += other.replayed
         self.input_tokens += other.input_tokens
@@ -191,8 +225,6 @@ class CellCalls:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "usd": round(self.usd, 6),
-            "failed": self.failed,
-            "refused": self.refused,
         }
 
 
@@ -211,18 +243,21 @@ def _cell_failed(refused: bool = False) -> None:
             counts.failed += 1
 
 
-def _cell_spent(usage: TokenUsage | None = None, cost: float = 0.0) -> None:
-    """Count a live call (``usage``) or a replayed one (None) for the running cell."""
+def _cell_spent(role: str | None, usage: TokenUsage | None = None, cost: float = 0.0) -> None:
+    """Count a live call (``usage``) or a replayed one (None) for the running cell, in all
+    and for ``role`` (the calling agent's role; ``model`` when it is not known)."""
     counts = CELL_CALLS.get()
     if counts is None:
         return
-    if usage is None:
-        counts.replayed += 1
-        return
-    counts.calls += 1
-    counts.input_tokens += usage.input
-    counts.output_tokens += usage.output
-    counts.usd += cost
+    own = counts.roles.setdefault(role or "model", RoleCalls())
+    for target in (counts, own):
+        if usage is None:
+            target.replayed += 1
+            continue
+        target.calls += 1
+        target.input_tokens += usage.input
+        target.output_tokens += usage.output
+        target.usd += cost
 
 
 class EndpointHealth:
@@ -417,6 +452,9 @@ class RuntimeChatModel:
     def __init__(self, client: ChatClient, runtime: ModelRuntime) -> None:
         self.client = client
         self.runtime = runtime
+        # The role of the agent this model serves (set by the provider factory): a cell's
+        # spend is reported per role.
+        self.role: str | None = None
         self.provider = client.provider
         self.model = client.model
 
@@ -488,7 +526,7 @@ class RuntimeChatModel:
         runtime = self.runtime
         runtime.stats.replayed += 1
         runtime._count(replayed=1)  # token counters are for live (paid) calls
-        _cell_spent()
+        _cell_spent(self.role)
         price = runtime.prices.lookup(self.provider, self.model)
         _charge_meter(recorded.usage, price.cost(recorded.usage) if price else 0.0)
         return recorded
@@ -573,6 +611,6 @@ class RuntimeChatModel:
             unpriced=int(price is None),
             **runtime._usage_counts(result.usage),
         )
-        _cell_spent(result.usage, cost)
+        _cell_spent(self.role, result.usage, cost)
         _charge_meter(result.usage, cost)
         return result
