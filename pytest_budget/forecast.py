@@ -30,6 +30,7 @@ Nothing here imports pytest; the suites' rows are built by :mod:`pytest_budget.f
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -87,9 +88,16 @@ def _text(content: object) -> str:
     return "" if content is None else str(content)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _message_tokens(text: str) -> int:
+    # The probes of one rollout re-send its earlier turns as the same messages: each text
+    # is counted once (the dry run's main cost was counting them again).
+    return count_tokens(text)
+
+
 def prompt_tokens(messages: Iterable[Mapping[str, Any]], tools: object = None) -> int:
     """Reference tokens of one request: every message's text, plus the tools' JSON."""
-    total = sum(count_tokens(_text(message.get("content"))) for message in messages)
+    total = sum(_message_tokens(_text(message.get("content"))) for message in messages)
     if tools:
         total += count_tokens(json.dumps(tools, sort_keys=True, default=str))
     return total

@@ -49,8 +49,8 @@ COSTBENCH_TEST_SPLIT: dict[str, int] = {
 SIZES: dict[str, RunSize] = {
     "default": RunSize(
         "default",
-        query_count=10,
-        rollout_count=48,
+        query_count=9,
+        rollout_count=64,
         pool_size=30,
         why="sized by cost: a live run of all suites with a gpt-4o-mini-class model "
         "forecasts at most 5,000 calls and $5 expected",
