@@ -61,9 +61,9 @@ ROLE_NAMES = ("planner", "solver", "estimator", "actor", "tool_agent")
 DEFAULT_AGENT_TIMEOUT = 900.0
 #: With no --budget-max-usd, a live run whose forecast *worst case* is above this many
 #: dollars does not start.  The worst case assumes every call writes its whole max_tokens
-#: and every episode runs to its turn cap, so it is ~50x the expected cost: the default
-#: size with gpt-4o-mini (expected ~$4.5, worst ~$230) runs, while a gpt-4o-class model
-#: (16x the price) or --budget-size=paper (~40x the calls) stops and asks first.
+#: and every episode runs to its turn cap, so it is ~60x the expected cost: the default
+#: size with gpt-4o-mini (expected $4.52, worst $267) runs, while a gpt-4o-class model
+#: (16x the price) or --budget-size=paper (worst $1,830) stops and asks first.
 DEFAULT_MAX_USD_DEFAULT = 500.0
 
 

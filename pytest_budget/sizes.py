@@ -6,10 +6,12 @@ A size names a default for each suite's count option; an explicit count option
 * ``default`` is chosen by cost: a live run of all three suites with one gpt-4o-mini-class
   model forecasts at most 5,000 calls and $5 expected (the forecast of
   ``pytest --budget-suite=all --budget-agent=openai/gpt-4o-mini --budget-dry-run``:
-  planning 10 queries per task = 1,800 calls, awareness 48 rollouts per environment =
-  ~2,380 calls, triage one pool of 30 per domain = 106 calls).  Planning episodes are the
-  dearest unit (6 calls of ~11,000 prompt tokens each, expected), so planning gets the
-  fewest items per cell; awareness rollouts are cheap per probe, so they get more.
+  4,730 calls, $4.52 expected: planning 9 queries per task = 1,620 calls, $2.95;
+  awareness 64 rollouts per environment = ~3,000 calls, $1.52; triage one pool of 30 per
+  domain = 106 calls, $0.05).  Planning episodes are the dearest unit (6 calls of ~11,000
+  prompt tokens each, expected), so planning gets the fewest items per cell; awareness
+  rollouts are cheap per probe, so they get more, and not fewer than 64: at 48 the
+  warehouse probes' trivial floor reaches macro-F1 0.78, above the 0.75 the suite flags.
 * ``paper`` is the papers' protocol: CostBench's test split (381 queries: location 29,
   transportation 102, accommodation 51, attraction 56, dining 60, shopping 83), BAGEN's 128
   rollouts per environment, TRIAGE's pools of n_chunk = 30 items.
