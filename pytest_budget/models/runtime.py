@@ -157,53 +157,9 @@ class _Stats:
 
 
 @dataclass
-class CellCalls:
-    """The calls of one cell that were refused (spend cap) or failed after the retries.
-
-    Cells of a process run concurrently on one event loop, so the process's counters cannot
-    say which cell a failure belongs to; each cell's work runs with its own
-    :data:`CELL_CALLS` (a context variable, inherited by the tasks it starts).
-    """
-
-    refused: int = 0
-    failed: int = 0
-    # What the cell's calls did and cost (its progress line): live and replayed calls,
-    # live tokens and USD (replays are free).
-    calls: int = 0
-    replayed: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    usd: float = 0.0
-    # The same per role of the agent that made the call (planner, solver, estimator...).
-    roles: dict[str, RoleCalls] = field(default_factory=dict)
-
-    def add(self, other: CellCalls) -> None:
-        self.refused += other.refused
-        self.failed += other.failed
-        self.calls += other.calls
-        self.replayed += other.replayed
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.usd += other.usd
-        for role, calls in other.roles.items():
-            self.roles.setdefault(role, RoleCalls()).add(calls)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "replayed": self.replayed,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "usd": round(self.usd, 6),
-            "failed": self.failed,
-            "refused": self.refused,
-            "roles": {role: self.roles[role].as_dict() for role in sorted(self.roles)},
-        }
-
-
-@dataclass
 class RoleCalls:
-    """One role's live and replayed calls in a cell, its live tokens and USD."""
+    """Live and replayed calls, their live tokens and USD (replays are free): a cell's in
+    all (:class:`CellCalls`) and one role's within it."""
 
     calls: int = 0
     replayed: int = 0
@@ -225,6 +181,38 @@ class RoleCalls:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "usd": round(self.usd, 6),
+        }
+
+
+@dataclass
+class CellCalls(RoleCalls):
+    """The calls of one cell that were refused (spend cap) or failed after the retries,
+    and what its calls did and cost (its progress line, its record's ``spend``), in all and
+    per role of the calling agent.
+
+    Cells of a process run concurrently on one event loop, so the process's counters cannot
+    say which cell a failure belongs to; each cell's work runs with its own
+    :data:`CELL_CALLS` (a context variable, inherited by the tasks it starts).
+    """
+
+    refused: int = 0
+    failed: int = 0
+    roles: dict[str, RoleCalls] = field(default_factory=dict)
+
+    def add(self, other: RoleCalls) -> None:
+        super().add(other)
+        if isinstance(other, CellCalls):
+            self.refused += other.refused
+            self.failed += other.failed
+            for role, calls in other.roles.items():
+                self.roles.setdefault(role, RoleCalls()).add(calls)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **super().as_dict(),
+            "failed": self.failed,
+            "refused": self.refused,
+            "roles": {role: self.roles[role].as_dict() for role in sorted(self.roles)},
         }
 
 
