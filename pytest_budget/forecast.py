@@ -30,6 +30,7 @@ Nothing here imports pytest; the suites' rows are built by :mod:`pytest_budget.f
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -87,9 +88,16 @@ def _text(content: object) -> str:
     return "" if content is None else str(content)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _message_tokens(text: str) -> int:
+    # The probes of one rollout re-send its earlier turns as the same messages: each text
+    # is counted once (the dry run's main cost was counting them again).
+    return count_tokens(text)
+
+
 def prompt_tokens(messages: Iterable[Mapping[str, Any]], tools: object = None) -> int:
     """Reference tokens of one request: every message's text, plus the tools' JSON."""
-    total = sum(count_tokens(_text(message.get("content"))) for message in messages)
+    total = sum(_message_tokens(_text(message.get("content"))) for message in messages)
     if tools:
         total += count_tokens(json.dumps(tools, sort_keys=True, default=str))
     return total
@@ -158,13 +166,17 @@ class RoleForecast:
 
     def usd(self, prices: PriceTable) -> tuple[float | None, float | None]:
         """(expected, worst case) USD at the price table's rates; None without a price."""
-        provider, _, model = self.model.partition(":")
-        price = prices.lookup(provider, model)
+        price = prices.lookup(*_split(self.model))
         if price is None:
             return None, None
         expected = TokenUsage(input=self.input_tokens, output=self.output_tokens, reported=True)
         worst = TokenUsage(input=self.input_worst, output=self.output_worst, reported=True)
         return price.cost(expected), price.cost(worst)
+
+
+def _split(label: str) -> tuple[str, str]:
+    provider, _, model = label.partition(":")
+    return provider, model
 
 
 def _money(value: float | None) -> str:
@@ -187,6 +199,7 @@ class Forecast:
     rows: list[RoleForecast]
     prices: PriceTable
     notes: list[str] = field(default_factory=list)
+    size: str = ""  # the run size in force (--budget-size)
 
     def usd(self) -> tuple[float | None, float | None]:
         """The run's (expected, worst case) USD; None when some row has no price."""
@@ -205,20 +218,29 @@ class Forecast:
         rows = []
         for row in self.rows:
             row_expected, row_worst = row.usd(self.prices)
-            rows.append({**asdict(row), "usd": row_expected, "usd_worst": row_worst})
+            rows.append(
+                {
+                    **asdict(row),
+                    "usd": row_expected,
+                    "usd_worst": row_worst,
+                    "price_source": self.prices.source(*_split(row.model)),
+                }
+            )
         return {
             "rows": rows,
             **self.totals(),
             "usd": None if expected is None else round(expected, 6),
             "usd_worst": None if worst is None else round(worst, 6),
             "exact": all(row.exact for row in self.rows),
+            "size": self.size,
             "notes": list(self.notes),
             "rules": RULES,
         }
 
     def lines(self) -> list[str]:
-        """The terminal block: one line per suite and role, the total, the assumptions."""
-        out = []
+        """The terminal block: the size, one line per suite and role, the total, the
+        assumptions."""
+        out = [_size_line(self.size)] if self.size else []
         for row in self.rows:
             expected, worst = row.usd(self.prices)
             calls = f"{row.calls:,}" if row.exact else f"~{row.calls:,}..{row.calls_worst:,}"
@@ -235,11 +257,25 @@ class Forecast:
             f"total: {totals['calls']:,}..{totals['calls_worst']:,} live calls, "
             f"{_money(expected)} expected, {_money(worst)} worst case"
         )
+        out.extend(self.price_lines())
         for row in self.rows:
             for assumption in row.assumptions:
                 out.append(f"  {row.suite} {row.role}: {assumption}")
         out.extend(f"  {note}" for note in self.notes)
         out.append(f"  {RULES}")
+        return out
+
+    def price_lines(self) -> list[str]:
+        """Where each model's price comes from; for a model with none, how to price it."""
+        out = []
+        for label in dict.fromkeys(row.model for row in self.rows):
+            source = self.prices.source(*_split(label))
+            if source is None:
+                from pytest_budget.models.prices import price_hint
+
+                out.append(price_hint(label))
+            else:
+                out.append(f"prices: {label} from {source}")
         return out
 
     def after_run(self, spent_usd: float | None, calls: int, input_tokens: int,
@@ -256,6 +292,15 @@ class Forecast:
             f"actual:   {calls:,} calls, input {input_tokens:,}, output {output_tokens:,} "
             f"tokens, {spent}",
         ]
+
+
+def _size_line(name: str) -> str:
+    from pytest_budget.sizes import SIZES
+
+    size = SIZES.get(name)
+    why = f" ({size.why})" if size is not None and size.why else ""
+    other = ", ".join(f"--budget-size={n}" for n in SIZES if n != name)
+    return f"size: {name}{why}; other sizes: {other}"
 
 
 #: The forecast's rules in one line (printed and in the report).

@@ -141,7 +141,7 @@ def build_forecast(config: pytest.Config, state: BudgetSession) -> Forecast:
         )
         if not done:
             rows.notes.append(f"{suite}: not forecast (the suite does not forecast its calls)")
-    return Forecast(list(rows.rows.values()), price_table(options), rows.notes)
+    return Forecast(list(rows.rows.values()), price_table(options), rows.notes, options.size)
 
 
 #: Key of the run's forecast in the session memo (the controller's).
@@ -153,7 +153,8 @@ def forecast_before_run(
 ) -> None:
     """Print the forecast; then ``--budget-dry-run`` exits (status 0, no call made) and
     ``--budget-max-usd`` refuses to start when the worst case passes it (unless
-    ``--budget-max-usd-mode=stop-at-cap``).  Called once, on the controller."""
+    ``--budget-max-usd-mode=stop-at-cap``); without ``--budget-max-usd``, a worst case above
+    ``--budget-max-usd-default`` refuses to start.  Called once, on the controller."""
     import pytest
 
     options = state.options
@@ -179,7 +180,18 @@ def forecast_before_run(
         pytest.exit("budget: dry run (--budget-dry-run): no model was called", returncode=0)
     expected, worst = forecast.usd()
     cap = options.max_usd
-    if cap is None or options.max_usd_mode == "stop-at-cap" or worst is None or worst <= cap:
+    if cap is None:
+        limit = options.max_usd_default
+        if worst is not None and worst > limit:
+            raise pytest.UsageError(
+                f"the forecast's worst case is ${worst:,.2f} (expected ${expected or 0:,.2f}, "
+                f"{forecast.totals()['calls']:,} calls), above the default limit ${limit:,.2f} "
+                "for a run without --budget-max-usd, so the run did not start; give "
+                "--budget-max-usd=USD (or raise --budget-max-usd-default / ini "
+                "budget_max_usd_default), or narrow the run"
+            )
+        return
+    if options.max_usd_mode == "stop-at-cap" or worst is None or worst <= cap:
         return
     raise pytest.UsageError(
         f"--budget-max-usd={cap:g}: the forecast's worst case is ${worst:,.4f} (expected "

@@ -72,7 +72,8 @@ def provider_factory(provider: str) -> ProviderFactory:
 
     For :func:`pytest_budget.agents.register_provider`.  ``settings`` keys read:
     ``base_url``, ``api_key_env`` (the variable's name, never the key), ``timeout``
-    (seconds), ``header_envs``, ``chat_model`` (a callable ``client -> ChatModel`` wrapping
+    (seconds), ``header_envs``, ``dry_run`` (no key needed: nothing is sent), ``chat_model``
+    (a callable ``client -> ChatModel`` wrapping
     the client, e.g. a runtime; default: the bare client), and the agent settings of
     :func:`make_llm_agent` (``max_tokens``, ``temperature``).  Agents are named
     ``provider:model``.  A role no LLM agent fills gives ``None``.
@@ -90,9 +91,12 @@ def provider_factory(provider: str) -> ProviderFactory:
             api_key_env=settings.get("api_key_env"),
             timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
             header_envs=tuple(settings.get("header_envs") or ()),
+            need_key=not settings.get("dry_run"),
         )
         wrap: Callable[[ChatClient], ChatModel] | None = settings.get("chat_model")
         chat: ChatModel = client if wrap is None else wrap(client)
+        if hasattr(chat, "role"):  # a runtime model reports each cell's spend per role
+            chat.role = role
         agent_settings = {**settings, "message_format": settings.get("message_format") or provider}
         return make_llm_agent(role, chat, name=f"{provider}:{model}", settings=agent_settings)
 

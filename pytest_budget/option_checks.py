@@ -53,6 +53,13 @@ class OptionReader:
                 raise OptionError(f"{_flag(dest)}: no such file {path}; {hint}")
         return paths
 
+    def size(self) -> Any:
+        """The run size in force (:mod:`pytest_budget.sizes`): ``--budget-size``, else ini
+        ``budget_size``, else ``default``."""
+        from pytest_budget.sizes import parse_size
+
+        return parse_size(self.get_option("budget_size") or self.get_ini("budget_size"))
+
     def input_file(self, dest: str, hint: str) -> str | None:
         value = self.get_option(dest)
         if not value:
@@ -72,7 +79,7 @@ OPTION_DESTS = (
     "budget_base_url", "budget_api_key_env", "budget_model_header",
     "budget_max_usd", "budget_record_mode", "budget_price_file", "budget_model_timeout",
     "budget_cache_dir", "budget_retries", "budget_retry_max_s", "budget_shard",
-    "budget_max_output_chars",
+    "budget_max_output_chars", "budget_size", "budget_max_usd_default",
 )  # fmt: skip
 
 #: The run's comma-list options: a value with no item in it (``--budget-suite=,``) is empty too.

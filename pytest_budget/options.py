@@ -59,6 +59,12 @@ ROLE_NAMES = ("planner", "solver", "estimator", "actor", "tool_agent")
 #: Seconds one agent call may take by default: above a model call's whole retry budget
 #: (``--budget-retry-max-s``, 300) plus one more attempt, so only a hung agent reaches it.
 DEFAULT_AGENT_TIMEOUT = 900.0
+#: With no --budget-max-usd, a live run whose forecast *worst case* is above this many
+#: dollars does not start.  The worst case assumes every call writes its whole max_tokens
+#: and every episode runs to its turn cap, so it is ~60x the expected cost: the default
+#: size with gpt-4o-mini (expected $4.52, worst $267) runs, while a gpt-4o-class model
+#: (16x the price) or --budget-size=paper (worst $1,830) stops and asks first.
+DEFAULT_MAX_USD_DEFAULT = 500.0
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,10 @@ class BudgetOptions:
     gate_given: bool = False  # --budget-gate was given (else each suite's default gate)
     max_usd: float | None = None
     max_usd_mode: str = "refuse"  # or "stop-at-cap" (see --budget-max-usd-mode)
+    # --budget-max-usd-default: the worst case a live run may forecast without --budget-max-usd.
+    max_usd_default: float = DEFAULT_MAX_USD_DEFAULT
+    # --budget-size: the run size in force (pytest_budget.sizes).
+    size: str = "default"
     dry_run: bool = False
     record_mode: str = "new"
     price_file: str | None = None
@@ -216,6 +226,19 @@ def _agent_timeout(value: object) -> float:
     return seconds
 
 
+def _dollars(option: str, value: object) -> float:
+    """A limit in dollars: a positive finite number."""
+    try:
+        amount = float(str(value).strip())
+    except ValueError:
+        amount = math.nan
+    if not math.isfinite(amount) or amount <= 0:
+        raise OptionError(
+            f"{option}: {value!r} is not a positive number of dollars; give e.g. {option}=5"
+        )
+    return amount
+
+
 def parse_options(
     get_option: Callable[[str], Any],
     get_ini: Callable[[str], Any],
@@ -311,16 +334,14 @@ def parse_options(
         check_output_file("--budget-html", html_path)  # now, not after every cell has run
 
     max_usd_value = get_option("budget_max_usd")
-    max_usd: float | None = None
-    if max_usd_value is not None:
-        try:
-            max_usd = float(max_usd_value)
-        except ValueError:
-            raise OptionError(
-                f"--budget-max-usd: {max_usd_value!r} is not a number of dollars, e.g. 5"
-            ) from None
-        if not math.isfinite(max_usd) or max_usd < 0:
-            raise OptionError(f"--budget-max-usd: must be >= 0, got {max_usd_value}")
+    max_usd = None if max_usd_value is None else _dollars("--budget-max-usd", max_usd_value)
+    default_value = get_option("budget_max_usd_default") or get_ini("budget_max_usd_default")
+    max_usd_default = (
+        _dollars("--budget-max-usd-default", default_value)
+        if default_value
+        else DEFAULT_MAX_USD_DEFAULT
+    )
+    size = reader.size()
     record_mode = str(
         get_option("budget_record_mode") or get_ini("budget_record_mode") or "new"
     ).strip()
@@ -426,6 +447,8 @@ def parse_options(
         api_key_env=get_option("budget_api_key_env"),
         max_usd=max_usd,
         max_usd_mode=get_option("budget_max_usd_mode") or "refuse",
+        max_usd_default=max_usd_default,
+        size=size.name,
         dry_run=bool(get_option("budget_dry_run")),
         record_mode=record_mode,
         price_file=price_file,

@@ -62,7 +62,7 @@ def _names_model_agent(options: BudgetOptions) -> bool:
 
 def check_model_agents(options: BudgetOptions) -> None:
     """Build every named model agent's client once: a missing key or a bad URL is a usage
-    error before anything runs (no network traffic here)."""
+    error before anything runs (no network traffic here).  A dry run needs no key."""
     if not _names_model_agent(options):
         return
     from pytest_budget.models.provider import PROVIDERS, ProviderConfigError, check_provider_config
@@ -74,7 +74,12 @@ def check_model_agents(options: BudgetOptions) -> None:
             continue
         try:
             check_provider_config(
-                provider, model, options.base_url, options.api_key_env, options.model_headers
+                provider,
+                model,
+                options.base_url,
+                options.api_key_env,
+                options.model_headers,
+                need_key=not options.dry_run,
             )
         except (ProviderConfigError, ValueError) as exc:
             raise pytest.UsageError(f"--budget-agent={name}: {exc}") from None

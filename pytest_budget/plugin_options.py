@@ -163,6 +163,19 @@ def add_options(parser: pytest.Parser) -> None:
         "recorded) instead of parsed (default: ini budget_max_output_chars, else 1000000)",
     )
     group.addoption(
+        "--budget-size",
+        metavar="NAME",
+        help="how many items each suite runs: default (sized by cost: a live run of all "
+        "suites with a gpt-4o-mini-class model forecasts at most 5,000 calls, $5) or paper "
+        "(the papers' protocol sizes); a count option still wins (default: ini budget_size)",
+    )
+    group.addoption(
+        "--budget-max-usd-default",
+        metavar="USD",
+        help="with no --budget-max-usd, a live run whose forecast worst case is above this "
+        "stops before the first call (default: ini budget_max_usd_default, else 500)",
+    )
+    group.addoption(
         "--budget-shard",
         metavar="I/N",
         help="run only shard I of N (1-based) of the collected tests, chosen by a hash of each "
@@ -203,6 +216,8 @@ _INI_VALUES: tuple[tuple[str, str], ...] = (
     ("budget_retries", "retries of a failed model call (default 5)"),
     ("budget_agent_timeout", "seconds one agent call may take (default 900; 0: none)"),
     ("budget_retry_max_s", "seconds after which a model call stops retrying"),
+    ("budget_size", "run size: default or paper (see --budget-size)"),
+    ("budget_max_usd_default", "worst-case USD a live run without --budget-max-usd may forecast"),
 )
 #: The run's ini keys read as one entry per line.
 _INI_LINE_LISTS: tuple[tuple[str, str], ...] = (

@@ -75,6 +75,20 @@ class RecordError(ValueError):
     """A cell that does not fit its record type; the message is one line."""
 
 
+#: The counters of a cell's spend (in all, and per role).
+_SPEND: dict[str, Any] = {
+    "calls": {"type": "integer", "minimum": 0, "description": "Live (paid) calls."},
+    "replayed": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Calls answered from the record cache (free).",
+    },
+    "input_tokens": {"type": "integer", "minimum": 0},
+    "output_tokens": {"type": "integer", "minimum": 0},
+    "usd": {"type": "number", "minimum": 0},
+}
+
+
 @dataclass(kw_only=True, slots=True)
 class CellRecord:
     """The header of every cell record (``docs/reference/report.schema.json``)."""
@@ -230,6 +244,25 @@ class CellRecord:
     )
     partial: bool | None = describe(
         "true: an incomplete cell passed because of --budget-allow-partial."
+    )
+    spend: dict[str, Any] | None = describe(
+        "Model agents only: what the cell's model calls spent (live calls, their input and "
+        "output tokens and USD at the run's prices; replayed calls are free), in all and "
+        "per role of the calling agent (planner, solver, estimator, actor, tool_agent).",
+        required_keys=["calls", "replayed", "input_tokens", "output_tokens", "usd", "roles"],
+        properties={
+            **_SPEND,
+            "failed": {"type": "integer", "minimum": 0},
+            "refused": {"type": "integer", "minimum": 0},
+            "roles": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["calls", "replayed", "input_tokens", "output_tokens", "usd"],
+                    "properties": _SPEND,
+                },
+            },
+        },
     )
 
     @property

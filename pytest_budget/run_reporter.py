@@ -142,6 +142,9 @@ class RunReporter:
         if record is None or report.when not in ("setup", "call"):
             return
         cell = cell_from_json(json.loads(record))
+        spend = getattr(report, "budget_cell_calls", None)
+        if spend is not None and report.when == "call":
+            cell.spend = json.loads(spend)  # the cell's model calls, per role
         cell.test_outcome = report.outcome
         cell.duration_s = round(report.duration, 4)
         self.session.add_cell(cell)

@@ -669,3 +669,22 @@ def test_budget_html_to_a_directory_is_a_usage_error(pytester: pytest.Pytester) 
         [f"ERROR: --budget-html: {pytester.path / 'pages'} is a directory*"]
     )
     assert "passed" not in result.stdout.str()
+
+
+def test_model_spend_per_cell_and_role_is_a_table() -> None:
+    cell = _triage_cell("openai:m", 0.5, 0.0)
+    role = {"calls": 2, "replayed": 1, "input_tokens": 1234, "output_tokens": 56, "usd": 0.0125}
+    cell["spend"] = {
+        "calls": 3, "replayed": 1, "input_tokens": 1300, "output_tokens": 60, "usd": 0.013,
+        "failed": 0, "refused": 0,
+        "roles": {"planner": {**role, "calls": 1, "replayed": 0, "input_tokens": 66,
+                              "output_tokens": 4, "usd": 0.0005}, "solver": role},
+    }  # fmt: skip
+    page = _render([("spend", _report([cell, _triage_cell("oracle", 0.5, 0.0)]))])
+    rest = page.partition("<h3>Model spend per cell</h3>")[2]
+    table = rest.partition("</table>")[0]
+    rows = re.findall(r"<tr data-cell=[^>]*>(.*?)</tr>", table)
+    assert len(rows) == 2  # one per role of the model cell; the reference cell spent nothing
+    cells = [re.findall(r"<td>(.*?)</td>", row) for row in rows]
+    assert cells[1] == ["arith-u0-a0.5-A", "openai:m", "solver", "2", "1", "1,234", "56", "$0.0125"]
+    assert cells[0][2:] == ["planner", "1", "0", "66", "4", "$0.0005"]

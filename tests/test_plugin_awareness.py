@@ -206,7 +206,7 @@ def test_default_run_gates_against_shipped_baselines(
         if cell["env"] == "swe-synthetic":
             assert cell["actor"] == "logged" and cell["scores"]["n_probes"] == 512
         else:
-            assert cell["actor"] == "reference-actor" and cell["rollouts"]["rollouts"] == 128
+            assert cell["actor"] == "reference-actor" and cell["rollouts"]["rollouts"] == 64
         if cell["agent"] == "oracle":
             scores = cell["scores"]
             assert scores["macro_f1_all"] == scores["fail_f1"] == scores["interval_score"] == 1.0

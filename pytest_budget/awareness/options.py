@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_budget.awareness.online.options import OnlineOptionError, parse_online_options
 from pytest_budget.option_checks import OptionError, OptionReader, positive_int
+from pytest_budget.sizes import DEFAULT_SIZE, SIZES
 
 __all__ = [
     "AWARENESS_ENVS",
@@ -52,7 +53,7 @@ class AwarenessOptions:
 
     rollouts: tuple[str, ...] = ()
     envs: tuple[str, ...] = AWARENESS_ENVS
-    rollout_count: int = 128
+    rollout_count: int = SIZES[DEFAULT_SIZE].rollout_count
     parse: str = "bagen"
     warehouse_demand: str | None = None
     rollout_format: str = "auto"
@@ -88,7 +89,9 @@ def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
         help="awareness: a JSONL rollout file (repeatable); replaces generated rollouts",
     )
     add(
-        "--budget-rollout-count", help="awareness: rollouts generated per environment (default 128)"
+        "--budget-rollout-count",
+        help=f"awareness: rollouts generated per environment (default "
+        f"{SIZES[DEFAULT_SIZE].rollout_count}; --budget-size=paper: BAGEN's 128)",
     )
     add(
         "--budget-rollout-format",
@@ -246,7 +249,7 @@ def parse_options(read: OptionReader) -> AwarenessOptions:
         envs=envs or AWARENESS_ENVS,
         rollout_count=positive_int(
             "--budget-rollout-count",
-            get("budget_rollout_count") or 128,
+            get("budget_rollout_count") or read.size().rollout_count,
             minimum=2,
             maximum=100_000,
         ),

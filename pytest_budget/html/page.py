@@ -118,6 +118,7 @@ def _suite_section(
             '<ul class="footer">' + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>"
         )
     parts.append(_unfinished(cells))
+    parts.append(_spend(cells))
     parts.append("</section>")
     return "".join(parts)
 
@@ -153,6 +154,38 @@ def _unfinished(cells: Sequence[Cell]) -> str:
     if not items:
         return ""
     return '<h3>Cells that did not finish</h3><ul class="unfinished">' + "".join(items) + "</ul>"
+
+
+def _spend(cells: Sequence[Cell]) -> str:
+    """What each cell's model calls spent, per role (cells of model agents only)."""
+    rows = []
+    for cell in cells:
+        spend = cell.spend
+        if not isinstance(spend, dict):
+            continue
+        roles = spend.get("roles") or {"all": spend}
+        for role, used in roles.items():
+            rows.append(
+                f'<tr data-cell="{escape(cell.nodeid)}"><td>{escape(cell.cell or "?")}</td>'
+                f"<td>{escape(cell.agent or '?')}</td><td>{escape(role)}</td>"
+                f"<td>{int(used.get('calls', 0)):,}</td><td>{int(used.get('replayed', 0)):,}</td>"
+                f"<td>{int(used.get('input_tokens', 0)):,}</td>"
+                f"<td>{int(used.get('output_tokens', 0)):,}</td>"
+                f"<td>${float(used.get('usd', 0.0)):,.4f}</td></tr>"
+            )
+    if not rows:
+        return ""
+    head = "".join(
+        f"<th>{name}</th>"
+        for name in (
+            "cell", "agent", "role", "live calls", "replayed", "input tokens",
+            "output tokens", "USD",
+        )
+    )  # fmt: skip
+    return (
+        '<h3>Model spend per cell</h3><table class="spend"><thead><tr>'
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def render_page(

@@ -1,7 +1,9 @@
 """Model prices in USD per million tokens, and the cost of one call.
 
-Prices change too often to ship, so the table is the user's: ini lines
-(``budget_prices``) and/or a file (``--budget-price-file``), in one of two forms::
+Out of the box a model's price comes from the maintained ``genai-prices`` package (its data
+ships inside the package; it is read offline, never fetched at run time).  The user's own
+table overrides it, model by model: ini lines (``budget_prices``) and/or a file
+(``--budget-price-file``), in one of two forms::
 
     # ini, one model per line: INPUT OUTPUT [CACHED_READ [CACHE_WRITE]] USD per 1M tokens
     budget_prices =
@@ -24,6 +26,7 @@ cached tokens and ``output`` includes reasoning tokens)::
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -33,7 +36,14 @@ from typing import Any
 
 from pytest_budget.models.usage import TokenUsage
 
-__all__ = ["ModelPrice", "PriceTable", "PriceTableError", "load_price_table"]
+__all__ = [
+    "ModelPrice",
+    "PriceTable",
+    "PriceTableError",
+    "library_price",
+    "load_price_table",
+    "price_hint",
+]
 
 _FIELDS = ("input", "output", "cached_read", "cache_write")
 
@@ -64,17 +74,80 @@ class ModelPrice:
         return total / 1_000_000
 
 
+#: Tokens per priced probe: small enough to stay in the first tier of a tiered price.
+_PROBE_TOKENS = 1000
+
+
+@functools.cache
+def library_price(provider: str, model: str) -> ModelPrice | None:
+    """``provider:model``'s price from the ``genai-prices`` package's bundled data (None when
+    it does not know the model).  Read offline: the package fetches only when asked to."""
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:  # (a declared dependency; a broken install prices nothing)
+        return None
+
+    def per_million(**tokens: int) -> float:
+        result = calc_price(Usage(**tokens), model, provider_id=provider)
+        return float(result.total_price) * 1_000_000 / _PROBE_TOKENS
+
+    try:
+        return ModelPrice(
+            input=per_million(input_tokens=_PROBE_TOKENS),
+            output=per_million(output_tokens=_PROBE_TOKENS),
+            cached_read=per_million(input_tokens=_PROBE_TOKENS, cache_read_tokens=_PROBE_TOKENS),
+            cache_write=per_million(input_tokens=_PROBE_TOKENS, cache_write_tokens=_PROBE_TOKENS),
+        )
+    except (LookupError, ValueError):
+        return None
+
+
+def library_version() -> str:
+    """``genai-prices X.Y.Z`` (the price data's source, for the forecast and the report)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"genai-prices {version('genai-prices')}"
+    except PackageNotFoundError:
+        return "genai-prices (not installed)"
+
+
+def price_hint(label: str) -> str:
+    """One line saying how to price a model that has no known price."""
+    return (
+        f"no price for {label} (yours or {library_version()}): add '{label} = INPUT_USD "
+        "OUTPUT_USD' (USD per million tokens) to ini budget_prices or --budget-price-file"
+    )
+
+
 @dataclass(frozen=True)
 class PriceTable:
-    """Prices by model key (``provider:model`` or bare ``model``)."""
+    """Prices by model key (``provider:model`` or bare ``model``); a model not in the table
+    is priced from ``genai-prices`` unless ``library`` is False."""
 
     prices: Mapping[str, ModelPrice]
+    library: bool = True
 
-    def lookup(self, provider: str, model: str) -> ModelPrice | None:
+    def own(self, provider: str, model: str) -> ModelPrice | None:
+        """The user's price for the model (None when the table does not list it)."""
         return self.prices.get(f"{provider}:{model}") or self.prices.get(model)
 
+    def lookup(self, provider: str, model: str) -> ModelPrice | None:
+        own = self.own(provider, model)
+        if own is not None or not self.library:
+            return own
+        return library_price(provider, model)
+
+    def source(self, provider: str, model: str) -> str | None:
+        """Where the model's price comes from: ``yours``, ``genai-prices X.Y.Z`` or None."""
+        if self.own(provider, model) is not None:
+            return "yours"
+        if self.library and library_price(provider, model) is not None:
+            return library_version()
+        return None
+
     def __bool__(self) -> bool:
-        return bool(self.prices)
+        return bool(self.prices) or self.library
 
 
 def _price_number(where: str, name: str, field: str, value: object) -> float:

@@ -111,7 +111,9 @@ def _base_url(provider: str, base_url: str | None) -> str:
     return url
 
 
-def _api_key(provider: str, model: str, base_url: str, api_key_env: str | None) -> str | None:
+def _api_key(
+    provider: str, model: str, base_url: str, api_key_env: str | None, required: bool = True
+) -> str | None:
     if api_key_env is not None and not _ENV_NAME.fullmatch(api_key_env):
         # Never echo the value: a key pasted here by mistake must not reach a report.
         raise ProviderConfigError(
@@ -122,7 +124,7 @@ def _api_key(provider: str, model: str, base_url: str, api_key_env: str | None) 
     key = os.environ.get(variable, "").strip()
     if key:
         return key
-    if api_key_env is not None or key_required(base_url):
+    if required and (api_key_env is not None or key_required(base_url)):
         host = urlsplit(base_url).hostname or "the base URL"
         raise ProviderConfigError(
             f"{provider}:{model}: no API key for {host}: the environment variable "
@@ -169,13 +171,15 @@ def check_provider_config(
     base_url: str | None,
     api_key_env: str | None,
     header_envs: Sequence[str] = (),
+    need_key: bool = True,
 ) -> None:
     """What :func:`build_chat_client` would reject (bad provider/URL, missing key or header
-    variable), without opening anything: the plugin calls it before a run starts."""
+    variable), without opening anything: the plugin calls it before a run starts.  A dry
+    run (``need_key=False``) sends nothing, so it needs no key."""
     check_provider(provider)
     if not model:
         raise ProviderConfigError(f"{provider}: no model name given, e.g. {provider}:MODEL")
-    _api_key(provider, model, _base_url(provider, base_url), api_key_env)
+    _api_key(provider, model, _base_url(provider, base_url), api_key_env, need_key)
     gateway_headers(header_envs)
 
 
@@ -201,6 +205,7 @@ def build_chat_client(
     timeout: float = DEFAULT_TIMEOUT,
     keep_alive: bool = False,
     header_envs: Sequence[str] = (),
+    need_key: bool = True,
 ) -> ChatClient:
     """The chat client for ``provider`` (``openai`` or ``anthropic``) and ``model``.
 
@@ -215,13 +220,14 @@ def build_chat_client(
     pools connections in the client itself (one event loop only; close the client).
     ``header_envs`` are ``NAME=ENV_VAR`` extra headers (:func:`gateway_headers`).
     Credentials in ``base_url`` (``https://user:pass@host/v1``) are sent as Basic
-    authorization and appear nowhere else.  Raises :class:`ProviderConfigError`.
+    authorization and appear nowhere else.  ``need_key=False`` (a dry run, which only builds
+    requests) accepts a missing key.  Raises :class:`ProviderConfigError`.
     """
     check_provider(provider)
     if not model:
         raise ProviderConfigError(f"{provider}: the model name is empty (use {provider}:MODEL)")
     url = _base_url(provider, base_url)
-    key = _api_key(provider, model, url, api_key_env)
+    key = _api_key(provider, model, url, api_key_env, need_key)
     return _CLIENTS[provider](
         model,
         url,

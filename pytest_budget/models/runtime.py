@@ -160,27 +160,17 @@ class _Stats:
 
 
 @dataclass
-class CellCalls:
-    """The calls of one cell that were refused (spend cap) or failed after the retries.
+class RoleCalls:
+    """Live and replayed calls, their live tokens and USD (replays are free): a cell's in
+    all (:class:`CellCalls`) and one role's within it."""
 
-    Cells of a process run concurrently on one event loop, so the process's counters cannot
-    say which cell a failure belongs to; each cell's work runs with its own
-    :data:`CELL_CALLS` (a context variable, inherited by the tasks it starts).
-    """
-
-    refused: int = 0
-    failed: int = 0
-    # What the cell's calls did and cost (its progress line): live and replayed calls,
-    # live tokens and USD (replays are free).
     calls: int = 0
     replayed: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     usd: float = 0.0
 
-    def add(self, other: CellCalls) -> None:
-        self.refused += other.refused
-        self.failed += other.failed
+    def add(self, other: RoleCalls) -> None:
         self.calls += other.calls
         self.replayed += other.replayed
         self.input_tokens += other.input_tokens
@@ -194,8 +184,38 @@ class CellCalls:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "usd": round(self.usd, 6),
+        }
+
+
+@dataclass
+class CellCalls(RoleCalls):
+    """The calls of one cell that were refused (spend cap) or failed after the retries,
+    and what its calls did and cost (its progress line, its record's ``spend``), in all and
+    per role of the calling agent.
+
+    Cells of a process run concurrently on one event loop, so the process's counters cannot
+    say which cell a failure belongs to; each cell's work runs with its own
+    :data:`CELL_CALLS` (a context variable, inherited by the tasks it starts).
+    """
+
+    refused: int = 0
+    failed: int = 0
+    roles: dict[str, RoleCalls] = field(default_factory=dict)
+
+    def add(self, other: RoleCalls) -> None:
+        super().add(other)
+        if isinstance(other, CellCalls):
+            self.refused += other.refused
+            self.failed += other.failed
+            for role, calls in other.roles.items():
+                self.roles.setdefault(role, RoleCalls()).add(calls)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **super().as_dict(),
             "failed": self.failed,
             "refused": self.refused,
+            "roles": {role: self.roles[role].as_dict() for role in sorted(self.roles)},
         }
 
 
@@ -222,18 +242,21 @@ def _cell_failed(refused: bool = False) -> None:
             counts.failed += 1
 
 
-def _cell_spent(usage: TokenUsage | None = None, cost: float = 0.0) -> None:
-    """Count a live call (``usage``) or a replayed one (None) for the running cell."""
+def _cell_spent(role: str | None, usage: TokenUsage | None = None, cost: float = 0.0) -> None:
+    """Count a live call (``usage``) or a replayed one (None) for the running cell, in all
+    and for ``role`` (the calling agent's role; ``model`` when it is not known)."""
     counts = CELL_CALLS.get()
     if counts is None:
         return
-    if usage is None:
-        counts.replayed += 1
-        return
-    counts.calls += 1
-    counts.input_tokens += usage.input
-    counts.output_tokens += usage.output
-    counts.usd += cost
+    own = counts.roles.setdefault(role or "model", RoleCalls())
+    for target in (counts, own):
+        if usage is None:
+            target.replayed += 1
+            continue
+        target.calls += 1
+        target.input_tokens += usage.input
+        target.output_tokens += usage.output
+        target.usd += cost
 
 
 class EndpointHealth:
@@ -428,6 +451,9 @@ class RuntimeChatModel:
     def __init__(self, client: ChatClient, runtime: ModelRuntime) -> None:
         self.client = client
         self.runtime = runtime
+        # The role of the agent this model serves (set by the provider factory): a cell's
+        # spend is reported per role.
+        self.role: str | None = None
         self.provider = client.provider
         self.model = client.model
 
@@ -514,7 +540,7 @@ class RuntimeChatModel:
         runtime = self.runtime
         runtime.stats.replayed += 1
         runtime._count(replayed=1)  # token counters are for live (paid) calls
-        _cell_spent()
+        _cell_spent(self.role)
         price = runtime.prices.lookup(self.provider, self.model)
         _charge_meter(recorded.usage, price.cost(recorded.usage) if price else 0.0)
         return recorded
@@ -602,6 +628,6 @@ class RuntimeChatModel:
             unpriced=int(price is None),
             **runtime._usage_counts(result.usage),
         )
-        _cell_spent(result.usage, cost)
+        _cell_spent(self.role, result.usage, cost)
         _charge_meter(result.usage, cost)
         return result

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_budget.option_checks import OptionError, OptionReader, positive_int
+from pytest_budget.sizes import DEFAULT_SIZE, SIZES
 
 __all__ = [
     "DEFAULT_QUERY_COUNT",
@@ -32,11 +33,9 @@ PLANNING_MODES: tuple[str, ...] = (
 )  # fmt: skip
 #: The default planning scenarios: L = 2 static, and L = 5 with each blocking mode once.
 DEFAULT_SCENARIOS = "static@2,ban_tool:1@5,preference_change:1@5,cost_change:1@5,remove_tools:1@5"
-#: Generated queries per task.  600 is what the default gate needs to catch a 20-point EMR
-#: drop and a 2-unit cost-gap rise in at least 90% of every cell's reruns (96% in the
-#: weakest), with false alarms under 1% per cell (benchmarks/bench_planning_gate.py;
-#: docs/how-to/gate-ci.md).  At 400 the cost-gap rise was caught in 78% in the weakest cell.
-DEFAULT_QUERY_COUNT = 600
+#: Generated queries per task at the default run size (:mod:`pytest_budget.sizes` says why:
+#: a planning episode is the dearest unit of a live run).
+DEFAULT_QUERY_COUNT = SIZES[DEFAULT_SIZE].query_count
 DESTS = ("budget_scenario", "budget_task", "budget_query_count", "budget_queries")
 LIST_DESTS = ("budget_task", "budget_scenario")
 
@@ -103,10 +102,17 @@ class PlanningOptions:
     )
     tasks: tuple[str, ...] = PLANNING_TASKS
     query_count: int = DEFAULT_QUERY_COUNT
+    # Queries per task where they differ by task (--budget-size=paper: CostBench's test
+    # split); a task not listed has query_count.
+    task_query_counts: dict[str, int] = field(default_factory=dict)
     queries: tuple[str, ...] = ()
     planning_ban_longest: bool = True
     planning_reading: str = "code"
     planning_answer_feedback: bool = False
+
+    def queries_for(self, task: str) -> int:
+        """How many queries ``task`` generates."""
+        return self.task_query_counts.get(task, self.query_count)
 
 
 def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
@@ -119,7 +125,8 @@ def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
     add("--budget-task", help="planning: travel tasks, comma list (default: all six)")
     add(
         "--budget-query-count",
-        help=f"planning: generated queries per task (default {DEFAULT_QUERY_COUNT})",
+        help=f"planning: generated queries per task (default {DEFAULT_QUERY_COUNT}; "
+        "--budget-size=paper: CostBench's test split, 29 to 102 by task)",
     )
     add(
         "--budget-queries",
@@ -168,12 +175,13 @@ def parse_options(read: OptionReader) -> PlanningOptions:
             raise OptionError(
                 f"--budget-task: unknown task {task!r}; choose from {', '.join(PLANNING_TASKS)}"
             )
+    size = read.size()
+    count = get("budget_query_count")
     return PlanningOptions(
         scenarios=parse_scenarios(get("budget_scenario") or DEFAULT_SCENARIOS),
         tasks=tasks or PLANNING_TASKS,
-        query_count=positive_int(
-            "--budget-query-count", get("budget_query_count") or DEFAULT_QUERY_COUNT, maximum=10_000
-        ),
+        query_count=positive_int("--budget-query-count", count or size.query_count, maximum=10_000),
+        task_query_counts={} if count else dict(size.task_query_counts),
         queries=read.input_files("budget_queries", "give a JSON or JSONL query file"),
         planning_ban_longest=not get("budget_planning_keep_longest"),
         planning_reading=_reading(get("budget_planning_reading")),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_budget.option_checks import OptionError, OptionReader, parse_float_list, positive_int
+from pytest_budget.sizes import DEFAULT_SIZE, SIZES
 
 __all__ = ["DEFAULT_ALPHAS", "DEFAULT_UNSOLVABLE", "TriageOptions", "add_options", "parse_options"]
 
@@ -33,7 +34,7 @@ class TriageOptions:
     alphas: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
     unsolvable: tuple[float, ...] = (0.0, 0.5)
     pools: tuple[str, ...] = ()
-    pool_size: int = 30
+    pool_size: int = SIZES[DEFAULT_SIZE].pool_size
     chunk_size: int = 30
     variants: tuple[str, ...] = ("A",)
     resolve: bool = False
@@ -93,7 +94,10 @@ def parse_options(read: OptionReader) -> TriageOptions:
         ),
         pools=pools,
         pool_size=positive_int(
-            "--budget-pool-size", get("budget_pool_size") or 30, minimum=2, maximum=_MAX_ITEMS
+            "--budget-pool-size",
+            get("budget_pool_size") or read.size().pool_size,
+            minimum=2,
+            maximum=_MAX_ITEMS,
         ),
         chunk_size=positive_int(
             "--budget-chunk-size",
