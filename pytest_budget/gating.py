@@ -123,7 +123,7 @@ class Regression:
         if self.rule == "paired":
             return (
                 f"{self.metric} regressed: stored {_fmt(self.stored)}, new {_fmt(self.new)} on "
-                f"the same {self.units} {self.unit}s, paired sign-flip test "
+                f"the same {self.units} {_plural(self.unit)}, paired sign-flip test "
                 f"p={self.p_value:.2g} < {self.alpha:.2g} and past the tolerance "
                 f"{self.tolerance:g} ({better} is better)"
             )
@@ -154,6 +154,10 @@ class Regression:
             f"{self.metric} regressed: stored {_fmt(self.stored)}, new {_fmt(self.new)}, "
             f"tolerance {self.tolerance:g} ({better} is better)"
         )
+
+
+def _plural(unit: str) -> str:
+    return unit[:-1] + "ies" if unit.endswith("y") else unit + "s"
 
 
 def _fmt(value: float | None) -> str:
