@@ -76,7 +76,6 @@ from pytest_budget.run_gate import (
     RUN_ALPHA,
     SequentialRule,
     cell_alpha,
-    hoeffding_p,
     pooled_alpha,
     unit_changes,
 )
@@ -106,7 +105,13 @@ EFFECTS: dict[str, list[tuple[str, float]]] = {
 #: Futility: the effect each metric's "no regression of the stated size" refers to (the
 #: stated effect where one is stated, else 0.10).
 FUTILITY = {metric: effect for effects in EFFECTS.values() for metric, effect in effects}
-AWARE_PROBES = {"search": 322, "sokoban-6x6": 444, "sokoban-8x8": 584, "swe": 512, "warehouse": 1280}
+AWARE_PROBES = {
+    "search": 322,
+    "sokoban-6x6": 444,
+    "sokoban-8x8": 584,
+    "swe": 512,
+    "warehouse": 1280,
+}
 PLANNING_CALLS_PER_QUERY = 6
 
 
@@ -156,7 +161,9 @@ def planning_suite(rng: np.random.Generator, queries: int) -> Suite:
     steps = rng.integers(2, 9, (cells, queries)).astype(np.float64)
     bad = rng.beta(0.5, 4.0, (cells, queries))
 
-    def draw(g: np.random.Generator, runs: int, effect: dict[str, float]) -> dict[str, tuple[Array, Array]]:
+    def draw(
+        g: np.random.Generator, runs: int, effect: dict[str, float]
+    ) -> dict[str, tuple[Array, Array]]:
         q = p if "emr" not in effect else _logit_shift(p, _shift_for(p, effect["emr"]))
         shape = (runs, cells, queries)
         good = g.random(shape) < q
@@ -184,7 +191,9 @@ def triage_suite(rng: np.random.Generator) -> Suite:
     gap, oracle = 6.0, 12.0
     solvable = 1.0 - unsolvable
 
-    def draw(g: np.random.Generator, runs: int, effect: dict[str, float]) -> dict[str, tuple[Array, Array]]:
+    def draw(
+        g: np.random.Generator, runs: int, effect: dict[str, float]
+    ) -> dict[str, tuple[Array, Array]]:
         q = p
         if "eta_u" in effect:  # eta_u = (V - V_random) / gap: V drops by effect * gap
             drop = effect["eta_u"] * gap / float(solvable.sum(axis=1).mean())
@@ -193,7 +202,9 @@ def triage_suite(rng: np.random.Generator) -> Suite:
         earned_u = (g.random(shape) < q).astype(np.float64)
         earned_e = earned_u * (g.random(shape) < 0.9)
         left_out = unsolvable * (g.random(shape) < keep_out)
-        alloc = np.where(unsolvable * (1 - left_out) + solvable * (g.random(shape) < 0.7) > 0, tokens, 0.0)
+        alloc = np.where(
+            unsolvable * (1 - left_out) + solvable * (g.random(shape) < 0.7) > 0, tokens, 0.0
+        )
         one = np.ones(shape)
         return {
             "eta_u": (earned_u, gap / n * one),
@@ -219,7 +230,9 @@ def awareness_suite(rng: np.random.Generator, scale: float) -> Suite:
     s_mean = rng.beta(1.0, 3.0, (cells, n))
     success = feasible * (rng.random((cells, n)) < 0.8)
 
-    def draw(g: np.random.Generator, runs: int, effect: dict[str, float]) -> dict[str, tuple[Array, Array]]:
+    def draw(
+        g: np.random.Generator, runs: int, effect: dict[str, float]
+    ) -> dict[str, tuple[Array, Array]]:
         q = p
         if "macro_f1_all" in effect:  # the share of right classes drops by about the effect
             q = _logit_shift(p, _shift_for(p, effect["macro_f1_all"], real))
@@ -258,8 +271,14 @@ def changes(
         sn, sd = (x[..., :upto] for x in stored[name])
         nn, nd = (x[..., :upto] for x in new[name])
         both = sd.sum(axis=-1, keepdims=True) + nd.sum(axis=-1, keepdims=True)
-        ratio = np.where(both > 0, (sn.sum(-1, keepdims=True) + nn.sum(-1, keepdims=True)) / np.where(both > 0, both, 1), 0.0)
-        part = np.where(both > 0, ((nn - sn) - ratio * (nd - sd)) / np.where(both > 0, both / 2, 1), 0.0)
+        ratio = np.where(
+            both > 0,
+            (sn.sum(-1, keepdims=True) + nn.sum(-1, keepdims=True)) / np.where(both > 0, both, 1),
+            0.0,
+        )
+        part = np.where(
+            both > 0, ((nn - sn) - ratio * (nd - sd)) / np.where(both > 0, both / 2, 1), 0.0
+        )
         total = part if total is None else total + part
     assert total is not None
     sign = -1.0 if direction == "higher" else 1.0
@@ -298,7 +317,10 @@ def gate_suite(
             cell_rule = SequentialRule(k_looks, cell_level, FUTILITY.get(metric, 0.10))
             d = changes(stored, new, metric, direction, upto)  # runs x cells x units
             s_cell, v_cell = d.sum(-1), (d * d).sum(-1)
-            cell = np.stack([cell_rule.decide_many(k, s_cell[:, c], v_cell[:, c]) for c in range(suite.cells)], 1)
+            cell = np.stack(
+                [cell_rule.decide_many(k, s_cell[:, c], v_cell[:, c]) for c in range(suite.cells)],
+                1,
+            )
             pooled = pooled_rule.decide_many(k, s_cell.sum(1), v_cell.sum(1), suite.cells)
             hit |= (pooled == 1) | (cell == 1).any(1)
             all_clear &= pooled == -1
@@ -318,7 +340,9 @@ def clopper_upper(hits: int, trials: int) -> float:
     lo, hi = hits / trials, 1.0
     for _ in range(60):
         mid = (lo + hi) / 2
-        tail = sum(math.comb(trials, i) * mid**i * (1 - mid) ** (trials - i) for i in range(hits + 1))
+        tail = sum(
+            math.comb(trials, i) * mid**i * (1 - mid) ** (trials - i) for i in range(hits + 1)
+        )
         if tail > 0.05:
             lo = mid
         else:
@@ -331,12 +355,17 @@ def self_check(rng: np.random.Generator, suite: Suite) -> None:
     stored = suite.draw(rng, 1, {})
     new = suite.draw(rng, 2, {})
     for metric, direction in METRICS[suite.name].items():
-        d = changes({k: (v[0][0], v[1][0]) for k, v in stored.items()}, new, metric, direction, suite.units)
+        d = changes(
+            {k: (v[0][0], v[1][0]) for k, v in stored.items()}, new, metric, direction, suite.units
+        )
         names = [m for m in (metric, f"{metric}.2") if m in new]
         for c in range(min(3, suite.cells)):
             ref = unit_changes(
                 [(stored[m][0][0, c], stored[m][1][0, c]) for m in names],
-                [(new[m][0][1, c], new[m][1][0 if new[m][1].shape[0] == 1 else 1, c]) for m in names],
+                [
+                    (new[m][0][1, c], new[m][1][0 if new[m][1].shape[0] == 1 else 1, c])
+                    for m in names
+                ],
                 direction,  # type: ignore[arg-type]
             )
             if ref is not None and not np.allclose(ref, d[1, c]):
@@ -359,7 +388,10 @@ def main() -> None:
         f"run level {RUN_ALPHA:g}; {args.baselines} baselines x {args.reruns} reruns = "
         f"{args.baselines * args.reruns} runs per row; sequential: {args.looks} looks"
     )
-    header = "size   design      agent                          red runs  95% upper  calls mean  calls max"
+    header = (
+        "size   design      agent                          red runs  95% upper  calls mean"
+        "  calls max"
+    )
     for size in args.sizes.split(","):
         queries, scale = (600, 1.0) if size == "today" else (15, 1 / 8)
         suites = [planning_suite(rng, queries), triage_suite(rng), awareness_suite(rng, scale)]
@@ -369,7 +401,8 @@ def main() -> None:
         kinds = sum(len(METRICS[s.name]) for s in suites)
         cell_level, pooled_level = cell_alpha(pairs), pooled_alpha(kinds)
         units = ", ".join(f"{s.name} {s.cells}x{s.units}" for s in suites)
-        print(f"\n[{size}] cells x units: {units}; {pairs} gated pairs (cell level {cell_level:.2g}), "
+        print(f"\n[{size}] cells x units: {units}; {pairs} gated pairs "
+              f"(cell level {cell_level:.2g}), "
               f"{kinds} pooled pairs (level {pooled_level:.2g})")  # fmt: skip
         print(header)
         agents: list[tuple[str, str | None, dict[str, float]]] = [("unchanged", None, {})]

@@ -22,12 +22,12 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 from pytest_budget.files import write_atomic
 from pytest_budget.gating import (
+    PAIRED_ALPHA,
     MetricSpec,
     Regression,
     compare,
     compare_ci,
     compare_overlap,
-    PAIRED_ALPHA,
     compare_paired,
 )
 
@@ -84,7 +84,7 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     #: callback that receives the cell's per-unit changes for the run's pooled test.
     alpha: ClassVar[float] = PAIRED_ALPHA
     family: ClassVar[str] = ""
-    sink: ClassVar[Callable[[str, dict[str, Any]], None] | None] = None
+    sinks: ClassVar[tuple[Callable[[str, dict[str, Any]], None], ...]] = ()
 
     # -- where the file is ---------------------------------------------------------
     @classmethod
@@ -271,7 +271,7 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
             alpha=self.alpha, fallback=overlap, fallback_name="interval overlap",
             unit=unit, family=self.family,
         )  # fmt: skip
-        if self.sink is not None:
+        for sink in self.sinks:
             changes: dict[str, Any] = {}
             for spec in self.specs:
                 kept = [theirs[1][n] for n in (spec.name, f"{spec.name}.2") if n in theirs[1]]
@@ -279,8 +279,11 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
                 if kept and len(kept) == len(got):
                     d = unit_changes(kept, got, spec.direction)
                     if d is not None:
-                        changes[spec.name] = {"d": [float(x) for x in d], "direction": spec.direction}
-            self.sink(self.suite, changes)
+                        changes[spec.name] = {
+                            "d": [float(x) for x in d],
+                            "direction": spec.direction,
+                        }
+            sink(self.suite, changes)
         return [regression.message() for regression in regressions]
 
     def _stored_path(self) -> str:
@@ -326,6 +329,6 @@ def extension_for(
         "rerecord": rerecord,
         "alpha": alpha,
         "family": family,
-        "sink": staticmethod(sink) if sink is not None else None,
+        "sinks": (sink,) if sink is not None else (),
     }
     return type("BudgetCellSnapshot", (BudgetSnapshotExtension,), attrs)

@@ -92,9 +92,7 @@ def pooled_alpha(pairs: int, run_alpha: float = RUN_ALPHA) -> float:
     return run_alpha / 2 / max(1, pairs)
 
 
-def unit_changes(
-    stored: Sequence[Term], new: Sequence[Term], direction: Direction
-) -> Array | None:
+def unit_changes(stored: Sequence[Term], new: Sequence[Term], direction: Direction) -> Array | None:
     """Per unit, its share of the score's change (positive = worse), for a score that is
     the mean of the ratios ``terms`` (one term: a plain ratio; two: macro-F1).
 
@@ -229,7 +227,7 @@ class SequentialRule:
     def spent(self, k: int, total: float) -> float:
         """What look ``k`` (1-based) may spend of ``total``."""
         t, u = k / self.looks, (k - 1) / self.looks
-        return total * (t**self.rho - u**self.rho)
+        return float(total * (t**self.rho - u**self.rho))
 
     def decide(self, k: int, s: float, v: float, cells: int = 1) -> Decision:
         """After look ``k``: ``s`` the summed per-unit change so far, ``v`` the sum of
@@ -250,4 +248,3 @@ class SequentialRule:
         z = NormalDist().inv_cdf(1.0 - gamma)
         upper = (s + z * np.sqrt(v)) / cells
         return np.where(~reject & (upper < self.effect), -1, out).astype(np.int8)
-

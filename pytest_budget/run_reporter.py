@@ -178,7 +178,9 @@ class RunReporter:
         if self.session.cells and options.suites and options.gate != "off":
             rules = ", ".join(f"{suite} {options.gate_for(suite)}" for suite in options.suites)
             terminalreporter.write_line(f"budget gate: {rules}")
-        pooled = [] if self.config.getoption("update_snapshots", False) else self._pooled_regressions()
+        pooled = (
+            [] if self.config.getoption("update_snapshots", False) else self._pooled_regressions()
+        )
         if pooled:
             terminalreporter.write_sep("=", "budget: the run's pooled gate failed", red=True)
             for regression in pooled:

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-CONFTEST = '''
+CONFTEST = """
 import math
 import os
 import random
@@ -26,7 +26,8 @@ class NoisyPlanner:
     name = "noisy-planner"
 
     def plan(self, request):
-        stated = {p.id: int(re.search(r"about (\\d+) tokens", p.text).group(1)) for p in request.items}
+        found = {p.id: re.search(r"about (\\d+) tokens", p.text) for p in request.items}
+        stated = {i: int(m.group(1)) for i, m in found.items()}
         order = sorted(stated, key=lambda i: stated[i] * math.exp(_RNG.gauss(0.0, 0.5)))
         # The regressed agent allocates half of what an item needs (regime E scores nothing).
         share = 0.5 if os.environ.get("REGRESSED") else 1.25
@@ -42,9 +43,10 @@ class NoisyPlanner:
 
 def pytest_budget_planner(config):
     return NoisyPlanner()
-'''
+"""
 
-ARGS = ("--budget-suite=triage", "--budget-pool=mine.jsonl", "--budget-alpha=0.5", "--budget-unsolvable=0",
+ARGS = ("--budget-suite=triage", "--budget-pool=mine.jsonl", "--budget-alpha=0.5",
+        "--budget-unsolvable=0",
         "--budget-agent=user", "--budget-ci-resamples=0", "-p", "no:cacheprovider",
         "-p", "no:randomly")  # fmt: skip
 

@@ -150,5 +150,5 @@ def test_sequential_decide_words() -> None:
     assert rule.decide(1, 0.0, 0.0001) == "no regression"
     assert rule.decide(1, 0.05, 0.01) == "continue"
     assert rule.decide(2, 0.05, 0.01) == "no regression"  # the last look always decides
-    with pytest.raises(ValueError, match="look 3 outside 1..2"):
+    with pytest.raises(ValueError, match=r"look 3 outside 1\.\.2"):
         rule.decide(3, 0.0, 1.0)

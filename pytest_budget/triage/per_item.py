@@ -55,7 +55,9 @@ def _one(outcome: CellOutcome, units: Sequence[Item], baselines: Mapping[str, Ba
     unsolvable = [1.0 if i.unsolvable else 0.0 for i in units]
     if any(unsolvable):
         planned = {e.id: float(e.tokens) for e in outcome.plan.planned if e.tokens > 0}
-        left_out = [u * (0.0 if i.id in planned else 1.0) for i, u in zip(units, unsolvable, strict=True)]
+        left_out = [
+            u * (0.0 if i.id in planned else 1.0) for i, u in zip(units, unsolvable, strict=True)
+        ]
         parts["detection"] = (left_out, unsolvable)
         alloc = [planned.get(i.id, 0.0) for i in units]
         parts["waste"] = ([a * u for a, u in zip(alloc, unsolvable, strict=True)], alloc)
