@@ -30,6 +30,7 @@ from typing import Literal
 __all__ = [
     "DEFAULT_TOLERANCE",
     "PAIRED_ALPHA",
+    "TINY_CELL",
     "MetricSpec",
     "Regression",
     "compare",
@@ -49,6 +50,9 @@ DEFAULT_TOLERANCE = 0.02
 #: reruns per cell, 400 to 800 queries per task): false alarms 0.13% mean, 0.6% in the worst
 #: cell; 0.001 gave 1.05% there (docs/how-to/gate-ci.md has the table).
 PAIRED_ALPHA = 0.0005
+#: Cells of at most this many units (a handful of hand-picked queries or items) that the
+#: paired test can never decide fall back to another rule; the default sizes are larger.
+TINY_CELL = 10
 
 
 @dataclass(frozen=True)
@@ -313,10 +317,13 @@ def compare_paired(
     and one the new run lost fails.  ``family`` says what ``alpha`` was split from.
 
     A metric without per-unit values on either side is decided by ``fallback`` (the rule
-    named ``fallback_name``; default: the tolerance rule), and its failure says so.  A
-    metric on which too few units changed for the test to reach ``alpha`` cannot fail here:
-    that is no evidence of a regression (the run's pooled test still counts its units).
+    named ``fallback_name``; default: the tolerance rule), and its failure says so; so is a
+    hand-made cell of at most :data:`TINY_CELL` units on which too few changed for the test
+    to reach ``alpha``.  In a larger cell, too few changed units cannot fail here: that is
+    no evidence of a regression (the run's pooled test still counts its units).
     """
+    import numpy as np
+
     from pytest_budget.run_gate import signflip_p, unit_changes
 
     def decide(spec: MetricSpec, why: str) -> list[Regression]:
@@ -344,6 +351,13 @@ def compare_paired(
             continue
         else:
             d = unit_changes(kept, got, spec.direction)
+            n = len(got[0][0])
+            m = int(np.count_nonzero(d)) if d is not None else 0
+            if n <= TINY_CELL and 2.0**-m >= alpha:
+                # A hand-made cell of a handful of units: the test can never decide it.
+                why = f"only {m} of {n} {_plural(unit)} changed, too few for the paired test"
+                regressions += decide(spec, why)
+                continue
             p = signflip_p(d) if d is not None else None
             if p is not None and p < alpha:
                 regressions.append(

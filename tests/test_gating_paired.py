@@ -230,7 +230,7 @@ def test_a_twenty_point_drop_on_200_queries_is_caught() -> None:
     assert regression.p_value == pytest.approx(math.exp(-20))
     assert regression.message() == (
         f"emr regressed: stored {ratio((stored, [1.0] * 200)):.6g}, new "
-        f"{ratio((new, [1.0] * 200)):.6g} on the same 200 queries, paired test "
+        f"{ratio((new, [1.0] * 200)):.6g} on the same 200 queries, paired sign-flip test "
         f"p={regression.p_value:.2g} < 0.0005 and past the tolerance 0.05 (higher is better)"
     )
 
@@ -251,10 +251,14 @@ def test_within_the_tolerance_is_never_tested() -> None:
     assert _emr_cell(stored, new) == []
 
 
-def test_a_small_cell_cannot_fail_its_own_test() -> None:
-    # Four queries all lost: the exact p = 1/16 can never be below 0.0005.  That is no
-    # evidence of a regression at the run's level; the run's pooled test counts the units.
-    assert _emr_cell([1, 1, 1, 1], [0, 0, 0, 0]) == []
+def test_a_small_cell_falls_back_and_says_so() -> None:
+    # Four queries all lost: p = 1/16 can never be below 0.0005, so the fallback rule decides.
+    (regression,) = _emr_cell([1, 1, 1, 1], [0, 0, 0, 0])
+    assert regression.rule == "tolerance"
+    assert regression.message().endswith(
+        "; only 4 of 4 queries changed, too few for the paired test, so compared by the "
+        "tolerance rule"
+    )
     calls: list[str] = []
 
     def fallback(spec: MetricSpec) -> list[Regression]:
@@ -264,7 +268,7 @@ def test_a_small_cell_cannot_fail_its_own_test() -> None:
     stored, new = ([1.0] * 4, [1.0] * 4), ([0.0] * 4, [1.0] * 4)
     assert compare_paired({"emr": 1.0}, {"emr": 0.0}, {"emr": stored}, {"emr": new}, (EMR,),
                           fallback=fallback, fallback_name="x") == []  # fmt: skip
-    assert calls == []  # the fallback is only for missing per-unit values
+    assert calls == ["emr"]
 
 
 def test_missing_per_query_values_fall_back_with_a_note() -> None:
@@ -386,6 +390,6 @@ def test_default_level_by_hand() -> None:
     new = [0.0] * 13 + [1.0] + [1.0] * 186
     assert paired_p_value((stored, [1.0] * 200), (new, [1.0] * 200), "higher") == 15 / 2**14
     assert _emr_cell(stored, new) == []
-    # 10 of 20 lost: the test's smallest p, 2**-10 = 0.00098, cannot reach 0.0005: the cell
-    # passes its own test (50 points down on 10 changed queries is 1 in 1,024 by chance).
+    # 10 of 20 lost: the test's smallest p, 2**-10 = 0.00098, cannot reach 0.0005; a cell of
+    # more than TINY_CELL = 10 queries passes its own test (the run's pooled test counts it).
     assert _emr_cell([1.0] * 20, [0.0] * 10 + [1.0] * 10) == []
