@@ -11,10 +11,11 @@ tolerance.  Two rules decide what a regression is:
 * ``overlap`` (:func:`compare_overlap`): a score fails only when its whole interval lies on
   the worse side of the stored *interval*, so the noise of both runs is allowed for (the
   baseline, too, was one draw of a sampling agent);
-* ``paired`` (:func:`compare_paired`, the planning suite's default): the baseline stores
-  each query's values, and a score fails when it moved to the worse side by more than its
-  tolerance *and* a paired randomization test on the same queries
-  (:mod:`pytest_budget.paired`) finds the change significant at :data:`PAIRED_ALPHA`.
+* ``paired`` (:func:`compare_paired`, every suite's default): the baseline stores each
+  unit's values (query, pool item, probe), and a score fails when it moved to the worse
+  side by more than its tolerance *and* a sign-flip test on the same units
+  (:mod:`pytest_budget.run_gate`) finds the change significant at the cell's share of the
+  run's 1% (:data:`PAIRED_ALPHA` when called without a level).
 
 This module is plain Python: the syrupy extension in :mod:`pytest_budget._snapshot` and
 user scripts both call these functions.
