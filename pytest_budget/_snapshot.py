@@ -13,7 +13,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,6 +22,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 from pytest_budget.files import write_atomic
 from pytest_budget.gating import (
+    PAIRED_ALPHA,
     MetricSpec,
     Regression,
     compare,
@@ -79,6 +80,11 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     level: ClassVar[float | None] = None
     #: The command that re-records this cell with the run's options (else a generic one).
     rerecord: ClassVar[str | None] = None
+    #: ``paired``: the level of one (cell, metric) test and what it was split from; the
+    #: callback that receives the cell's per-unit changes for the run's pooled test.
+    alpha: ClassVar[float] = PAIRED_ALPHA
+    family: ClassVar[str] = ""
+    sinks: ClassVar[tuple[Callable[[str, dict[str, Any]], None], ...]] = ()
 
     # -- where the file is ---------------------------------------------------------
     @classmethod
@@ -231,16 +237,17 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
         self, stored: Mapping[str, Any], new: Mapping[str, Any], path: str, hint: str, *, warn: bool
     ) -> list[str] | None:
         """Messages of the paired rule, or ``None`` when either side has no usable
-        per-query values (then the caller falls back to interval overlap)."""
+        per-unit values (then the caller falls back to interval overlap)."""
         from pytest_budget.paired import read_per_unit  # numpy: only when a cell gates
+        from pytest_budget.run_gate import unit_changes
 
         mine = read_per_unit(new.get("per_query"))
         if isinstance(mine, str):
-            return None  # this suite (or the user's own test) records no per-query values
+            return None  # this suite (or the user's own test) records no per-unit values
         theirs = read_per_unit(stored.get("per_query"))
         why = theirs if isinstance(theirs, str) else ""
         if not why and theirs[0] != mine[0]:
-            why = f"stores {theirs[0]} per-query values (this run has {mine[0]})"
+            why = f"stores {theirs[0]} per-unit values (this run has {mine[0]})"
         if why:
             if warn:
                 _notice(
@@ -251,6 +258,7 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
             return None
         assert not isinstance(theirs, str)
         stored_ci = stored.get("ci") if isinstance(stored.get("ci"), dict) else None
+        unit = new["per_query"].get("unit") or "unit"
 
         def overlap(spec: MetricSpec) -> list[Regression]:
             return compare_overlap(
@@ -260,8 +268,22 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
 
         regressions = compare_paired(
             stored["scores"], new["scores"], theirs[1], mine[1], self.specs,
-            fallback=overlap, fallback_name="interval overlap",
+            alpha=self.alpha, fallback=overlap, fallback_name="interval overlap",
+            unit=unit, family=self.family,
         )  # fmt: skip
+        for sink in self.sinks:
+            changes: dict[str, Any] = {}
+            for spec in self.specs:
+                kept = [theirs[1][n] for n in (spec.name, f"{spec.name}.2") if n in theirs[1]]
+                got = [mine[1][n] for n in (spec.name, f"{spec.name}.2") if n in mine[1]]
+                if kept and len(kept) == len(got):
+                    d = unit_changes(kept, got, spec.direction)
+                    if d is not None:
+                        changes[spec.name] = {
+                            "d": [float(x) for x in d],
+                            "direction": spec.direction,
+                        }
+            sink(self.suite, changes)
         return [regression.message() for regression in regressions]
 
     def _stored_path(self) -> str:
@@ -288,6 +310,9 @@ def extension_for(
     gate: str = "tolerance",
     level: float | None = None,
     rerecord: str | None = None,
+    alpha: float = PAIRED_ALPHA,
+    family: str = "",
+    sink: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> type[BudgetSnapshotExtension]:
     """A per-cell subclass bound to the cell's file (and packaged fallback, if any)."""
     name = cell_file_name(cell_id) + ".json"
@@ -302,5 +327,8 @@ def extension_for(
         "gate": gate,
         "level": level,
         "rerecord": rerecord,
+        "alpha": alpha,
+        "family": family,
+        "sinks": (sink,) if sink is not None else (),
     }
     return type("BudgetCellSnapshot", (BudgetSnapshotExtension,), attrs)

@@ -11,10 +11,11 @@ tolerance.  Two rules decide what a regression is:
 * ``overlap`` (:func:`compare_overlap`): a score fails only when its whole interval lies on
   the worse side of the stored *interval*, so the noise of both runs is allowed for (the
   baseline, too, was one draw of a sampling agent);
-* ``paired`` (:func:`compare_paired`, the planning suite's default): the baseline stores
-  each query's values, and a score fails when it moved to the worse side by more than its
-  tolerance *and* a paired randomization test on the same queries
-  (:mod:`pytest_budget.paired`) finds the change significant at :data:`PAIRED_ALPHA`.
+* ``paired`` (:func:`compare_paired`, every suite's default): the baseline stores each
+  unit's values (query, pool item, probe), and a score fails when it moved to the worse
+  side by more than its tolerance *and* a sign-flip test on the same units
+  (:mod:`pytest_budget.run_gate`) finds the change significant at the cell's share of the
+  run's 1% (:data:`PAIRED_ALPHA` when called without a level).
 
 This module is plain Python: the syrupy extension in :mod:`pytest_budget._snapshot` and
 user scripts both call these functions.
@@ -30,6 +31,7 @@ from typing import Literal
 __all__ = [
     "DEFAULT_TOLERANCE",
     "PAIRED_ALPHA",
+    "TINY_CELL",
     "MetricSpec",
     "Regression",
     "compare",
@@ -49,6 +51,9 @@ DEFAULT_TOLERANCE = 0.02
 #: reruns per cell, 400 to 800 queries per task): false alarms 0.13% mean, 0.6% in the worst
 #: cell; 0.001 gave 1.05% there (docs/how-to/gate-ci.md has the table).
 PAIRED_ALPHA = 0.0005
+#: Cells of at most this many units (a handful of hand-picked queries or items) that the
+#: paired test can never decide fall back to another rule; the default sizes are larger.
+TINY_CELL = 10
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,8 @@ class Regression:
     p_value: float | None = None
     alpha: float | None = None
     units: int | None = None
+    #: ``paired``: what a unit is (``query``, ``item``, ``probe``).
+    unit: str = "query"
 
     def message(self) -> str:
         text = self._text()
@@ -121,8 +128,9 @@ class Regression:
         if self.rule == "paired":
             return (
                 f"{self.metric} regressed: stored {_fmt(self.stored)}, new {_fmt(self.new)} on "
-                f"the same {self.units} queries, paired test p={self.p_value:.2g} < "
-                f"{self.alpha:g} and past the tolerance {self.tolerance:g} ({better} is better)"
+                f"the same {self.units} {_plural(self.unit)}, paired sign-flip test "
+                f"p={self.p_value:.2g} < {self.alpha:.2g} and past the tolerance "
+                f"{self.tolerance:g} ({better} is better)"
             )
         if self.new is None:
             return (
@@ -151,6 +159,10 @@ class Regression:
             f"{self.metric} regressed: stored {_fmt(self.stored)}, new {_fmt(self.new)}, "
             f"tolerance {self.tolerance:g} ({better} is better)"
         )
+
+
+def _plural(unit: str) -> str:
+    return unit[:-1] + "ies" if unit.endswith("y") else unit + "s"
 
 
 def _fmt(value: float | None) -> str:
@@ -292,22 +304,28 @@ def compare_paired(
     alpha: float = PAIRED_ALPHA,
     fallback: Callable[[MetricSpec], list[Regression]] | None = None,
     fallback_name: str = "tolerance",
+    unit: str = "query",
+    family: str = "",
 ) -> list[Regression]:
-    """Regressions under the paired rule (``--budget-gate=paired``).
+    """Regressions under the paired rule (``--budget-gate=paired``, every suite's default).
 
     ``stored_units`` and ``new_units`` hold, per metric, each unit's numerator and
-    denominator on the *same* units in the same order (the score is sum / sum).  A metric
-    fails when its new score is worse than the stored one by more than the tolerance and
-    :func:`~pytest_budget.paired.paired_p_value` is below ``alpha``.  As in :func:`compare`,
-    a metric the baseline leaves undefined is not gated and one the new run lost fails.
+    denominator on the *same* units in the same order (the score is sum / sum; a second
+    term under ``<metric>.2`` makes it the mean of two ratios, as macro-F1).  A metric fails
+    when its new score is worse than the stored one by more than the tolerance and the
+    sign-flip test on the units' changes (:func:`pytest_budget.run_gate.signflip_p`) is below
+    ``alpha``.  As in :func:`compare`, a metric the baseline leaves undefined is not gated
+    and one the new run lost fails.  ``family`` says what ``alpha`` was split from.
 
-    Two cases are decided by ``fallback`` (the rule named ``fallback_name``; default: the
-    tolerance rule), and their failures say so: a metric without per-unit values on either
-    side, and a metric past its tolerance on which so few units differ that the test can
-    never reach ``alpha`` (``2 ** -m >= alpha``: 10 units or fewer at 0.0005; a cell of a
-    handful of queries).
+    A metric without per-unit values on either side is decided by ``fallback`` (the rule
+    named ``fallback_name``; default: the tolerance rule), and its failure says so; so is a
+    hand-made cell of at most :data:`TINY_CELL` units on which too few changed for the test
+    to reach ``alpha``.  In a larger cell, too few changed units cannot fail here: that is
+    no evidence of a regression (the run's pooled test still counts its units).
     """
-    from pytest_budget.paired import differing_units, paired_p_value
+    import numpy as np
+
+    from pytest_budget.run_gate import signflip_p, unit_changes
 
     def decide(spec: MetricSpec, why: str) -> list[Regression]:
         found = fallback(spec) if fallback else compare(stored, new, (spec,))
@@ -319,23 +337,35 @@ def compare_paired(
         if before is None:
             continue
         after = _number(new.get(spec.name))
-        kept, got = stored_units.get(spec.name), new_units.get(spec.name)
+        names = [n for n in (spec.name, f"{spec.name}.2") if n in stored_units or n in new_units]
+        kept = [stored_units[n] for n in names if n in stored_units]
+        got = [new_units[n] for n in names if n in new_units]
         if after is None:
             regressions.append(Regression(spec.name, before, after, spec.tolerance, spec.direction))
-        elif kept is None or got is None or len(kept[0]) != len(got[0]):
-            regressions += decide(spec, "no per-query values to pair")
+        elif (
+            not kept
+            or len(kept) != len(got)
+            or any(len(a[0]) != len(b[0]) for a, b in zip(kept, got, strict=True))
+        ):
+            regressions += decide(spec, f"no per-{unit} values to pair")
         elif not spec.fails(before, after):
             continue
-        elif 2.0 ** -(m := differing_units(kept, got)) >= alpha:
-            why = f"only {m} of {len(got[0])} queries changed, too few for the paired test"
-            regressions += decide(spec, why)
         else:
-            p = paired_p_value(kept, got, spec.direction)
+            d = unit_changes(kept, got, spec.direction)
+            n = len(got[0][0])
+            m = int(np.count_nonzero(d)) if d is not None else 0
+            if n <= TINY_CELL and 2.0**-m >= alpha:
+                # A hand-made cell of a handful of units: the test can never decide it.
+                why = f"only {m} of {n} {_plural(unit)} changed, too few for the paired test"
+                regressions += decide(spec, why)
+                continue
+            p = signflip_p(d) if d is not None else None
             if p is not None and p < alpha:
                 regressions.append(
                     Regression(
                         spec.name, before, after, spec.tolerance, spec.direction,
-                        rule="paired", p_value=p, alpha=alpha, units=len(got[0]),
+                        rule="paired", p_value=p, alpha=alpha, units=len(got[0][0]),
+                        note=family, unit=unit,
                     )
                 )  # fmt: skip
     return regressions

@@ -22,7 +22,7 @@ from pytest_budget.plugin_models import (
     set_up_model_runtime,
 )
 from pytest_budget.plugin_options import add_options, rerun_command_for
-from pytest_budget.plugin_state import CELL_KEY, SESSION_KEY, budget_session
+from pytest_budget.plugin_state import CELL_KEY, GATE_KEY, SESSION_KEY, budget_session
 from pytest_budget.run_reporter import RunReporter
 from pytest_budget.suite_registry import (
     bundled_cells_folder,
@@ -290,6 +290,9 @@ def pytest_runtest_makereport(
     if record is not None and report.when in ("setup", "call"):
         # Travels to the xdist controller with the report (plain string attribute).
         report.budget_cell = record  # type: ignore[attr-defined]
+    changes = item.stash.get(GATE_KEY, None)
+    if changes is not None and report.when == "call":
+        report.budget_gate = changes  # type: ignore[attr-defined]
     errors = item.stash.get(AGENT_ERRORS_KEY, None)
     if errors and report.when == "call" and report.failed:
         # The user's own traceback, as pytest shows a test's: file and line in their code.

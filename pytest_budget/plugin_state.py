@@ -12,11 +12,13 @@ import pytest
 if TYPE_CHECKING:
     from pytest_budget.session import BudgetSession
 
-__all__ = ["CELL_KEY", "SESSION_KEY", "budget_session"]
+__all__ = ["CELL_KEY", "GATE_KEY", "SESSION_KEY", "budget_session"]
 
 SESSION_KEY = pytest.StashKey["BudgetSession"]()
 #: A cell's record (JSON), stashed on its test item by ``budget_record``.
 CELL_KEY = pytest.StashKey[str]()
+#: A cell's per-unit score changes (JSON), for the run's pooled paired test.
+GATE_KEY = pytest.StashKey[str]()
 
 
 def budget_session(config: pytest.Config) -> BudgetSession:

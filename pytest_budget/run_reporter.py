@@ -75,6 +75,9 @@ class RunReporter:
         self._last_progress = -math.inf
         self._cell_calls: dict[str, str | None] = {}  # running cells' own calls (JSON)
         self.no_baseline: list[str] = []  # baseline files of cells that had none
+        # The paired gate's per-unit changes, per (cell kind, metric): one list per cell.
+        self._gate_changes: dict[tuple[str, str], list[tuple[list[float], Any]]] = {}
+        self._pooled: list[Any] | None = None
 
     def pytest_sessionstart(self) -> None:
         # config.cache exists only after every plugin's pytest_configure has run.
@@ -101,6 +104,10 @@ class RunReporter:
             node.workerinput[RUNTIME_PAYLOAD_KEY] = json.dumps(config_to_payload(runtime_config))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # Every process (xdist workers too) splits the run's alpha over the same pairs.
+        self.session.memo["gate-pairs"] = _gate_pairs(
+            [item.nodeid for item in session.items], self.session.options
+        )
         if not is_worker(self.config) and session.items:
             self.tests_total = len(session.items)
 
@@ -119,6 +126,7 @@ class RunReporter:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.tests_total = max(self.tests_total, len(ids))
+        self.session.memo["gate-pairs"] = _gate_pairs(ids, self.session.options)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if is_worker(self.config):
@@ -138,6 +146,13 @@ class RunReporter:
         if report.when == "teardown":
             self.tests_done += 1
             self._progress(report.nodeid)
+        changes = getattr(report, "budget_gate", None)
+        if changes is not None and report.when == "call":
+            data = json.loads(changes)
+            for metric, value in data["metrics"].items():
+                self._gate_changes.setdefault((data["kind"], metric), []).append(
+                    (value["d"], value["direction"])
+                )
         record = getattr(report, "budget_cell", None)
         if record is None or report.when not in ("setup", "call"):
             return
@@ -225,6 +240,13 @@ class RunReporter:
         if self.session.cells and options.suites and options.gate != "off":
             rules = ", ".join(f"{suite} {options.gate_for(suite)}" for suite in options.suites)
             terminalreporter.write_line(f"budget gate: {rules}")
+        pooled = (
+            [] if self.config.getoption("update_snapshots", False) else self._pooled_regressions()
+        )
+        if pooled:
+            terminalreporter.write_sep("=", "budget: the run's pooled gate failed", red=True)
+            for regression in pooled:
+                terminalreporter.write_line(regression.message())
         runtime_config, state = self._ledger_state()
         if state is not None:
             from pytest_budget.models.run import summary_line
@@ -245,11 +267,26 @@ class RunReporter:
             line = no_baseline_line(args, self.no_baseline, self.session.options.snapshot_dir)
             terminalreporter.write_line(line, red=True, bold=True)
 
+    def _pooled_regressions(self) -> list[Any]:
+        """The run's pooled paired tests (one per cell kind and metric), decided once."""
+        if self._pooled is None:
+            from pytest_budget.run_gate import pooled_regressions
+
+            pairs = int(self.session.memo.get("gate-pairs", (0, 0))[1])
+            self._pooled = pooled_regressions(self._gate_changes, pairs=pairs or None)
+        return self._pooled
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if is_worker(self.config):
             return
-        if self.no_baseline and session.exitstatus == pytest.ExitCode.OK:
+        # A pooled regression fails the run (its cells themselves may all have passed);
+        # so does a cell without a stored baseline (said once, with the ways forward).
+        gated = self.session.options.gate != "off" and not session.config.getoption(
+            "update_snapshots", False
+        )
+        pooled_failed = gated and bool(self._pooled_regressions())
+        if (self.no_baseline or pooled_failed) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         runtime_config, state = self._ledger_state()
         if state is not None:
@@ -263,3 +300,29 @@ class RunReporter:
         report = self.session.report()
         self.session.write_report(report)
         self.session.write_html(report)
+
+
+def _gate_pairs(nodeids: list[str], options: BudgetOptions) -> tuple[int, int]:
+    """The run's gated (cell, metric) pairs and (cell kind, metric) pairs under the paired
+    rule, from the collected test ids (the controller of an xdist run sees only ids)."""
+    from pytest_budget.suite_registry import kind_of_test_file, suite_by_name_or_kind
+
+    cells = 0
+    kinds: set[str] = set()
+    for nodeid in nodeids:
+        kind = kind_of_test_file(nodeid.split("::", 1)[0].rsplit("/", 1)[-1])
+        if kind is None:
+            continue
+        suite = suite_by_name_or_kind(kind.name)
+        if options.gate_for(suite.name if suite is not None else kind.name) != "paired":
+            continue
+        cells += len(kind.metrics)
+        kinds.add(kind.name)
+    pooled = sum(len(kind.metrics) for name in kinds if (kind := _kind(name)) is not None)
+    return cells, pooled
+
+
+def _kind(name: str) -> Any:
+    from pytest_budget.suite_registry import cell_kind
+
+    return cell_kind(name)

@@ -20,6 +20,7 @@ from pytest_budget.awareness.fair_split import bagen_probes
 from pytest_budget.awareness.floor import trivial_floor
 from pytest_budget.awareness.intervals import cell_summary
 from pytest_budget.awareness.options import AwarenessOptions
+from pytest_budget.awareness.per_probe import per_probe_snapshot
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
 from pytest_budget.awareness.subsample import subsample_probes
@@ -259,6 +260,8 @@ def test_awareness(
             pytest.fail(f"{where}{each.reason}", pytrace=False)
     payload = {
         **summary.snapshot_fields(),
+        # Each probe's values, for the paired gate (--budget-gate=paired, the default).
+        "per_query": per_probe_snapshot(outcomes),
         "context": _context(budget_options, awareness_cell, budget_actor, rollouts),
     }
     assert budget_snapshot("awareness") == payload

@@ -34,6 +34,7 @@ from pytest_budget.triage.evaluate import (
     truncation_warning,
 )
 from pytest_budget.triage.intervals import cell_summary, item_units, warm_shared
+from pytest_budget.triage.per_item import per_item_snapshot
 from pytest_budget.triage.phase0 import BaselineReport
 from pytest_budget.triage.types import Pool
 
@@ -282,6 +283,8 @@ def test_triage(
     _fail_on_error(outcomes)
     payload = {
         **summary.snapshot_fields(),
+        # Each pool item's values, for the paired gate (--budget-gate=paired, the default).
+        "per_query": per_item_snapshot(outcomes, pool.items, phase0.baselines),
         "context": _context(budget_options, budget_solver, len(pool.items)),
     }
     assert budget_snapshot("triage") == payload

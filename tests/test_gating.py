@@ -118,7 +118,7 @@ def test_planning_gates_by_paired_test_unless_a_gate_is_given() -> None:
 
     default = BudgetOptions()
     assert [default.gate_for(s) for s in ("planning", "triage", "awareness")] == [
-        "paired", "tolerance", "tolerance"
+        "paired", "paired", "paired"
     ]  # fmt: skip
     given = BudgetOptions(gate="tolerance", gate_given=True)
     assert given.gate_for("planning") == "tolerance"

@@ -170,10 +170,12 @@ def test_paired_gate_catches_a_worse_agent_on_the_same_queries(
     worse = run(pytester, *PAIRED)
     worse.assert_outcomes(failed=1)
     # The greedy misses the optimum on 14 of the 16 queries: only the observed one of the
-    # 2**14 swap patterns is as bad, p = 2**-14.
+    # 2**14 sign patterns is as bad, p = 2**-14; one cell of five gated metrics: the level
+    # is 0.01 / 2 / 5 = 0.001.
     worse.stdout.fnmatch_lines(
-        ["*emr regressed: stored 1, new 0.125 on the same 16 queries, paired test p=6.1e-05 "
-         "< 0.0005 and past the tolerance 0.05 (higher is better)*"]
+        ["*emr regressed: stored 1, new 0.125 on the same 16 queries, paired sign-flip test "
+         "p=6.1e-05 < 0.001 and past the tolerance 0.05 (higher is better); level 0.001 = "
+         "half the run's 0.01 split over its 5 gated cell x metric pairs (Bonferroni)*"]
     )  # fmt: skip
 
 

@@ -77,7 +77,8 @@ def test_record_then_pass(pytester: pytest.Pytester, xdist: list[str]) -> None:
     assert [f.name for f in files] == ["arith-u0-a0.5-A-user.json", "sokoban-u0-a0.5-A-user.json"]
     for file in files:
         data = json.loads(file.read_text(encoding="utf-8"))  # complete, valid JSON
-        assert set(data) == {"ci", "context", "scores"}  # each value with its interval
+        # Each value with its interval, and each pool item's values (the paired gate).
+        assert set(data) == {"ci", "context", "per_query", "scores"}
         assert set(data["ci"]) == set(data["scores"])
         assert data["context"]["seed"] == 42
     pytester.runpytest_subprocess(*ARGS, *xdist).assert_outcomes(passed=2)
@@ -87,7 +88,9 @@ def test_regression_past_tolerance_fails_and_names_the_metric(pytester: pytest.P
     record(pytester).assert_outcomes(passed=2)
     before = json.loads((pytester.path / ARITH).read_text(encoding="utf-8"))["scores"]["eta_u"]
     edit_scores(pytester, eta_u=before + 0.3)
-    result = pytester.runpytest_subprocess(*ARGS)
+    # The default paired gate compares the items' values, which did not move: it passes.
+    pytester.runpytest_subprocess(*ARGS).assert_outcomes(passed=2)
+    result = pytester.runpytest_subprocess(*ARGS, "--budget-gate=tolerance")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         f"*eta_u regressed: stored {before + 0.3:.6g}, new {before:.6g}, tolerance 0.05 "
@@ -107,7 +110,7 @@ def test_ini_tolerance_per_metric(pytester: pytest.Pytester) -> None:
     scores = json.loads((pytester.path / ARITH).read_text(encoding="utf-8"))["scores"]
     edit_scores(pytester, eta_u=scores["eta_u"] + 0.3)
     pytester.makeini("[pytest]\nbudget_tolerances =\n    eta_u = 0.5\n")
-    pytester.runpytest_subprocess(*ARGS).assert_outcomes(passed=2)
+    pytester.runpytest_subprocess(*ARGS, "--budget-gate=tolerance").assert_outcomes(passed=2)
 
 
 def test_update_records_improvements_too(pytester: pytest.Pytester) -> None:

@@ -131,6 +131,9 @@ SUITE = Suite(
         dests=DESTS,
         list_dests=LIST_DESTS,
     ),
+    # Pairs each probe's new answer with the stored one (issue 30: a noisy estimator's
+    # baseline is one draw too; benchmarks/bench_gate_runs.py).
+    default_gate="paired",
     fixture_modules=(
         "pytest_budget.fixtures.awareness",
         "pytest_budget.fixtures.awareness_forecast",

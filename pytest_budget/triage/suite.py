@@ -127,6 +127,9 @@ SUITE = Suite(
         list_dests=LIST_DESTS,
     ),
     fixture_modules=("pytest_budget.fixtures.triage", "pytest_budget.fixtures.triage_forecast"),
+    # Pairs each pool item's new values with the stored ones (issue 30: a noisy planner's
+    # baseline is one draw too; benchmarks/bench_gate_runs.py).
+    default_gate="paired",
     roles=("planner", "solver"),
     replies={
         "planner": ReplyRule(

@@ -1,0 +1,445 @@
+"""False alarms per *run* and power per suite of the default gate, for noisy agents (issue 30).
+
+A user sees a red run, not a red cell.  This script plays the default run of all three
+suites (every cell together) many times with agents that answer like an LLM at temperature
+> 0, and gates every rerun against a recorded baseline with the shipped rule
+(:mod:`pytest_budget.run_gate`: per-unit changes, the sign-flip test with Hoeffding's bound,
+half the run's 1% split over the gated (cell, metric) pairs, half over the pooled (cell
+kind, metric) tests).
+
+**Noise model: item-response Bernoulli.**  Each unit (planning query, triage pool item,
+awareness probe) has its own probability that the agent gets it right, fixed for the agent
+(its policy), drawn once from Beta(0.5, 0.5): most units are nearly always or nearly never
+right, some are coin flips.  Each run draws every unit's outcome afresh and independently
+(temperature > 0: the same prompt, another sample).  Sized from something real: the issue's
+gpt-4o-mini estimator on sokoban-6x6 hit 0.18 / 0.36 / 0.27 of its probes in three repeats
+(sd 0.09 over 11 probes), which independent per-probe draws explain (binomial sd 0.13 at
+p = 0.27); with Beta(0.5, 0.5) a unit's run-to-run variance averages 0.125, half the
+largest possible, so this agent is noisier than most (a harder test for false alarms).
+
+What each suite's units carry (per unit: numerator, denominator of the score):
+
+* planning, per query: ``emr`` (exact match, 0/1 over 1), ``cost_gap`` (the query's own
+  gap, 0.5 to 3 cost units when not exact, over 1), ``aned`` (0 when exact, else the
+  query's own distance, over 1), ``uihr`` (its own Bernoulli, over 1), ``itur`` (invalid
+  calls of the episode's calls);
+* triage, per pool item of 30 (a third unsolvable): the earned value (0/1) over ``gap / n``
+  for ``eta_u`` / ``eta_e`` (``gap = V_oracle - V_random``, 6 items' worth), minus it over
+  ``V_oracle / n`` for the regrets, ``detection`` (an unsolvable item left out, over the
+  unsolvable items), ``waste`` (tokens on an unsolvable item over all allocated tokens);
+* awareness, per probe (half infeasible): the answered class (interval / impossible) drawn
+  right with the probe's probability, ``macro_f1_all`` and ``fail_f1`` as ratio sums, and
+  ``interval_score`` (S_k in [0, 1]: the probe's own mean plus noise, over the probes of
+  successful rollouts) and ``invalid_rate`` (2% unreadable answers).
+
+**Effects (the stated regressions, per suite):** planning EMR -0.10 (10 points: the
+difference between adjacent models in CostBench's Table 4); triage ``eta_u`` -0.10 (a tenth
+of the way from the oracle to random, TRIAGE's smallest reported gap between prompt
+variants); awareness ``macro_f1_all`` -0.05 and ``interval_score`` -0.05 (BAGEN's gaps
+between estimators are 0.05 to 0.2).  A regression moves each unit's probability by the
+same logit shift, found by bisection so the expected score drops by the effect.
+
+**Sizes.**  ``today``: 600 queries per task (6 tasks x 5 scenarios = 30 cells), 16 triage
+cells of 30 items, awareness 5 environments at 128 rollouts (322 to 1,280 probes).
+``small``: 15 queries per task, the same triage, 16 rollouts per environment (about 1/8 of
+the probes).  Calls per run count the model calls the evaluated roles make: planning 6 per
+query-episode (the low end of the issue's forecast, 108,000 calls for 18,000 episodes),
+awareness one estimator call per probe, triage one planner call per cell.
+
+**Sequential:** every cell runs its units in ``--looks`` equal batches; after each batch
+the run's pooled tests (and the cells' own) are decided by
+:class:`pytest_budget.run_gate.SequentialRule` (alpha spent over the looks, a futility stop
+when the data rule out the stated effect, at most 5% power spent on it).  A suite stops as
+soon as one of its metrics is ``regressed`` or all are ``no regression``; calls are counted
+for the batches run.  Triage plans each cell in one call, so it always runs whole.
+
+Every run-level number is over ``--baselines`` x ``--reruns`` runs (each baseline a fresh
+draw of the agent, as a user would record it).  Run::
+
+    nice -n 10 python benchmarks/bench_gate_runs.py --sizes today,small
+
+Prints one table row per size, design and agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_budget.run_gate import (
+    RUN_ALPHA,
+    SequentialRule,
+    cell_alpha,
+    pooled_alpha,
+    unit_changes,
+)
+
+Array = npt.NDArray[np.float64]
+
+#: Per suite: the gated metrics and their direction (as the suites register them).
+METRICS: dict[str, dict[str, str]] = {
+    "planning": {
+        "emr": "higher", "aned": "lower", "cost_gap": "lower", "uihr": "higher", "itur": "lower",
+    },
+    "triage": {
+        "eta_u": "higher", "eta_e": "higher", "regret_u": "lower", "regret_e": "lower",
+        "detection": "higher", "waste": "lower",
+    },
+    "awareness": {
+        "macro_f1_all": "higher", "fail_f1": "higher", "interval_score": "higher",
+        "invalid_rate": "lower",
+    },
+}  # fmt: skip
+#: The stated effects (metric, change of the score, worse side), per suite.
+EFFECTS: dict[str, list[tuple[str, float]]] = {
+    "planning": [("emr", 0.10)],
+    "triage": [("eta_u", 0.10)],
+    "awareness": [("macro_f1_all", 0.05), ("interval_score", 0.05)],
+}
+#: Futility: the effect each metric's "no regression of the stated size" refers to (the
+#: stated effect where one is stated, else 0.10).
+FUTILITY = {metric: effect for effects in EFFECTS.values() for metric, effect in effects}
+AWARE_PROBES = {
+    "search": 322,
+    "sokoban-6x6": 444,
+    "sokoban-8x8": 584,
+    "swe": 512,
+    "warehouse": 1280,
+}
+PLANNING_CALLS_PER_QUERY = 6
+
+
+@dataclass
+class Suite:
+    """One suite's cells: the units' fixed propensities and how a run turns into parts."""
+
+    name: str
+    cells: int
+    units: int  # per cell
+    calls_per_unit: float
+    fixed_calls: float  # calls not split into batches (triage: one plan per cell)
+    draw: Callable[[np.random.Generator, int, dict[str, float]], dict[str, tuple[Array, Array]]]
+    real_units: int = 0  # all cells' units (awareness pads its environments to one width)
+
+    def __post_init__(self) -> None:
+        self.real_units = self.real_units or self.cells * self.units
+
+
+def _logit_shift(p: Array, shift: float) -> Array:
+    with np.errstate(divide="ignore"):
+        z = np.log(p) - np.log1p(-p)
+    out: Array = 1.0 / (1.0 + np.exp(-(z + shift)))
+    return out
+
+
+def _shift_for(p: Array, drop: float, weight: Array | None = None) -> float:
+    """The logit shift lowering the (weighted) mean of ``p`` by ``drop``."""
+    w = np.ones_like(p) if weight is None else weight
+    target = float((p * w).sum() / w.sum()) - drop
+    lo, hi = -20.0, 0.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if float((_logit_shift(p, mid) * w).sum() / w.sum()) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def planning_suite(rng: np.random.Generator, queries: int) -> Suite:
+    cells = 30
+    p = rng.beta(0.5, 0.5, (cells, queries))
+    dist = rng.uniform(0.2, 0.9, (cells, queries))
+    gap = rng.uniform(0.5, 3.0, (cells, queries))
+    hit = rng.beta(0.5, 0.5, (cells, queries))
+    steps = rng.integers(2, 9, (cells, queries)).astype(np.float64)
+    bad = rng.beta(0.5, 4.0, (cells, queries))
+
+    def draw(
+        g: np.random.Generator, runs: int, effect: dict[str, float]
+    ) -> dict[str, tuple[Array, Array]]:
+        q = p if "emr" not in effect else _logit_shift(p, _shift_for(p, effect["emr"]))
+        shape = (runs, cells, queries)
+        good = g.random(shape) < q
+        one = np.ones(shape)
+        calls = steps * one
+        invalid = g.binomial(steps.astype(np.int64), bad, shape).astype(np.float64)
+        return {
+            "emr": (good.astype(np.float64), one),
+            "aned": (np.where(good, 0.0, dist), one),
+            "cost_gap": (np.where(good, 0.0, gap), one),
+            "uihr": ((g.random(shape) < hit).astype(np.float64), one),
+            "itur": (invalid, calls),
+        }
+
+    return Suite("planning", cells, queries, PLANNING_CALLS_PER_QUERY, 0.0, draw)
+
+
+def triage_suite(rng: np.random.Generator) -> Suite:
+    cells, n = 16, 30
+    unsolvable = np.zeros((cells, n))
+    unsolvable[:, :10] = 1.0
+    p = np.where(unsolvable > 0, 0.0, rng.beta(0.5, 0.5, (cells, n)))
+    keep_out = rng.beta(0.5, 0.5, (cells, n))
+    tokens = rng.integers(100, 2000, (cells, n)).astype(np.float64)
+    gap, oracle = 6.0, 12.0
+    solvable = 1.0 - unsolvable
+
+    def draw(
+        g: np.random.Generator, runs: int, effect: dict[str, float]
+    ) -> dict[str, tuple[Array, Array]]:
+        q = p
+        if "eta_u" in effect:  # eta_u = (V - V_random) / gap: V drops by effect * gap
+            drop = effect["eta_u"] * gap / float(solvable.sum(axis=1).mean())
+            q = np.where(solvable > 0, _logit_shift(p, _shift_for(p, drop, solvable)), 0.0)
+        shape = (runs, cells, n)
+        earned_u = (g.random(shape) < q).astype(np.float64)
+        earned_e = earned_u * (g.random(shape) < 0.9)
+        left_out = unsolvable * (g.random(shape) < keep_out)
+        alloc = np.where(
+            unsolvable * (1 - left_out) + solvable * (g.random(shape) < 0.7) > 0, tokens, 0.0
+        )
+        one = np.ones(shape)
+        return {
+            "eta_u": (earned_u, gap / n * one),
+            "eta_e": (earned_e, gap / n * one),
+            "regret_u": (-earned_u, oracle / n * one),
+            "regret_e": (-earned_e, oracle / n * one),
+            "detection": (left_out, unsolvable * one),
+            "waste": (alloc * unsolvable, alloc),
+        }
+
+    return Suite("triage", cells, n, 0.0, 1.0, draw)
+
+
+def awareness_suite(rng: np.random.Generator, scale: float) -> Suite:
+    # One array over all environments' probes, padded to the largest (pad units are zeros).
+    sizes = [max(8, round(v * scale)) for v in AWARE_PROBES.values()]
+    cells, n = len(sizes), max(sizes)
+    real = np.zeros((cells, n))
+    for c, size in enumerate(sizes):
+        real[c, :size] = 1.0
+    feasible = (rng.random((cells, n)) < 0.5).astype(np.float64)
+    p = rng.beta(0.5, 0.5, (cells, n))
+    s_mean = rng.beta(1.0, 3.0, (cells, n))
+    success = feasible * (rng.random((cells, n)) < 0.8)
+
+    def draw(
+        g: np.random.Generator, runs: int, effect: dict[str, float]
+    ) -> dict[str, tuple[Array, Array]]:
+        q = p
+        if "macro_f1_all" in effect:  # the share of right classes drops by about the effect
+            q = _logit_shift(p, _shift_for(p, effect["macro_f1_all"], real))
+        shape = (runs, cells, n)
+        right = g.random(shape) < q
+        invalid = (g.random(shape) < 0.02) * real
+        valid = real - invalid
+        interval = valid * np.where(feasible > 0, right, ~right)
+        impossible = valid - interval
+        s_shift = effect.get("interval_score", 0.0)
+        s_k = np.clip(s_mean - s_shift + g.normal(0.0, 0.15, shape), 0.0, 1.0) * interval * success
+        one = np.ones(shape)
+        return {
+            "macro_f1_all": (2 * feasible * interval, interval + feasible * real),
+            "macro_f1_all.2": (2 * (1 - feasible) * impossible, impossible + (1 - feasible) * real),
+            "fail_f1": (2 * (1 - feasible) * impossible, impossible + (1 - feasible) * real),
+            "interval_score": (s_k, success * real * one),
+            "invalid_rate": (invalid, real * one),
+        }
+
+    return Suite("awareness", cells, n, 1.0, 0.0, draw, real_units=sum(sizes))
+
+
+def changes(
+    stored: dict[str, tuple[Array, Array]],
+    new: dict[str, tuple[Array, Array]],
+    metric: str,
+    direction: str,
+    upto: int,
+) -> Array:
+    """Per run, cell and unit: :func:`unit_changes` on the first ``upto`` units, for arrays
+    (runs x cells x units; the stored side broadcasts)."""
+    names = [m for m in (metric, f"{metric}.2") if m in new]
+    total: Array | None = None
+    for name in names:
+        sn, sd = (x[..., :upto] for x in stored[name])
+        nn, nd = (x[..., :upto] for x in new[name])
+        both = sd.sum(axis=-1, keepdims=True) + nd.sum(axis=-1, keepdims=True)
+        ratio = np.where(
+            both > 0,
+            (sn.sum(-1, keepdims=True) + nn.sum(-1, keepdims=True)) / np.where(both > 0, both, 1),
+            0.0,
+        )
+        part = np.where(
+            both > 0, ((nn - sn) - ratio * (nd - sd)) / np.where(both > 0, both / 2, 1), 0.0
+        )
+        total = part if total is None else total + part
+    assert total is not None
+    sign = -1.0 if direction == "higher" else 1.0
+    out: Array = sign * total / len(names)
+    return out
+
+
+@dataclass
+class Outcome:
+    red: npt.NDArray[np.bool_]  # per run
+    calls: Array  # per run
+
+
+def gate_suite(
+    suite: Suite,
+    stored: dict[str, tuple[Array, Array]],
+    new: dict[str, tuple[Array, Array]],
+    cell_level: float,
+    pooled_level: float,
+    looks: int,
+) -> Outcome:
+    """Red runs and calls of one suite under the fixed-size (``looks=1``) or sequential
+    design."""
+    runs = next(iter(new.values()))[0].shape[0]
+    red = np.zeros(runs, dtype=np.bool_)
+    done = np.zeros(runs, dtype=np.bool_)
+    units_run = np.full(runs, suite.units, dtype=np.float64)
+    batched = suite.calls_per_unit > 0 and looks > 1
+    k_looks = looks if batched else 1
+    for k in range(1, k_looks + 1):
+        upto = math.ceil(suite.units * k / k_looks)
+        all_clear = np.ones(runs, dtype=np.bool_)
+        hit = np.zeros(runs, dtype=np.bool_)
+        for metric, direction in METRICS[suite.name].items():
+            pooled_rule = SequentialRule(k_looks, pooled_level, FUTILITY.get(metric, 0.10))
+            cell_rule = SequentialRule(k_looks, cell_level, FUTILITY.get(metric, 0.10))
+            d = changes(stored, new, metric, direction, upto)  # runs x cells x units
+            s_cell, v_cell = d.sum(-1), (d * d).sum(-1)
+            cell = np.stack(
+                [cell_rule.decide_many(k, s_cell[:, c], v_cell[:, c]) for c in range(suite.cells)],
+                1,
+            )
+            pooled = pooled_rule.decide_many(k, s_cell.sum(1), v_cell.sum(1), suite.cells)
+            hit |= (pooled == 1) | (cell == 1).any(1)
+            all_clear &= pooled == -1
+        newly = ~done & (hit | all_clear | (k == k_looks))
+        red |= ~done & hit
+        units_run = np.where(newly, upto, units_run)
+        done |= newly
+    share = units_run / suite.units
+    calls = share * suite.real_units * suite.calls_per_unit + suite.fixed_calls * suite.cells
+    return Outcome(red, calls)
+
+
+def clopper_upper(hits: int, trials: int) -> float:
+    """One-sided 95% upper bound of a binomial rate (bisection on the binomial tail)."""
+    if hits >= trials:
+        return 1.0
+    lo, hi = hits / trials, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        tail = sum(
+            math.comb(trials, i) * mid**i * (1 - mid) ** (trials - i) for i in range(hits + 1)
+        )
+        if tail > 0.05:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def self_check(rng: np.random.Generator, suite: Suite) -> None:
+    """The array version of the per-unit changes equals :func:`unit_changes`."""
+    stored = suite.draw(rng, 1, {})
+    new = suite.draw(rng, 2, {})
+    for metric, direction in METRICS[suite.name].items():
+        d = changes(
+            {k: (v[0][0], v[1][0]) for k, v in stored.items()}, new, metric, direction, suite.units
+        )
+        names = [m for m in (metric, f"{metric}.2") if m in new]
+        for c in range(min(3, suite.cells)):
+            ref = unit_changes(
+                [(stored[m][0][0, c], stored[m][1][0, c]) for m in names],
+                [
+                    (new[m][0][1, c], new[m][1][0 if new[m][1].shape[0] == 1 else 1, c])
+                    for m in names
+                ],
+                direction,  # type: ignore[arg-type]
+            )
+            if ref is not None and not np.allclose(ref, d[1, c]):
+                raise SystemExit(f"self-check failed: {suite.name} {metric} cell {c}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="today,small")
+    parser.add_argument("--baselines", type=int, default=10)
+    parser.add_argument("--reruns", type=int, default=30)
+    parser.add_argument("--looks", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=20_261_128)
+    parser.add_argument(
+        "--multiples", default="1,2,3", help="power also at these multiples of each effect"
+    )
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    print(
+        f"run level {RUN_ALPHA:g}; {args.baselines} baselines x {args.reruns} reruns = "
+        f"{args.baselines * args.reruns} runs per row; sequential: {args.looks} looks"
+    )
+    header = (
+        "size   design      agent                          red runs  95% upper  calls mean"
+        "  calls max"
+    )
+    for size in args.sizes.split(","):
+        queries, scale = (600, 1.0) if size == "today" else (15, 1 / 8)
+        suites = [planning_suite(rng, queries), triage_suite(rng), awareness_suite(rng, scale)]
+        for suite in suites:
+            self_check(rng, suite)
+        pairs = sum(s.cells * len(METRICS[s.name]) for s in suites)
+        kinds = sum(len(METRICS[s.name]) for s in suites)
+        cell_level, pooled_level = cell_alpha(pairs), pooled_alpha(kinds)
+        units = ", ".join(f"{s.name} {s.cells}x{s.units}" for s in suites)
+        print(f"\n[{size}] cells x units: {units}; {pairs} gated pairs "
+              f"(cell level {cell_level:.2g}), "
+              f"{kinds} pooled pairs (level {pooled_level:.2g})")  # fmt: skip
+        print(header)
+        agents: list[tuple[str, str | None, dict[str, float]]] = [("unchanged", None, {})]
+        for name, effects in EFFECTS.items():
+            for metric, effect in effects:
+                for times in (float(x) for x in args.multiples.split(",")):
+                    size_of = effect * times
+                    agents.append((f"{name} {metric} -{size_of:g}", name, {metric: size_of}))
+        for looks in (1, args.looks):
+            design = "fixed" if looks == 1 else f"seq {looks}"
+            for label, target, effect in agents:
+                started = time.perf_counter()
+                reds: list[npt.NDArray[np.bool_]] = []
+                calls: list[Array] = []
+                for _ in range(args.baselines):
+                    red = np.zeros(args.reruns, dtype=np.bool_)
+                    total = np.zeros(args.reruns)
+                    for suite in suites:
+                        stored = suite.draw(rng, 1, {})
+                        stored = {k: (v[0][0], v[1][0]) for k, v in stored.items()}
+                        new = suite.draw(rng, args.reruns, effect if suite.name == target else {})
+                        out = gate_suite(suite, stored, new, cell_level, pooled_level, looks)
+                        if target is None or suite.name == target:
+                            red |= out.red
+                        total += out.calls
+                    reds.append(red)
+                    calls.append(total)
+                all_red = np.concatenate(reds)
+                all_calls = np.concatenate(calls)
+                hits, n = int(all_red.sum()), all_red.size
+                bound = f"{clopper_upper(hits, n):9.2%}" if target is None else " " * 9
+                print(
+                    f"{size:6} {design:11} {label:30} {hits / n:8.1%}  {bound}  "
+                    f"{all_calls.mean():10,.0f}  {all_calls.max():9,.0f}"
+                    f"   ({time.perf_counter() - started:.1f} s)"
+                )
+
+
+if __name__ == "__main__":
+    main()
