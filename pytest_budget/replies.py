@@ -49,6 +49,8 @@ _PREVIEW = 200
 #: Largest object reply (lists, dicts) read, in characters written out with every repeated
 #: reference counted where it occurs; sizing one costs at most ~0.1 s.
 MAX_SPELLED_OUT = 200_000
+#: Nesting levels sized (paths are copied per level: sizing stays linear below this).
+_SIZED_DEPTH = 200
 
 
 def set_run_output_limit(max_chars: int) -> None:
@@ -271,7 +273,11 @@ def _spelled_out_size(value: object, limit: int) -> int:
         node, path = stack.pop()
         if isinstance(node, str | bytes | bytearray):
             size += len(node) + 2
-        elif isinstance(node, list | tuple | dict) and id(node) not in path:
+        elif (
+            isinstance(node, list | tuple | dict)
+            and id(node) not in path
+            and len(path) < _SIZED_DEPTH  # deeper: every reader stops there (RecursionError)
+        ):
             inner = path | {id(node)}
             # A dict's keys and values, not its (key, value) pairs: a pair is a new
             # object whose id may be reused once freed.
