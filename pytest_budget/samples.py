@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_budget.redact import MASK, redact_text
+from pytest_budget.replies import safe_repr
 
 __all__ = [
     "SAMPLE_TEXT_LIMIT",
@@ -36,6 +37,7 @@ __all__ = [
     "scrub",
     "scrub_tree",
     "scrubber",
+    "shown",
 ]
 
 #: Longest text kept per field of a sample (agent output, problem text, observation).
@@ -61,6 +63,14 @@ def clip(text: str, limit: int = SAMPLE_TEXT_LIMIT) -> str:
         return text
     half = limit // 2
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters left out ...]\n{text[-half:]}"
+
+
+def shown(value: object, limit: int = SAMPLE_TEXT_LIMIT) -> str:
+    """Any agent reply as text for a sample: text as it is (the caller clips and scrubs
+    it), anything else as :func:`~pytest_budget.replies.safe_repr` writes it in ``limit``
+    characters (a huge integer, deep nesting, cycles, repeated references and a ``repr``
+    that raises all read safely, and the same in every run)."""
+    return value if isinstance(value, str) else safe_repr(value, limit)
 
 
 def env_secrets(api_key_env: str | None = None, header_envs: Iterable[str] = ()) -> list[str]:

@@ -188,18 +188,15 @@ def _samples(
     pool: Pool, phase0: BaselineReport, outcome: CellOutcome, options: BudgetOptions
 ) -> dict[str, Any]:
     """The cell's pool items (first plan) and the planner's reply, for the report."""
-    from pytest_budget.samples import options_secrets, scrubber
-    from pytest_budget.triage.samples import item_samples, plan_text
+    from pytest_budget.samples import options_secrets
+    from pytest_budget.triage.samples import cell_samples
 
-    scrub = scrubber(options_secrets(options))
-    scores = outcome.scores
-    return {
-        "plan_raw": plan_text(outcome.raw, scrub),
-        "samples": item_samples(
-            pool.items, phase0.baselines, phase0.truncated, outcome.plan,
-            scores.executed_u, scores.executed_e, scores.scored_e, outcome.budget, scrub,
-        ),
-    }  # fmt: skip
+    if not (options.report_path or options.html_path):
+        # Only the JSON report and the HTML page show them: not built for nothing.
+        return {"plan_raw": None, "samples": []}
+    return cell_samples(
+        pool.items, phase0.baselines, phase0.truncated, outcome, options_secrets(options)
+    )
 
 
 def test_triage(

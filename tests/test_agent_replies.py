@@ -98,7 +98,7 @@ def test_replies_left_to_the_roles_own_parser(role: str, value: Any) -> None:
 def test_safe_repr_never_raises_and_stays_short() -> None:
     assert safe_repr(RaisingRepr()) == "<RaisingRepr object; repr() raised ValueError>"
     assert safe_repr(RecursiveRepr()) == "<RecursiveRepr object; repr() raised RecursionError>"
-    assert safe_repr(10**5000).startswith("<int object; repr() raised ValueError")
+    assert safe_repr(10**5000) == "<int of about 5,001 digits>"  # repr() refuses it
     assert safe_repr("x" * 10_000_000) == "'" + "x" * 196 + "..."
     assert safe_repr("\ud800") == "'\\ud800'"  # escaped: the text stays encodable
 

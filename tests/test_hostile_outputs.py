@@ -12,6 +12,7 @@ parser, and scoring.  Properties: no exception escapes, and every item ends eith
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 from typing import Any
@@ -23,11 +24,16 @@ from hypothesis import strategies as st
 from pytest_budget.awareness.answers import Impossible, Interval, IntervalMap, Invalid
 from pytest_budget.awareness.evaluate import run_awareness_cell
 from pytest_budget.awareness.rollouts import ActorReply, Rollout, Turn
+from pytest_budget.awareness.samples import sample_fields
 from pytest_budget.awareness.sokoban_env import SOKOBAN_PRESETS, generate_rollouts
 from pytest_budget.planning.episode import run_episode
 from pytest_budget.planning.queries import generate_queries
+from pytest_budget.planning.samples import episode_samples
+from pytest_budget.report import _encode, finite_cell
+from pytest_budget.samples import SAMPLE_TEXT_LIMIT, scrubber
 from pytest_budget.triage import Baseline, Item, Plan, PlanEntry, run_cell
 from pytest_budget.triage.phase0 import Phase0Cache, measure_baselines
+from pytest_budget.triage.samples import cell_samples
 from pytest_budget.triage.types import Pool, Solution
 
 
@@ -228,3 +234,121 @@ def test_actor_outputs_never_crash_a_rollout(value: Any) -> None:
         assert rollout.T >= 1
     if rollout.meta.get("actor_error"):
         assert isinstance(rollout.meta["actor_error"], str)
+
+
+# ------------------------------------------------------- the samples of a real cell (issue 33)
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    """``[[[...leaf...]]]`` ``depth`` deep (repr and json.dumps recurse past ~1,000)."""
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _cycle(leaf: Any) -> Any:
+    value: list[Any] = [leaf]
+    value.append(value)
+    return value
+
+
+def _fan(levels: int, leaf: Any) -> Any:
+    """40 references to the same list, ``levels`` deep: 40**levels paths, levels+1 objects."""
+    value = leaf
+    for _ in range(levels):
+        value = [value] * 40
+    return value
+
+
+BIG_INTS = st.integers(min_value=10**4400, max_value=10**6000) | st.integers(
+    min_value=-(10**6000), max_value=-(10**4400)
+)
+_TEN_MB = "x" * 10_000_000
+_SHAPE_LEAVES = st.one_of(BIG_INTS, st.just(math.nan), SURROGATES, ATOMS)
+#: The shapes the held-out fuzz campaign crashed the sample code with, and their kin.
+SHAPES = st.one_of(
+    BIG_INTS,
+    st.builds(_nested, st.integers(900, 60_000), _SHAPE_LEAVES),
+    st.builds(_cycle, _SHAPE_LEAVES),
+    st.builds(_fan, st.integers(3, 12), _SHAPE_LEAVES),
+    st.builds(lambda v: {"plan": [{"id": "p0", "tokens": v}]}, _SHAPE_LEAVES),
+    st.builds(lambda v: Plan((PlanEntry("p0", v),)), BIG_INTS),
+    OBJECTS,
+)
+
+
+class Shown:
+    """A generated value that hypothesis prints by its type (its own printer recurses)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Shown(<{type(self.value).__name__}>)"
+
+
+SAMPLE_OUTPUTS = st.one_of(SHAPES, OUTPUTS).map(Shown)
+
+
+def _report_json(fields: Any) -> str:
+    """The fields as the report writes a cell (non-finite numbers nulled, strict JSON)."""
+    return json.dumps(finite_cell(fields), allow_nan=False, default=_encode)
+
+
+#: The hostile shapes cost up to ~0.4 s a call (sized before they are refused).
+SAMPLE_SETTINGS = settings(SETTINGS, max_examples=max(1, EXAMPLES // 6))
+
+
+@SAMPLE_SETTINGS
+@given(SAMPLE_OUTPUTS)
+@example(Shown(_TEN_MB))
+@example(Shown(10**5000))
+@example(Shown(_nested(100_000, 1)))
+@example(Shown({"plan": [{"id": "p1", "tokens": 10**5000}]}))
+def test_triage_samples_show_any_planner_output(shape: Any) -> None:
+    value = getattr(shape, "value", shape)
+    secret = "sk-" + "s3cret" * 4
+    planner = _returns(value, "plan")
+    outcome = anyio.run(functools.partial(run_cell, POOL, TRUTH, 0.5, planner, seed=1, samples=20))
+    fields = cell_samples(POOL.items, TRUTH, frozenset(), outcome, [secret])
+    text = _report_json(fields)
+    assert [record["id"] for record in fields["samples"]] == [item.id for item in POOL.items]
+    raw = fields["plan_raw"]
+    assert raw is None if outcome.raw is None else isinstance(raw, str)
+    assert raw is None or len(raw) <= SAMPLE_TEXT_LIMIT + 60  # the clip marker's line
+    assert secret not in text
+    json.loads(text)
+
+
+@SAMPLE_SETTINGS
+@given(SAMPLE_OUTPUTS)
+@example(Shown(_nested(100_000, "x")))
+@example(Shown({"text": "<answer>[1, 2]</answer>", "usage": {"tokens": 10**5000}}))
+def test_awareness_samples_show_any_estimator_output(shape: Any) -> None:
+    value = getattr(shape, "value", shape)
+    outcome = anyio.run(run_awareness_cell, ROLLOUTS, _returns(value, "estimate"))
+    fields = sample_fields(ROLLOUTS, outcome.results, ("tokens",), scrubber())
+    _report_json(dict(fields))
+    assert len(fields["samples"]) == outcome.n_probes == 4
+    for record in fields["samples"]:
+        assert record["raw"] is None or len(record["raw"]) <= SAMPLE_TEXT_LIMIT + 60
+
+
+@SAMPLE_SETTINGS
+@given(SAMPLE_OUTPUTS)
+@example(Shown({"tool_calls": [{"function": {"name": "x", "arguments": _nested(100_000, 1)}}]}))
+@example(Shown({"tool_calls": [{"function": {"name": "x", "arguments": {"a": 10**5000}}}]}))
+@example(Shown({"content": _fan(12, "<answer>")}))
+def test_planning_samples_show_any_tool_agent_output(shape: Any) -> None:
+    value = getattr(shape, "value", shape)
+    episode = functools.partial(
+        run_episode, QUERY, 1, "static", 0, _returns(value, "act"), seed=3, max_steps=3
+    )
+    record = anyio.run(episode)
+    assert record.error is None
+    (sample,) = episode_samples([record], [QUERY], scrubber())
+    _report_json(sample)
+    assert sample["id"] == QUERY.query_id and len(sample["calls"]) == len(record.calls)
+    for call in sample["calls"]:
+        assert len(call["arguments"]) <= SAMPLE_TEXT_LIMIT + 60

@@ -56,6 +56,7 @@ from pytest_budget.planning.records import EpisodeRecord, Query, ToolCallRecord
 from pytest_budget.planning.tool_specs import copy_json, tool_list_for
 from pytest_budget.planning.tools import Tool, task_label
 from pytest_budget.roles import AgentError, InvalidOutput, call_role
+from pytest_budget.samples import shown
 
 __all__ = [
     "ANSWER_CALL_NAME",
@@ -184,8 +185,11 @@ def _json_text(value: Any) -> str:
         return value
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+    except Exception:  # not JSON; a huge integer, deep nesting, a str() that raises
+        try:
+            return repr(value)
+        except Exception:  # a repr that raises or recurses: the bounded rendering
+            return shown(value)
 
 
 def _parse_call(entry: Any) -> ParsedCall:

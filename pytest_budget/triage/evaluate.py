@@ -268,8 +268,10 @@ class CellOutcome:
     repairs: tuple[str, ...] = field(default=())
     #: The planner's reply was cut at its token cap (finish reason ``length`` or equivalent).
     truncated: bool = False
-    #: The planner's reply as it came (for the report's samples), None if it raised.
-    raw: object = None
+    #: The planner's reply as it came (for the report's samples), None if it raised.  Out
+    #: of the repr: a hostile reply's own repr may raise or take exponential time (asyncio
+    #: reprs a finished task's result).
+    raw: object = field(default=None, repr=False)
 
 
 def plan_request(

@@ -338,20 +338,28 @@ def _select(
 
 
 def _walk(
-    node: object, path: tuple[str, ...], depth: int
+    node: object, path: tuple[str, ...], depth: int, seen: set[int] | None = None
 ) -> Iterator[tuple[tuple[str, ...], Mapping[object, object] | Sequence[object]]]:
-    """Mappings and lists inside ``node`` (outermost first), with the keys leading to them."""
+    """Mappings and lists inside ``node`` (outermost first), with the keys leading to them.
+
+    Each container is visited once: an object reply may hold one list under many
+    references (40 references, 12 levels deep, are 40**12 paths but 13 lists)."""
     if depth > _MAX_DEPTH:
         return
+    seen = set() if seen is None else seen
+    if isinstance(node, Mapping | list | tuple):
+        if id(node) in seen:
+            return
+        seen.add(id(node))
     if isinstance(node, Mapping):
         yield path, node
         for key, child in node.items():
-            yield from _walk(child, (*path, str(key)), depth + 1)
+            yield from _walk(child, (*path, str(key)), depth + 1, seen)
     elif isinstance(node, list | tuple):
         yield path, node
         if not any(_is_entry(item) for item in node):
             for item in node:
-                yield from _walk(item, path, depth + 1)
+                yield from _walk(item, path, depth + 1, seen)
 
 
 def _show_path(path: tuple[str, ...]) -> str:

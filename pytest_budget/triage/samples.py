@@ -11,20 +11,44 @@ and solved, else 0; ``null`` when the plan left it out).  Plain Python.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_budget.samples import Scrubber, clip
+from pytest_budget.samples import Scrubber, clip, scrubber, shown
 from pytest_budget.triage.scoring import oracle_value
 from pytest_budget.triage.types import Baseline, Item, Plan
 
-__all__ = ["item_samples", "plan_text"]
+if TYPE_CHECKING:
+    from pytest_budget.triage.evaluate import CellOutcome
+
+__all__ = ["cell_samples", "item_samples", "plan_text"]
+
+
+def cell_samples(
+    items: Sequence[Item],
+    baselines: Mapping[str, Baseline],
+    truncated: set[str] | frozenset[str],
+    outcome: CellOutcome,
+    secrets: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The cell record's ``plan_raw`` (the planner's reply) and ``samples`` (its pool
+    items under the first plan)."""
+    scrub = scrubber(secrets)
+    scores = outcome.scores
+    return {
+        "plan_raw": plan_text(outcome.raw, scrub),
+        "samples": item_samples(
+            items, baselines, truncated, outcome.plan,
+            scores.executed_u, scores.executed_e, scores.scored_e, outcome.budget, scrub,
+        ),
+    }  # fmt: skip
 
 
 def plan_text(raw: object, scrub: Scrubber) -> str | None:
-    """The planner's reply as text for the report (clipped, credentials masked)."""
+    """The planner's reply as text for the report (clipped, credentials masked); any
+    value, however hostile (a 5,000-digit integer, nesting 100,000 deep), reads safely."""
     if raw is None:
         return None
-    return scrub(raw if isinstance(raw, str) else repr(raw))
+    return scrub(shown(raw))
 
 
 def _regime_u(
