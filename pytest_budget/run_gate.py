@@ -165,10 +165,12 @@ class PooledRegression:
     direction: Direction
 
     def message(self) -> str:
-        worse = "lower" if self.direction == "higher" else "higher"
+        # ``change`` is signed worse-positive; the message shows the score's own change.
+        moved = -self.change if self.direction == "higher" else self.change
         return (
-            f"{self.kind} {self.metric} regressed over the suite: mean change {self.change:+.4g} "
-            f"({worse} is worse) on the same {self.units} units of {self.cells} cells, pooled "
+            f"{self.kind} {self.metric} regressed over the suite: mean change {moved:+.4g} "
+            f"({self.direction} is better) on the same {self.units} units of {self.cells} "
+            "cells, pooled "
             f"sign-flip test p={self.p_value:.2g} < {self.alpha:.2g} (run level {RUN_ALPHA:g}: "
             f"half split over {self.pairs} pooled kind x metric pairs, Bonferroni)"
         )

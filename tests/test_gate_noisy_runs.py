@@ -96,7 +96,7 @@ def test_a_noisy_agent_passes_twenty_reruns_and_a_regressed_one_fails(
     # (a cell's own test may decide too, at 0.005 / 12 gated pairs).
     worse.stdout.fnmatch_lines(
         ["*budget: the run's pooled gate failed*",
-         "triage eta_e regressed over the suite: mean change * (lower is worse) on the same "
+         "triage eta_e regressed over the suite: mean change -* (higher is better) on the same "
          "60 units of 2 cells, pooled sign-flip test p=* < 0.00083 (run level 0.01: half split "
          "over 6 pooled kind x metric pairs, Bonferroni)"]
     )  # fmt: skip

@@ -114,7 +114,7 @@ def test_pooled_test_sums_cells_and_names_its_level() -> None:
     assert regression.alpha == pytest.approx(0.0025)
     assert regression.change == pytest.approx(0.06)
     assert regression.message() == (
-        "planning emr regressed over the suite: mean change +0.06 (lower is worse) on the same "
+        "planning emr regressed over the suite: mean change -0.06 (higher is better) on the same "
         "60 units of 3 cells, pooled sign-flip test p=0.00012 < 0.0025 (run level 0.01: half "
         "split over 2 pooled kind x metric pairs, Bonferroni)"
     )
