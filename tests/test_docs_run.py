@@ -14,7 +14,25 @@ import pytest
 
 from tests.doc_run import ROOT, Outcome, pages, rel, run_page, shell_blocks
 
-RUN_PAGES = [page for page in pages() if any(b.skip_reason is None for b in shell_blocks(page))]
+#: The pages whose every shell block this suite runs and holds to its shown output.  The
+#: other pages' commands are still parsed and configured by tests/test_docs_complete.py;
+#: each page joins this list once its blocks carry the markers they need (issue 31).
+RUN_PAGES = [
+    ROOT / name
+    for name in (
+        "README.md",
+        "docs/tutorial/first-run.md",
+        "docs/tutorial/first-agent.md",
+        "docs/tutorial/first-awareness-run.md",
+        "docs/tutorial/first-planning-run.md",
+        "docs/tutorial/online-awareness-run.md",
+    )
+]
+
+
+def test_every_listed_page_has_blocks_to_run() -> None:
+    for page in RUN_PAGES:
+        assert any(b.skip_reason is None for b in shell_blocks(page)), rel(page)
 
 
 @pytest.mark.parametrize("page", RUN_PAGES, ids=[rel(page) for page in RUN_PAGES])
