@@ -861,11 +861,13 @@ def test_first_agent_tutorial_record_and_regress(pytester: pytest.Pytester) -> N
     assert "reverse=False" in example
     pytester.makeconftest(example.replace("reverse=False", "reverse=True"))
     worse = run(pytester, "--budget-suite=triage")
-    worse.assert_outcomes(failed=16)
-    shown = next(b for b in page_blocks(FIRST_AGENT) if "regressed" in b.body).body
-    regressions = [line[1:].strip() for line in shown.splitlines() if "regressed" in line]
-    assert len(regressions) == 4
-    found = [line.lstrip("E").strip() for line in worse.outlines]
+    # One cell fails its own test; the run's pooled gate fails the run, as the page shows.
+    worse.assert_outcomes(failed=1, passed=15)
+    assert worse.ret == pytest.ExitCode.TESTS_FAILED
+    shown = next(b for b in page_blocks(FIRST_AGENT) if "over the suite" in b.body).body
+    regressions = [line.strip() for line in shown.splitlines() if "over the suite" in line]
+    assert len(regressions) == 5
+    found = [line.strip() for line in worse.outlines]
     assert all(line in found for line in regressions)
 
 

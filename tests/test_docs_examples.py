@@ -60,14 +60,17 @@ def test_fixture_planner_example(pytester: pytest.Pytester) -> None:
 
 
 def test_tutorial_regression_fails_the_gate(pytester: pytest.Pytester) -> None:
-    """first-agent.md: record baselines, make the planner worse, see the cells fail."""
+    """first-agent.md's planner made worse, on pools of 6 items and the tolerance rule:
+    the paired default cannot decide on 6 items (a sign-flip p is at least 2**-6), so a
+    project this small gates by tolerance (the tutorial's own 30-item run is held to its
+    page by tests/test_docs_run.py)."""
     text = use_example(pytester, "conftest_planner_example.py")
     run(pytester, *SUITE, "--snapshot-update").assert_outcomes(passed=2)
     stored = sorted(p.name for p in (pytester.path / "__budget_snapshots__/triage").iterdir())
     assert stored == ["arith-u0-a0.5-A-user.json", "sokoban-u0-a0.5-A-user.json"]
     assert "reverse=False" in text
     pytester.makeconftest(text.replace("reverse=False", "reverse=True"))
-    worse = run(pytester, *SUITE)
+    worse = run(pytester, *SUITE, "--budget-gate=tolerance")
     worse.assert_outcomes(failed=1, passed=1)  # on 6 puzzles it was already at the floor
     worse.stdout.fnmatch_lines(["FAILED *test_triage[[]arith-u0-a0.5-A-user[]]*"])
     worse.stdout.fnmatch_lines(
