@@ -58,7 +58,10 @@ class OptionReader:
         ``budget_size``, else ``default``."""
         from pytest_budget.sizes import parse_size
 
-        return parse_size(self.get_option("budget_size") or self.get_ini("budget_size"))
+        try:
+            return parse_size(self.get_option("budget_size") or self.get_ini("budget_size"))
+        except ValueError as exc:
+            raise OptionError(str(exc)) from None
 
     def input_file(self, dest: str, hint: str) -> str | None:
         value = self.get_option(dest)

@@ -12,13 +12,15 @@ import pytest
 if TYPE_CHECKING:
     from pytest_budget.session import BudgetSession
 
-__all__ = ["CELL_KEY", "GATE_KEY", "SESSION_KEY", "budget_session"]
+__all__ = ["CELL_KEY", "GATE_KEY", "NO_BASELINE", "SESSION_KEY", "budget_session"]
 
 SESSION_KEY = pytest.StashKey["BudgetSession"]()
 #: A cell's record (JSON), stashed on its test item by ``budget_record``.
 CELL_KEY = pytest.StashKey[str]()
 #: A cell's per-unit score changes (JSON), for the run's pooled paired test.
 GATE_KEY = pytest.StashKey[str]()
+#: The user property of a cell that had no stored baseline (scored, not gated).
+NO_BASELINE = "budget_no_baseline"
 
 
 def budget_session(config: pytest.Config) -> BudgetSession:

@@ -23,6 +23,7 @@ import pytest
 
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin_models import RUNTIME_PAYLOAD_KEY, is_worker, preflight
+from pytest_budget.plugin_state import NO_BASELINE
 from pytest_budget.records import cell_from_json
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["NO_BASELINE", "RunReporter", "no_baseline_line"]
 
 #: The ``user_properties`` name of a cell that had no stored baseline (value: its file).
-NO_BASELINE = "budget_no_baseline"
 
 
 def _lacks_baseline(report: pytest.TestReport) -> bool:

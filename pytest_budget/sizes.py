@@ -24,8 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pytest_budget.option_checks import OptionError
-
 __all__ = ["DEFAULT_SIZE", "SIZES", "RunSize", "parse_size"]
 
 
@@ -71,10 +69,13 @@ DEFAULT_SIZE = "default"
 
 
 def parse_size(value: object) -> RunSize:
-    """``--budget-size`` / ini ``budget_size``: a size's name (empty: the default)."""
+    """``--budget-size`` / ini ``budget_size``: a size's name (empty: the default).
+
+    An unknown name is a ``ValueError`` with the one-line message; the option checks turn
+    it into their usage error (this module stays below them: no import circle)."""
     name = str(value or DEFAULT_SIZE).strip().lower()
     if name not in SIZES:
-        raise OptionError(
+        raise ValueError(
             f"--budget-size: unknown size {str(value).strip()!r}; choose from "
             f"{', '.join(SIZES)} (or set the counts: --budget-query-count, "
             "--budget-rollout-count, --budget-pool-size)"

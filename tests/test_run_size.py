@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from pytest_budget.models.prices import PriceTable, library_price
-from pytest_budget.option_checks import OptionError
 from pytest_budget.sizes import SIZES, parse_size
 from tests.model_server import ModelServer, role_answer
 
@@ -55,7 +54,7 @@ def test_sizes_name_the_papers_protocol_and_a_default_that_is_smaller() -> None:
     assert default.query_count < min(paper.task_query_counts.values())
     assert default.rollout_count < paper.rollout_count
     assert parse_size(None) is default and parse_size(" Paper ") is paper
-    with pytest.raises(OptionError, match=r"--budget-size: unknown size 'huge'; choose from"):
+    with pytest.raises(ValueError, match=r"--budget-size: unknown size 'huge'; choose from"):
         parse_size("huge")
 
 
