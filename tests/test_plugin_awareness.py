@@ -218,7 +218,7 @@ def test_default_run_gates_against_shipped_baselines(
     sokoban = next(c for c in cells if c["env"] == "sokoban-8x8")
     assert sokoban["budget"] == {"tokens": 2500.0}
     # the leak-free "outcome" challenge: feasibility is the realized outcome (near half)
-    assert warehouse["rollouts"]["feasible"] == 65
+    assert warehouse["rollouts"]["feasible"] == 30  # of 64 rollouts
     # every built-in probe set keeps its trivial floor at or below 0.75
     assert all(not c["trivial_floor"]["warn"] for c in cells)
     assert not (pytester.path / "__budget_snapshots__").exists()
