@@ -343,9 +343,11 @@ def test_awareness_snapshots_gate_the_estimator(pytester: pytest.Pytester) -> No
     worse = run(pytester, *gated)
     worse.assert_outcomes(failed=2)
     worse.stdout.fnmatch_lines(
-        ["*invalid_rate regressed: new 1 * entirely above the stored 0 *(lower is better); "
-         "only * probes changed, too few for the paired test, so compared by the interval "
-         "overlap rule"]
+        [
+            "*invalid_rate regressed: new 1 * entirely above the stored 0 *(lower is better); "
+            "only * probes changed, too few for the paired test, so compared by the interval "
+            "overlap rule"
+        ]
     )
 
 
