@@ -9,9 +9,13 @@ default gate compared such a run with the tolerance rule and failed most reruns.
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 
 import pytest
+
+import pytest_budget
 
 CONFTEST = """
 import math
@@ -49,6 +53,20 @@ ARGS = ("--budget-suite=triage", "--budget-pool=mine.jsonl", "--budget-alpha=0.5
         "--budget-unsolvable=0",
         "--budget-agent=user", "--budget-ci-resamples=0", "-p", "no:cacheprovider",
         "-p", "no:randomly")  # fmt: skip
+# The reruns run in this process: without assertion rewriting (the inner runs assert
+# nothing) and without hypothesis's plugin, each re-imported per run otherwise (~10 s each).
+INPROCESS = ("--assert=plain", "-p", "no:hypothesispytest")
+
+
+def _import_the_plugin() -> None:
+    """Import every module of the plugin here once: pytester drops the modules an in-process
+    run imported, so each rerun would import them again (~4 s a run); imported here, every
+    rerun runs the same code in about a second."""
+    for module in pkgutil.walk_packages(pytest_budget.__path__, "pytest_budget."):
+        try:
+            importlib.import_module(module.name)
+        except ImportError:  # an optional extra that is not installed: the run needs it not
+            continue
 
 
 def _pool(pytester: pytest.Pytester) -> None:
@@ -78,9 +96,10 @@ def test_a_noisy_agent_passes_twenty_reruns_and_a_regressed_one_fails(
     baselines = [json.loads(path.read_text()) for path in stored]
     assert [b["per_query"]["unit"] for b in baselines] == ["item", "item"]
     assert [b["per_query"]["n"] for b in baselines] == [30, 30]
+    _import_the_plugin()
     moved = 0
     for _ in range(20):
-        result = pytester.runpytest_inprocess(*ARGS, "--budget-report=r.json")
+        result = pytester.runpytest_inprocess(*ARGS, *INPROCESS, "--budget-report=r.json")
         result.assert_outcomes(passed=2)
         assert result.ret == 0
         cells = json.loads((pytester.path / "r.json").read_text())["cells"]
@@ -90,7 +109,7 @@ def test_a_noisy_agent_passes_twenty_reruns_and_a_regressed_one_fails(
         )
     assert moved >= 10  # the agent is noisy: the plans (and eta_u) differ run to run
     monkeypatch.setenv("REGRESSED", "1")
-    worse = pytester.runpytest_inprocess(*ARGS)
+    worse = pytester.runpytest_inprocess(*ARGS, *INPROCESS)
     assert worse.ret == pytest.ExitCode.TESTS_FAILED
     # Each cell loses what regime E earned; the run's pooled test over both cells decides
     # (a cell's own test may decide too, at 0.005 / 12 gated pairs).
