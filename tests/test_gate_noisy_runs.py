@@ -55,6 +55,9 @@ ARGS = ("--budget-suite=triage", "--budget-pool=mine.jsonl", "--budget-alpha=0.5
         "-p", "no:randomly")  # fmt: skip
 # The reruns run in this process: without assertion rewriting (the inner runs assert
 # nothing) and without hypothesis's plugin, each re-imported per run otherwise (~10 s each).
+# The pooled tests of this pool: no unsolvable item, so detection and waste are undefined
+# (no pooled test), but the level still splits over the 6 metrics counted at collection.
+METRICS = ("eta_u", "eta_e", "regret_u", "regret_e")
 INPROCESS = ("--assert=plain", "-p", "no:hypothesispytest")
 
 
@@ -102,14 +105,20 @@ def test_a_noisy_agent_passes_twenty_reruns_and_a_regressed_one_fails(
         result = pytester.runpytest_inprocess(*ARGS, *INPROCESS, "--budget-report=r.json")
         result.assert_outcomes(passed=2)
         assert result.ret == 0
-        cells = json.loads((pytester.path / "r.json").read_text())["cells"]
+        report = json.loads((pytester.path / "r.json").read_text())
+        cells = report["cells"]
+        # The run's pooled tests are in the report, one per triage metric, none failed.
+        pooled = report["pooled_gate"]
+        assert sorted(t["metric"] for t in pooled) == sorted(METRICS)
+        assert not any(t["regressed"] for t in pooled)
+        assert all(t["alpha"] == pytest.approx(0.005 / 6) and t["units"] == 60 for t in pooled)
         moved += any(
             c["scores"]["eta_u"] != b["scores"]["eta_u"]
             for c, b in zip(sorted(cells, key=lambda c: c["cell"]), baselines, strict=True)
         )
     assert moved >= 10  # the agent is noisy: the plans (and eta_u) differ run to run
     monkeypatch.setenv("REGRESSED", "1")
-    worse = pytester.runpytest_inprocess(*ARGS, *INPROCESS)
+    worse = pytester.runpytest_inprocess(*ARGS, *INPROCESS, "--budget-report=w.json")
     assert worse.ret == pytest.ExitCode.TESTS_FAILED
     # Each cell loses what regime E earned; the run's pooled test over both cells decides
     # (a cell's own test may decide too, at 0.005 / 12 gated pairs).
@@ -119,3 +128,8 @@ def test_a_noisy_agent_passes_twenty_reruns_and_a_regressed_one_fails(
          "60 units of 2 cells, pooled sign-flip test p=* < 0.00083 (run level 0.01: half split "
          "over 6 pooled kind x metric pairs, Bonferroni)"]
     )  # fmt: skip
+    pooled = {
+        t["metric"]: t for t in json.loads((pytester.path / "w.json").read_text())["pooled_gate"]
+    }
+    assert pooled["eta_e"]["regressed"] and pooled["eta_e"]["p_value"] < pooled["eta_e"]["alpha"]
+    assert pooled["eta_e"]["mean_change_worse"] > 0
