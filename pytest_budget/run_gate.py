@@ -38,7 +38,9 @@ per-pair levels need (a Monte-Carlo p-value cannot go below one over its draws).
   xdist controller at the end of the run).
 
 By the union bound an unchanged agent fails at most ``RUN_ALPHA`` of runs, whatever the
-dependence between cells and metrics.
+dependence between cells and metrics.  (Holm's step-down would turn exactly the same runs
+red: its first step is this Bonferroni test on the smallest p-value, and a run is red as
+soon as one pair fails; it would only list more failing pairs of a red run.)
 
 **Sequential.**  :class:`SequentialRule` decides after each batch of units whether a cell
 (or a suite's pooled cells) regressed, showed no regression of the stated size, or must go
