@@ -7,15 +7,19 @@ suites (every cell together) many times with agents that answer like an LLM at t
 half the run's 1% split over the gated (cell, metric) pairs, half over the pooled (cell
 kind, metric) tests).
 
-**Noise model: item-response Bernoulli.**  Each unit (planning query, triage pool item,
-awareness probe) has its own probability that the agent gets it right, fixed for the agent
-(its policy), drawn once from Beta(0.5, 0.5): most units are nearly always or nearly never
-right, some are coin flips.  Each run draws every unit's outcome afresh and independently
-(temperature > 0: the same prompt, another sample).  Sized from something real: the issue's
-gpt-4o-mini estimator on sokoban-6x6 hit 0.18 / 0.36 / 0.27 of its probes in three repeats
-(sd 0.09 over 11 probes), which independent per-probe draws explain (binomial sd 0.13 at
-p = 0.27); with Beta(0.5, 0.5) a unit's run-to-run variance averages 0.125, half the
-largest possible, so this agent is noisier than most (a harder test for false alarms).
+**Noise models** (an LLM at temperature > 0: the same prompt, another sample each run).
+Planning and awareness, *item-response Bernoulli*: each unit (planning query, awareness
+probe) has its own probability that the agent gets it right, fixed for the agent (its
+policy), drawn once from Beta(0.5, 0.5); each run draws every unit's outcome afresh.
+Sized from something real: the issue's gpt-4o-mini estimator on sokoban-6x6 hit 0.18 /
+0.36 / 0.27 of its 11 probes in three repeats (sd 0.09, i.e. 11 * 0.09**2 = 0.089 of
+run-to-run variance per probe); Beta(0.5, 0.5) averages 0.125, a little noisier (a harder
+test for false alarms).  Triage, *plan flips*: the planner's policy has a modal plan, and
+each run each item's decision leaves it with probability ``--triage-flip`` (default 0.10:
+the two-point model whose per-unit variance f(1 - f) equals those repeats' 0.089; no live
+triage planner was repeated).  The flip rate of the test suite's noisy planner (cheapest
+first, each key scaled by exp(N(0, 0.5)), on 30 items of 100 to 2,000 tokens at half the
+tokens' sum) is 0.22.
 
 What each suite's units carry (per unit: numerator, denominator of the score):
 
@@ -32,19 +36,18 @@ What each suite's units carry (per unit: numerator, denominator of the score):
   ``interval_score`` (S_k in [0, 1]: the probe's own mean plus noise, over the probes of
   successful rollouts) and ``invalid_rate`` (2% unreadable answers).
 
-**Effects (the stated regressions, per suite):** planning EMR -0.10 (10 points: the
-difference between adjacent models in CostBench's Table 4); triage ``eta_u`` -0.10 (a tenth
-of the way from the oracle to random, TRIAGE's smallest reported gap between prompt
-variants); awareness ``macro_f1_all`` -0.05 and ``interval_score`` -0.05 (BAGEN's gaps
-between estimators are 0.05 to 0.2).  A regression moves each unit's probability by the
-same logit shift, found by bisection so the expected score drops by the effect.
+**Effects**: the issue's examples, planning EMR -0.10 (adjacent models in CostBench's
+Table 4), triage ``eta_u`` -0.10, awareness ``macro_f1_all`` -0.05 and ``interval_score``
+-0.05, and ``--multiples`` of them: what the gate detects at >= 90% power is read off the
+rows.  A regression moves each unit's probability by the same logit shift, found by
+bisection so the expected score drops by the effect.
 
-**Sizes.**  ``today``: 600 queries per task (6 tasks x 5 scenarios = 30 cells), 16 triage
-cells of 30 items, awareness 5 environments at 128 rollouts (322 to 1,280 probes).
-``small``: 15 queries per task, the same triage, 16 rollouts per environment (about 1/8 of
-the probes).  Calls per run count the model calls the evaluated roles make: planning 6 per
-query-episode (the low end of the issue's forecast, 108,000 calls for 18,000 episodes),
-awareness one estimator call per probe, triage one planner call per cell.
+**Sizes** (``--sizes``): ``default`` and ``paper`` as shipped (:mod:`pytest_budget.sizes`:
+queries per task, rollouts per environment as a share of 128; planning cells padded to the
+largest task's count), ``today`` the sizes before issue 30 (600 queries per task, 128
+rollouts).  Triage is 16 cells of 30 items at every size.  Calls per run count the model
+calls the evaluated roles make: planning 6 per query episode, awareness one estimator
+call per probe, triage one planner call per cell.
 
 **Sequential:** every cell runs its units in ``--looks`` equal batches; after each batch
 the run's pooled tests (and the cells' own) are decided by
@@ -56,9 +59,9 @@ for the batches run.  Triage plans each cell in one call, so it always runs whol
 Every run-level number is over ``--baselines`` x ``--reruns`` runs (each baseline a fresh
 draw of the agent, as a user would record it).  Run::
 
-    nice -n 10 python benchmarks/bench_gate_runs.py --sizes today,small
+    nice -n 10 python benchmarks/bench_gate_runs.py --sizes default,paper --multiples 1,1.5,2,3,5
 
-Prints one table row per size, design and agent.
+Prints one row per size, design and agent, then the rows again as a Markdown table.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ from pytest_budget.run_gate import (
     pooled_alpha,
     unit_changes,
 )
+from pytest_budget.sizes import COSTBENCH_TEST_SPLIT, SIZES
 
 Array = npt.NDArray[np.float64]
 
@@ -113,6 +117,9 @@ AWARE_PROBES = {
     "warehouse": 1280,
 }
 PLANNING_CALLS_PER_QUERY = 6
+#: Probability that a triage plan's decision on an item leaves the policy's modal decision
+#: in one run (the plan-flip model, module docstring).
+TRIAGE_FLIP = 0.10
 
 
 @dataclass
@@ -152,8 +159,14 @@ def _shift_for(p: Array, drop: float, weight: Array | None = None) -> float:
     return (lo + hi) / 2
 
 
-def planning_suite(rng: np.random.Generator, queries: int) -> Suite:
-    cells = 30
+def planning_suite(rng: np.random.Generator, counts: list[int]) -> Suite:
+    """Planning's 30 cells (6 tasks x 5 scenarios), ``counts[t]`` queries per task ``t``;
+    cells are padded to the largest count (pad units weigh nothing in any score)."""
+    scenarios = 5
+    cells, queries = len(counts) * scenarios, max(counts)
+    real = np.zeros((cells, queries))
+    for c in range(cells):
+        real[c, : counts[c // scenarios]] = 1.0
     p = rng.beta(0.5, 0.5, (cells, queries))
     dist = rng.uniform(0.2, 0.9, (cells, queries))
     gap = rng.uniform(0.5, 3.0, (cells, queries))
@@ -164,32 +177,40 @@ def planning_suite(rng: np.random.Generator, queries: int) -> Suite:
     def draw(
         g: np.random.Generator, runs: int, effect: dict[str, float]
     ) -> dict[str, tuple[Array, Array]]:
-        q = p if "emr" not in effect else _logit_shift(p, _shift_for(p, effect["emr"]))
+        q = p if "emr" not in effect else _logit_shift(p, _shift_for(p, effect["emr"], real))
         shape = (runs, cells, queries)
-        good = g.random(shape) < q
-        one = np.ones(shape)
+        good = (g.random(shape) < q) * real
+        one = np.ones(shape) * real
         calls = steps * one
-        invalid = g.binomial(steps.astype(np.int64), bad, shape).astype(np.float64)
+        invalid = g.binomial(steps.astype(np.int64), bad, shape).astype(np.float64) * real
         return {
-            "emr": (good.astype(np.float64), one),
-            "aned": (np.where(good, 0.0, dist), one),
-            "cost_gap": (np.where(good, 0.0, gap), one),
-            "uihr": ((g.random(shape) < hit).astype(np.float64), one),
+            "emr": (good, one),
+            "aned": (np.where(good > 0, 0.0, dist) * real, one),
+            "cost_gap": (np.where(good > 0, 0.0, gap) * real, one),
+            "uihr": ((g.random(shape) < hit) * real, one),
             "itur": (invalid, calls),
         }
 
-    return Suite("planning", cells, queries, PLANNING_CALLS_PER_QUERY, 0.0, draw)
+    return Suite(
+        "planning", cells, queries, PLANNING_CALLS_PER_QUERY, 0.0, draw,
+        real_units=int(real.sum()),
+    )  # fmt: skip
 
 
-def triage_suite(rng: np.random.Generator) -> Suite:
+def triage_suite(rng: np.random.Generator, flip: float) -> Suite:
+    """16 triage cells of 30 pool items, a third unsolvable.  The planner's policy has a
+    modal plan (each solvable item in it with probability 0.6, each unsolvable one left
+    out with probability 0.5, fixed for the agent); every run each item's decision leaves
+    the modal one with probability ``flip`` (the plan-flip model, module docstring)."""
     cells, n = 16, 30
     unsolvable = np.zeros((cells, n))
     unsolvable[:, :10] = 1.0
-    p = np.where(unsolvable > 0, 0.0, rng.beta(0.5, 0.5, (cells, n)))
-    keep_out = rng.beta(0.5, 0.5, (cells, n))
+    solvable = 1.0 - unsolvable
+    planned = rng.random((cells, n)) < 0.6
+    p = np.where(unsolvable > 0, 0.0, np.where(planned, 1.0 - flip, flip))
+    keep_out = np.where(rng.random((cells, n)) < 0.5, 1.0 - flip, flip)
     tokens = rng.integers(100, 2000, (cells, n)).astype(np.float64)
     gap, oracle = 6.0, 12.0
-    solvable = 1.0 - unsolvable
 
     def draw(
         g: np.random.Generator, runs: int, effect: dict[str, float]
@@ -199,12 +220,10 @@ def triage_suite(rng: np.random.Generator) -> Suite:
             drop = effect["eta_u"] * gap / float(solvable.sum(axis=1).mean())
             q = np.where(solvable > 0, _logit_shift(p, _shift_for(p, drop, solvable)), 0.0)
         shape = (runs, cells, n)
-        earned_u = (g.random(shape) < q).astype(np.float64)
+        earned_u = (g.random(shape) < q).astype(np.float64)  # a planned solvable item
         earned_e = earned_u * (g.random(shape) < 0.9)
         left_out = unsolvable * (g.random(shape) < keep_out)
-        alloc = np.where(
-            unsolvable * (1 - left_out) + solvable * (g.random(shape) < 0.7) > 0, tokens, 0.0
-        )
+        alloc = np.where(unsolvable * (1 - left_out) + earned_u > 0, tokens, 0.0)
         one = np.ones(shape)
         return {
             "eta_u": (earned_u, gap / n * one),
@@ -372,16 +391,32 @@ def self_check(rng: np.random.Generator, suite: Suite) -> None:
                 raise SystemExit(f"self-check failed: {suite.name} {metric} cell {c}")
 
 
+def size_counts(size: str) -> tuple[list[int], float]:
+    """Planning queries per task (the six tasks) and awareness's share of 128 rollouts per
+    environment, for a shipped size (:mod:`pytest_budget.sizes`) or ``today`` (before
+    issue 30: 600 queries per task, 128 rollouts)."""
+    if size == "today":
+        return [600] * 6, 1.0
+    run = SIZES[size]
+    counts = [run.task_query_counts.get(t, run.query_count) for t in COSTBENCH_TEST_SPLIT]
+    return counts, run.rollout_count / 128
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="today,small")
+    parser.add_argument("--sizes", default="default,paper", help="default, paper, today")
+    parser.add_argument(
+        "--triage-flip", type=float, default=TRIAGE_FLIP, help="plan-flip rate of a triage item"
+    )
     parser.add_argument("--baselines", type=int, default=10)
     parser.add_argument("--reruns", type=int, default=30)
     parser.add_argument("--looks", type=int, default=4)
     parser.add_argument("--seed", type=int, default=20_261_128)
     parser.add_argument(
-        "--multiples", default="1,2,3", help="power also at these multiples of each effect"
+        "--multiples", default="1,1.5,2,3", help="power also at these multiples of each effect"
     )
+    parser.add_argument("--only", default="", help="regressed agents of these suites only")
+    parser.add_argument("--designs", default="fixed,seq", help="fixed, seq (sequential)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     print(
@@ -392,9 +427,15 @@ def main() -> None:
         "size   design      agent                          red runs  95% upper  calls mean"
         "  calls max"
     )
+    rows = ["| size | design | agent | red runs | 95% upper | calls mean | calls max |",
+            "|---|---|---|---|---|---|---|"]  # fmt: skip
     for size in args.sizes.split(","):
-        queries, scale = (600, 1.0) if size == "today" else (15, 1 / 8)
-        suites = [planning_suite(rng, queries), triage_suite(rng), awareness_suite(rng, scale)]
+        counts, scale = size_counts(size)
+        suites = [
+            planning_suite(rng, counts),
+            triage_suite(rng, args.triage_flip),
+            awareness_suite(rng, scale),
+        ]
         for suite in suites:
             self_check(rng, suite)
         pairs = sum(s.cells * len(METRICS[s.name]) for s in suites)
@@ -407,11 +448,14 @@ def main() -> None:
         print(header)
         agents: list[tuple[str, str | None, dict[str, float]]] = [("unchanged", None, {})]
         for name, effects in EFFECTS.items():
+            if args.only and name not in args.only.split(","):
+                continue
             for metric, effect in effects:
                 for times in (float(x) for x in args.multiples.split(",")):
                     size_of = effect * times
                     agents.append((f"{name} {metric} -{size_of:g}", name, {metric: size_of}))
-        for looks in (1, args.looks):
+        designs = args.designs.split(",")
+        for looks in [1] * ("fixed" in designs) + [args.looks] * ("seq" in designs):
             design = "fixed" if looks == 1 else f"seq {looks}"
             for label, target, effect in agents:
                 started = time.perf_counter()
@@ -439,6 +483,11 @@ def main() -> None:
                     f"{all_calls.mean():10,.0f}  {all_calls.max():9,.0f}"
                     f"   ({time.perf_counter() - started:.1f} s)"
                 )
+                rows.append(
+                    f"| {size} | {design} | {label} | {hits / n:.1%} | {bound.strip()} | "
+                    f"{all_calls.mean():,.0f} | {all_calls.max():,.0f} |"
+                )
+    print("\n" + "\n".join(rows))
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@ per-pair levels need (a Monte-Carlo p-value cannot go below one over its draws).
   xdist controller at the end of the run).
 
 By the union bound an unchanged agent fails at most ``RUN_ALPHA`` of runs, whatever the
-dependence between cells and metrics.
+dependence between cells and metrics.  (Holm's step-down would turn exactly the same runs
+red: its first step is this Bonferroni test on the smallest p-value, and a run is red as
+soon as one pair fails; it would only list more failing pairs of a red run.)
 
 **Sequential.**  :class:`SequentialRule` decides after each batch of units whether a cell
 (or a suite's pooled cells) regressed, showed no regression of the stated size, or must go
@@ -67,6 +69,7 @@ __all__ = [
     "cell_alpha",
     "pooled_alpha",
     "pooled_regressions",
+    "pooled_tests",
     "signflip_p",
     "unit_changes",
 ]
@@ -164,6 +167,19 @@ class PooledRegression:
     pairs: int
     direction: Direction
 
+    @property
+    def regressed(self) -> bool:
+        return self.p_value < self.alpha
+
+    def as_json(self) -> dict[str, object]:
+        """The test in the JSON report (``pooled_gate``)."""
+        return {
+            "kind": self.kind, "metric": self.metric, "mean_change_worse": self.change,
+            "cells": self.cells, "units": self.units, "p_value": self.p_value,
+            "alpha": self.alpha, "pairs": self.pairs, "direction": self.direction,
+            "regressed": self.regressed,
+        }  # fmt: skip
+
     def message(self) -> str:
         # ``change`` is signed worse-positive; the message shows the score's own change.
         moved = -self.change if self.direction == "higher" else self.change
@@ -176,15 +192,16 @@ class PooledRegression:
         )
 
 
-def pooled_regressions(
+def pooled_tests(
     changes: Mapping[tuple[str, str], Sequence[tuple[Sequence[float], Direction]]],
     *,
     pairs: int | None = None,
     run_alpha: float = RUN_ALPHA,
 ) -> list[PooledRegression]:
-    """The pooled per-suite tests: ``changes[(kind, metric)]`` lists each cell's per-unit
-    changes (:func:`unit_changes`) and the metric's direction.  ``pairs`` (default: as
-    many as given) sets the Bonferroni split."""
+    """Every pooled per-suite test, failed or not: ``changes[(kind, metric)]`` lists each
+    cell's per-unit changes (:func:`unit_changes`) and the metric's direction.  ``pairs``
+    (default: as many as given) sets the Bonferroni split.  A test failed when
+    ``p_value < alpha`` (:attr:`PooledRegression.regressed`)."""
     count = pairs if pairs is not None else len(changes)
     alpha = pooled_alpha(count, run_alpha)
     found: list[PooledRegression] = []
@@ -193,14 +210,24 @@ def pooled_regressions(
             continue
         d = np.concatenate([np.asarray(c, dtype=np.float64) for c, _ in cells])
         p = signflip_p(d)
-        if p < alpha:
-            found.append(
-                PooledRegression(
-                    kind, metric, float(d.sum()) / len(cells), len(cells), int(d.size), p,
-                    alpha, count, cells[0][1],
-                )
-            )  # fmt: skip
+        found.append(
+            PooledRegression(
+                kind, metric, float(d.sum()) / len(cells), len(cells), int(d.size), p, alpha,
+                count, cells[0][1],
+            )
+        )  # fmt: skip
     return found
+
+
+def pooled_regressions(
+    changes: Mapping[tuple[str, str], Sequence[tuple[Sequence[float], Direction]]],
+    *,
+    pairs: int | None = None,
+    run_alpha: float = RUN_ALPHA,
+) -> list[PooledRegression]:
+    """The pooled per-suite tests that failed (:func:`pooled_tests`)."""
+    tests = pooled_tests(changes, pairs=pairs, run_alpha=run_alpha)
+    return [test for test in tests if test.regressed]
 
 
 Decision = Literal["regressed", "no regression", "continue"]

@@ -267,14 +267,17 @@ class RunReporter:
             line = no_baseline_line(args, self.no_baseline, self.session.options.snapshot_dir)
             terminalreporter.write_line(line, red=True, bold=True)
 
-    def _pooled_regressions(self) -> list[Any]:
+    def _pooled_tests(self) -> list[Any]:
         """The run's pooled paired tests (one per cell kind and metric), decided once."""
         if self._pooled is None:
-            from pytest_budget.run_gate import pooled_regressions
+            from pytest_budget.run_gate import pooled_tests
 
             pairs = int(self.session.memo.get("gate-pairs", (0, 0))[1])
-            self._pooled = pooled_regressions(self._gate_changes, pairs=pairs or None)
+            self._pooled = pooled_tests(self._gate_changes, pairs=pairs or None)
         return self._pooled
+
+    def _pooled_regressions(self) -> list[Any]:
+        return [test for test in self._pooled_tests() if test.regressed]
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -288,6 +291,8 @@ class RunReporter:
         pooled_failed = gated and bool(self._pooled_regressions())
         if (self.no_baseline or pooled_failed) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if gated and self._gate_changes:  # the pooled tests, failed or not, in the report
+            self.session.extra["pooled_gate"] = [t.as_json() for t in self._pooled_tests()]
         runtime_config, state = self._ledger_state()
         if state is not None:
             from pytest_budget.models.run import models_report
