@@ -26,6 +26,7 @@ RUN_PAGES = [
         "docs/tutorial/first-awareness-run.md",
         "docs/tutorial/first-planning-run.md",
         "docs/tutorial/online-awareness-run.md",
+        "docs/how-to/bring-your-own-estimator.md",
     )
 ]
 
