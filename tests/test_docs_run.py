@@ -54,3 +54,18 @@ def test_every_shell_block_runs_or_says_why_not() -> None:
             assert reason != "no reason given", f"{block.where}: skip needs a reason"
             for name in re.findall(r"run by (test_\w+)", reason):
                 assert f"def {name}(" in tests, f"{block.where}: no test {name}"
+
+
+def test_the_gated_metric_lists_of_gate_ci_are_the_real_ones() -> None:
+    """gate-ci.md's unknown-tolerance error is the message the code gives, and its list of
+    gated metrics names every one the code gates (issue 31: two had gone missing)."""
+    from pytest_budget.gating import parse_tolerances
+    from pytest_budget.metrics import gated_metric_names
+
+    text = (ROOT / "docs/how-to/gate-ci.md").read_text(encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        parse_tolerances(["eta = 0.1"], gated_metric_names())
+    assert f"ERROR: {refused.value}\n" in text
+    listed = " ".join(text.split("Gated metrics and their directions:")[1].split("\n\n")[0].split())
+    missing = [name for name in sorted(gated_metric_names()) if f"`{name}`" not in listed]
+    assert not missing, missing
