@@ -27,6 +27,8 @@ RUN_PAGES = [
         "docs/tutorial/first-planning-run.md",
         "docs/tutorial/online-awareness-run.md",
         "docs/how-to/bring-your-own-estimator.md",
+        "docs/how-to/bring-your-own-pool.md",
+        "docs/how-to/bring-your-own-queries.md",
     )
 ]
 
