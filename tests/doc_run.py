@@ -4,7 +4,8 @@ Each page is one user session: its shell blocks run in order, in one folder, in 
 ``bash``; the folder a block ``cd``-ed into and the variables it exported carry over to the
 next block, as they would in a terminal.  The folder the page implies is a fresh one holding
 the files of docs/examples (the user's project), except for README.md, which a user runs at
-the root of a clone (a folder with the clone's pyproject.toml stands in).  Setting-up
+the root of a clone (a folder with the clone's pyproject.toml stands in); the project
+folder also has an (empty) ``tests/``, where a user's own tests live.  Setting-up
 commands (``python3 -m venv``, ``. .venv/bin/activate``, ``pip install``) are left out: the
 test's own environment is the installed project.
 
@@ -207,6 +208,7 @@ def page_folder(page: Path) -> Iterator[Path]:
             shutil.copy(ROOT / "pyproject.toml", folder / "pyproject.toml")
         else:
             shutil.copytree(EXAMPLES, folder)
+            (folder / "tests").mkdir()  # the project's own tests' folder, which pages name
         yield folder
 
 
