@@ -29,6 +29,7 @@ RUN_PAGES = [
         "docs/how-to/bring-your-own-estimator.md",
         "docs/how-to/bring-your-own-pool.md",
         "docs/how-to/bring-your-own-queries.md",
+        "docs/how-to/bring-your-own-solver.md",
         "docs/how-to/reproduce-triage-results.md",
         "docs/index.md",
     )
