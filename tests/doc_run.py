@@ -17,6 +17,9 @@ A block's expectations come from the page:
   (runs of blanks are one blank; the seconds in pytest's last line are not compared; a line
   ``...`` stands for lines left out).
 
+A marker on the line before a ``text`` block (``illustration: WHAT``, naming the test that
+pins it) says it is not the output of the command above it, e.g. a failure shown in prose.
+
 A marker on the line before a block, ``<!-- docs-test: ... -->``, says more, ``;``-separated:
 
 * ``skip: REASON``: not run (a paid endpoint with no loopback stand-in, a file that is not

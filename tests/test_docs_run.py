@@ -30,6 +30,7 @@ RUN_PAGES = [
         "docs/how-to/bring-your-own-pool.md",
         "docs/how-to/bring-your-own-queries.md",
         "docs/how-to/bring-your-own-solver.md",
+        "docs/how-to/bring-your-own-tool-agent.md",
         "docs/how-to/reproduce-triage-results.md",
         "docs/index.md",
     )
