@@ -32,6 +32,7 @@ RUN_PAGES = [
         "docs/how-to/bring-your-own-solver.md",
         "docs/how-to/bring-your-own-tool-agent.md",
         "docs/how-to/run-on-many-machines.md",
+        "docs/reference/agents.md",
         "docs/how-to/reproduce-triage-results.md",
         "docs/index.md",
     )
