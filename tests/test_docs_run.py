@@ -31,6 +31,8 @@ RUN_PAGES = [
         "docs/how-to/bring-your-own-queries.md",
         "docs/how-to/bring-your-own-solver.md",
         "docs/how-to/bring-your-own-tool-agent.md",
+        "docs/how-to/gate-ci.md",
+        "docs/how-to/read-the-html-report.md",
         "docs/how-to/run-on-many-machines.md",
         "docs/reference/agents.md",
         "docs/how-to/reproduce-triage-results.md",
