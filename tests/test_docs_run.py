@@ -35,6 +35,7 @@ RUN_PAGES = [
         "docs/how-to/read-the-html-report.md",
         "docs/how-to/run-on-many-machines.md",
         "docs/reference/agents.md",
+        "docs/reference/retrieval-api.md",
         "docs/how-to/reproduce-triage-results.md",
         "docs/index.md",
     )
