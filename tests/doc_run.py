@@ -355,6 +355,15 @@ def run_block(block: ShellBlock, state: Path) -> Outcome:
             env |= stack.enter_context(loopback_model(block.script))
             # A local server the page names (localhost:8000/v1) is the loopback one.
             script = LOCAL_BASE_URL.sub(env["OPENAI_BASE_URL"], script)
+            # This block's server, not an earlier block's (its URL came back with the
+            # session's saved exports).
+            script = (
+                "".join(
+                    f"export {name}={env[name]}\n"
+                    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+                )
+                + script
+            )
         try:
             result = subprocess.run(
                 ["bash", "-c", prologue + script],
