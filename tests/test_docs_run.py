@@ -34,6 +34,7 @@ RUN_PAGES = [
         "docs/how-to/gate-ci.md",
         "docs/how-to/read-the-html-report.md",
         "docs/how-to/run-on-many-machines.md",
+        "docs/how-to/write-your-own-tests.md",
         "docs/reference/agents.md",
         "docs/reference/retrieval-api.md",
         "docs/how-to/reproduce-triage-results.md",
