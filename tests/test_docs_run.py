@@ -39,6 +39,7 @@ RUN_PAGES = [
         "docs/reference/agents.md",
         "docs/reference/environments.md",
         "docs/reference/retrieval-api.md",
+        "docs/how-to/replay-logged-rollouts.md",
         "docs/how-to/reproduce-triage-results.md",
         "docs/index.md",
     )
