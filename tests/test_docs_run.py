@@ -27,6 +27,7 @@ RUN_PAGES = [
         "docs/tutorial/first-planning-run.md",
         "docs/tutorial/online-awareness-run.md",
         "docs/how-to/bring-your-own-estimator.md",
+        "docs/how-to/bring-your-own-model-endpoint.md",
         "docs/how-to/bring-your-own-pool.md",
         "docs/how-to/bring-your-own-retrieval-server.md",
         "docs/how-to/bring-your-own-queries.md",
