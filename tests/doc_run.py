@@ -4,7 +4,8 @@ Each page is one user session: its shell blocks run in order, in one folder, in 
 ``bash``; the folder a block ``cd``-ed into and the variables it exported carry over to the
 next block, as they would in a terminal.  The folder the page implies is a fresh one holding
 the files of docs/examples (the user's project), except for README.md, which a user runs at
-the root of a clone (a folder with the clone's pyproject.toml stands in).  Setting-up
+the root of a clone (a folder with the clone's pyproject.toml stands in); the project
+folder also has an (empty) ``tests/``, where a user's own tests live.  Setting-up
 commands (``python3 -m venv``, ``. .venv/bin/activate``, ``pip install``) are left out: the
 test's own environment is the installed project.
 
@@ -15,6 +16,9 @@ A block's expectations come from the page:
   non-blank line the page shows must appear in what the block printed, in the same order
   (runs of blanks are one blank; the seconds in pytest's last line are not compared; a line
   ``...`` stands for lines left out).
+
+A marker on the line before a ``text`` block (``illustration: WHAT``, naming the test that
+pins it) says it is not the output of the command above it, e.g. a failure shown in prose.
 
 A marker on the line before a block, ``<!-- docs-test: ... -->``, says more, ``;``-separated:
 
@@ -207,6 +211,7 @@ def page_folder(page: Path) -> Iterator[Path]:
             shutil.copy(ROOT / "pyproject.toml", folder / "pyproject.toml")
         else:
             shutil.copytree(EXAMPLES, folder)
+            (folder / "tests").mkdir()  # the project's own tests' folder, which pages name
         yield folder
 
 
@@ -350,6 +355,15 @@ def run_block(block: ShellBlock, state: Path) -> Outcome:
             env |= stack.enter_context(loopback_model(block.script))
             # A local server the page names (localhost:8000/v1) is the loopback one.
             script = LOCAL_BASE_URL.sub(env["OPENAI_BASE_URL"], script)
+            # This block's server, not an earlier block's (its URL came back with the
+            # session's saved exports).
+            script = (
+                "".join(
+                    f"export {name}={env[name]}\n"
+                    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+                )
+                + script
+            )
         try:
             result = subprocess.run(
                 ["bash", "-c", prologue + script],

@@ -26,6 +26,24 @@ RUN_PAGES = [
         "docs/tutorial/first-awareness-run.md",
         "docs/tutorial/first-planning-run.md",
         "docs/tutorial/online-awareness-run.md",
+        "docs/how-to/bring-your-own-estimator.md",
+        "docs/how-to/bring-your-own-model-endpoint.md",
+        "docs/how-to/bring-your-own-pool.md",
+        "docs/how-to/bring-your-own-retrieval-server.md",
+        "docs/how-to/bring-your-own-queries.md",
+        "docs/how-to/bring-your-own-solver.md",
+        "docs/how-to/bring-your-own-tool-agent.md",
+        "docs/how-to/forecast-and-cap-the-cost.md",
+        "docs/how-to/gate-ci.md",
+        "docs/how-to/read-the-html-report.md",
+        "docs/how-to/run-on-many-machines.md",
+        "docs/how-to/write-your-own-tests.md",
+        "docs/reference/agents.md",
+        "docs/reference/environments.md",
+        "docs/reference/retrieval-api.md",
+        "docs/how-to/replay-logged-rollouts.md",
+        "docs/how-to/reproduce-triage-results.md",
+        "docs/index.md",
     )
 ]
 
@@ -53,3 +71,18 @@ def test_every_shell_block_runs_or_says_why_not() -> None:
             assert reason != "no reason given", f"{block.where}: skip needs a reason"
             for name in re.findall(r"run by (test_\w+)", reason):
                 assert f"def {name}(" in tests, f"{block.where}: no test {name}"
+
+
+def test_the_gated_metric_lists_of_gate_ci_are_the_real_ones() -> None:
+    """gate-ci.md's unknown-tolerance error is the message the code gives, and its list of
+    gated metrics names every one the code gates (issue 31: two had gone missing)."""
+    from pytest_budget.gating import parse_tolerances
+    from pytest_budget.metrics import gated_metric_names
+
+    text = (ROOT / "docs/how-to/gate-ci.md").read_text(encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        parse_tolerances(["eta = 0.1"], gated_metric_names())
+    assert f"ERROR: {refused.value}\n" in text
+    listed = " ".join(text.split("Gated metrics and their directions:")[1].split("\n\n")[0].split())
+    missing = [name for name in sorted(gated_metric_names()) if f"`{name}`" not in listed]
+    assert not missing, missing
