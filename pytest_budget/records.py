@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a field changes meaning or disappears (additions keep the version).
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2
 
 
 def describe(
