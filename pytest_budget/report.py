@@ -42,7 +42,9 @@ __all__ = [
     "cell_sort_key",
     "finite_cell",
     "hoist_rollouts",
+    "is_gzip",
     "load_report",
+    "load_report_json",
     "pack_samples",
     "report_cells",
     "unpack_samples",
@@ -254,6 +256,34 @@ def _read_text(source: Path) -> str:
         raise ReportFileError(f"{source}: cannot read the report ({exc})") from None
 
 
+def is_gzip(path: str | os.PathLike[str]) -> bool:
+    """True when the file starts as a gzip stream does (False when it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False
+
+
+def load_report_json(path: str | os.PathLike[str]) -> Any:
+    """A report file's JSON (plain or gzip-compressed) with its samples expanded, cells
+    left as JSON objects (:func:`load_report` reads and checks them)."""
+    source = Path(path)
+    try:
+        document = json.loads(_read_text(source))
+    except json.JSONDecodeError as exc:
+        raise ReportFileError(
+            f"{source}: not a JSON report (line {exc.lineno}: {exc.msg}); "
+            "write one with pytest --budget-report=PATH"
+        ) from None
+    if isinstance(document, dict):
+        try:
+            unpack_samples(document)
+        except PoolError as exc:
+            raise ReportFileError(f"{source}: {exc} (file is corrupt)") from None
+    return document
+
+
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a report written by :func:`write_report` (plain or gzip-compressed), refusing
     other tools and versions.
@@ -262,14 +292,7 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     version found, so ``budget-report`` can print them as they are.
     """
     source = Path(path)
-    text = _read_text(source)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportFileError(
-            f"{source}: not a JSON report (line {exc.lineno}: {exc.msg}); "
-            "write one with pytest --budget-report=PATH"
-        ) from None
+    document = load_report_json(source)
     if not isinstance(document, dict) or document.get("tool") != "pytest-budget":
         raise ReportFileError(f'{source}: not a pytest-budget report (no "tool": "pytest-budget")')
     version = document.get("schema_version")
@@ -281,10 +304,6 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         )
     if not isinstance(document.get("cells"), list):
         raise ReportFileError(f'{source}: report has no "cells" array (file is corrupt)')
-    try:
-        unpack_samples(document)
-    except PoolError as exc:
-        raise ReportFileError(f"{source}: {exc} (file is corrupt)") from None
     document["schema_version"] = REPORT_SCHEMA_VERSION
     try:
         document["cells"] = [cell_from_json(cell, version=version) for cell in document["cells"]]
