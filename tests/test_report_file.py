@@ -291,3 +291,36 @@ def test_a_real_run_writes_json_gz_and_every_command_reads_it(pytester: pytest.P
     assert load_report(merged)["sample_rollouts"] == report["sample_rollouts"]
     done = _cli("render", "--compare", str(path), str(merged), "-o", str(page))
     assert done.returncode == 0, done.stderr
+
+
+# ------------------------------------------------------------- the reference page
+
+REPORT_MD = Path(__file__).resolve().parent.parent / "docs" / "reference" / "report.md"
+
+
+def _section(title: str) -> str:
+    text = REPORT_MD.read_text(encoding="utf-8")
+    start = text.index(f"#### {title}")
+    return text[start : text.index("\n### ", start)]
+
+
+def test_the_pages_encoded_example_decodes_to_the_samples_it_shows() -> None:
+    (block,) = re.findall(r"```json\n(.*?)```", _section("How samples are stored"), flags=re.S)
+    example = json.loads(block)
+    samples = decode_pool(example["sample_pool"])(example["cells"][0]["samples"])
+    assert samples == [
+        {"id": "p1", "k": 3, "s": 0.5, "tags": ["hit"]},
+        {"id": "p2", "k": 3, "s": 1.0, "tags": ["hit"]},
+    ]
+    assert encode([samples]) == ([example["cells"][0]["samples"]], example["sample_pool"])
+
+
+def test_the_pages_python_snippet_prints_an_expanded_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (block,) = re.findall(r"```python\n(.*?)```", _section("How samples are stored"), flags=re.S)
+    write_report(tmp_path / "r.json.gz", _document())
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, str(REPORT_MD), "exec"), {"__name__": "report_md_example"})
+    shown = json.loads(capsys.readouterr().out)
+    assert shown == {"id": "s0", "score": 1.0, "tags": ["hit"], "raw": "\ud800 lone"}
