@@ -36,16 +36,20 @@ def new_file_mode() -> int:
     return 0o666 & ~current_umask()
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename, so a
-    reader never sees half a file; the file gets :func:`new_file_mode`."""
+def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
+    """Write ``text`` (UTF-8; bytes as they are) to ``path`` through a temporary file and a
+    rename, so a reader never sees half a file; the file gets :func:`new_file_mode`."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as raw:
+                raw.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a field changes meaning or disappears (additions keep the version).
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2
 
 
 def describe(
@@ -207,8 +207,10 @@ class CellRecord:
     )
     samples: list[dict[str, Any]] | None = describe(
         "The samples behind the cell's scores (first repeat), for the HTML report's "
-        "drill-down: one per item, probe or episode.",
-        items={"$ref": "#/$defs/sample"},
+        "drill-down: one per item, probe or episode (#/$defs/sample). Written encoded "
+        "against the report's sample_pool (#/$defs/encoded); read, an array.",
+        type=["array", "integer"],
+        items={},
     )
     sample_rollouts: str | dict[str, Any] | None = describe(
         "Data many cells share, stored once per report: the fingerprint of the cell's "

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import gzip
 import json
 import math
 import os
 import platform
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,16 +30,24 @@ from pytest_budget.records import (
     cell_from_json,
     cell_to_json,
 )
+from pytest_budget.report_pool import PoolError, decode_pool
+from pytest_budget.report_pool import encode as encode_pool
 
 __all__ = [
+    "GZIP_SUFFIX",
+    "READABLE_VERSIONS",
     "REPORT_SCHEMA_VERSION",
     "ReportFileError",
     "build_report",
     "cell_sort_key",
     "finite_cell",
     "hoist_rollouts",
+    "is_gzip",
     "load_report",
+    "load_report_json",
+    "pack_samples",
     "report_cells",
+    "unpack_samples",
     "write_report",
 ]
 
@@ -167,48 +177,134 @@ def _encode(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+#: A report path ending in this is written gzip-compressed (any report file is read
+#: either way: :func:`load_report` looks at the file's first bytes).
+GZIP_SUFFIX = ".gz"
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def pack_samples(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The document as it is written: every cell's ``samples`` and the report's
+    ``sample_rollouts`` encoded against one ``sample_pool`` (:mod:`pytest_budget.report_pool`)."""
+    cells = [cell_to_json(c) if isinstance(c, CellRecord) else dict(c) for c in report["cells"]]
+    rollouts = report.get("sample_rollouts")
+    rollouts = dict(rollouts) if isinstance(rollouts, Mapping) else {}
+    carrying = [cell for cell in cells if "samples" in cell]
+    values = [cell["samples"] for cell in carrying] + list(rollouts.values())
+    if not values:
+        return {**report, "cells": cells}
+    encoded, pool = encode_pool(values)
+    for cell, value in zip(carrying, encoded, strict=False):
+        cell["samples"] = value
+    document = {**report, "cells": cells}
+    if rollouts:
+        document["sample_rollouts"] = dict(zip(rollouts, encoded[len(carrying) :], strict=True))
+    document["sample_pool"] = pool
+    return document
+
+
+def unpack_samples(document: dict[str, Any]) -> None:
+    """The inverse of :func:`pack_samples`, in place (``sample_pool`` removed); raises
+    :class:`~pytest_budget.report_pool.PoolError` for a pool that does not decode."""
+    pool = document.pop("sample_pool", None)
+    if pool is None:
+        return
+    read = decode_pool(pool)
+    for cell in document.get("cells") or []:
+        if isinstance(cell, dict) and "samples" in cell:
+            cell["samples"] = read(cell["samples"])
+    rollouts = document.get("sample_rollouts")
+    if isinstance(rollouts, dict):
+        document["sample_rollouts"] = {key: read(value) for key, value in rollouts.items()}
+
+
 def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> Path:
     """Write atomically (temp file + rename) so a reader never sees half a report; the file
-    gets the mode a new file gets (``0644`` under umask ``022``)."""
-    text = json.dumps(report, indent=2, sort_keys=False, allow_nan=False, default=_encode) + "\n"
-    return write_atomic(path, text)
+    gets the mode a new file gets (``0644`` under umask ``022``).
+
+    Compact JSON (no indentation), samples pooled (:func:`pack_samples`); a path ending in
+    ``.gz`` is written gzip-compressed (no timestamp: the same report, the same bytes).
+    Non-ASCII text is written as ``\\u`` escapes, so a lone surrogate an agent returned
+    survives as it is."""
+    text = json.dumps(pack_samples(report), separators=(",", ":"), allow_nan=False, default=_encode)
+    data = (text + "\n").encode("ascii")
+    if os.fspath(path).endswith(GZIP_SUFFIX):
+        data = gzip.compress(data, 6, mtime=0)
+    return write_atomic(path, data)
 
 
 class ReportFileError(ValueError):
     """A report file that cannot be used; the message is one line naming the file."""
 
 
-def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a report written by :func:`write_report`, refusing other tools and versions.
+#: Schema versions :func:`load_report` reads: 1 wrote samples in place, 2 pools them.
+READABLE_VERSIONS = (1, REPORT_SCHEMA_VERSION)
 
-    Errors are one line: the file, what is wrong, and (for a version mismatch) the
-    version found, so ``budget-report`` can print them as they are.
-    """
-    source = Path(path)
+
+def _read_text(source: Path) -> str:
     try:
-        text = source.read_text(encoding="utf-8")
+        data = source.read_bytes()
     except FileNotFoundError:
         raise ReportFileError(f"{source}: no such report file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ReportFileError(f"{source}: cannot read the report ({exc})") from None
     try:
-        document = json.loads(text)
+        if data.startswith(_GZIP_MAGIC):
+            data = gzip.decompress(data)
+        return data.decode("utf-8")
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
+        raise ReportFileError(f"{source}: cannot read the report ({exc})") from None
+
+
+def is_gzip(path: str | os.PathLike[str]) -> bool:
+    """True when the file starts as a gzip stream does (False when it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False
+
+
+def load_report_json(path: str | os.PathLike[str]) -> Any:
+    """A report file's JSON (plain or gzip-compressed) with its samples expanded, cells
+    left as JSON objects (:func:`load_report` reads and checks them)."""
+    source = Path(path)
+    try:
+        document = json.loads(_read_text(source))
     except json.JSONDecodeError as exc:
         raise ReportFileError(
             f"{source}: not a JSON report (line {exc.lineno}: {exc.msg}); "
             "write one with pytest --budget-report=PATH"
         ) from None
+    if isinstance(document, dict):
+        try:
+            unpack_samples(document)
+        except PoolError as exc:
+            raise ReportFileError(f"{source}: {exc} (file is corrupt)") from None
+    return document
+
+
+def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a report written by :func:`write_report` (plain or gzip-compressed), refusing
+    other tools and versions.
+
+    Errors are one line: the file, what is wrong, and (for a version mismatch) the
+    version found, so ``budget-report`` can print them as they are.
+    """
+    source = Path(path)
+    document = load_report_json(source)
     if not isinstance(document, dict) or document.get("tool") != "pytest-budget":
         raise ReportFileError(f'{source}: not a pytest-budget report (no "tool": "pytest-budget")')
     version = document.get("schema_version")
-    if version != REPORT_SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise ReportFileError(
             f"{source}: report schema version {version!r}, this pytest-budget "
-            f"{__version__} reads version {REPORT_SCHEMA_VERSION}; re-run pytest with "
-            "this version or render it with the version that wrote it"
+            f"{__version__} reads versions {', '.join(map(str, READABLE_VERSIONS))}; re-run "
+            "pytest with this version or render it with the version that wrote it"
         )
     if not isinstance(document.get("cells"), list):
         raise ReportFileError(f'{source}: report has no "cells" array (file is corrupt)')
+    document["schema_version"] = REPORT_SCHEMA_VERSION
     try:
         document["cells"] = [cell_from_json(cell, version=version) for cell in document["cells"]]
     except RecordError as exc:

@@ -141,6 +141,6 @@ def test_a_field_the_record_type_lacks_fails_the_cell_naming_it(
     result.stdout.fnmatch_lines(
         [
             "*RecordError: cell coin_cells/test_coins.py::test_coins[[]n10-always-heads[]]: "
-            "unknown field 'flip_count' for a cell of kind 'coins' (report schema version 1)*"
+            "unknown field 'flip_count' for a cell of kind 'coins' (report schema version 2)*"
         ]
     )

@@ -12,6 +12,7 @@ parser, and scoring.  Properties: no exception escapes, and every item ends eith
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import math
 import os
@@ -24,12 +25,13 @@ from hypothesis import strategies as st
 from pytest_budget.awareness.answers import Impossible, Interval, IntervalMap, Invalid
 from pytest_budget.awareness.evaluate import run_awareness_cell
 from pytest_budget.awareness.rollouts import ActorReply, Rollout, Turn
-from pytest_budget.awareness.samples import sample_fields
+from pytest_budget.awareness.samples import TURN_TEXT_LIMIT, sample_fields
 from pytest_budget.awareness.sokoban_env import SOKOBAN_PRESETS, generate_rollouts
+from pytest_budget.html.samples import pack, unpack
 from pytest_budget.planning.episode import run_episode
 from pytest_budget.planning.queries import generate_queries
 from pytest_budget.planning.samples import episode_samples
-from pytest_budget.report import _encode, finite_cell
+from pytest_budget.report import _encode, finite_cell, pack_samples, unpack_samples
 from pytest_budget.samples import SAMPLE_TEXT_LIMIT, scrubber
 from pytest_budget.triage import Baseline, Item, Plan, PlanEntry, run_cell
 from pytest_budget.triage.phase0 import Phase0Cache, measure_baselines
@@ -292,8 +294,24 @@ SAMPLE_OUTPUTS = st.one_of(SHAPES, OUTPUTS).map(Shown)
 
 
 def _report_json(fields: Any) -> str:
-    """The fields as the report writes a cell (non-finite numbers nulled, strict JSON)."""
-    return json.dumps(finite_cell(fields), allow_nan=False, default=_encode)
+    """The fields as the report writes a cell (non-finite numbers nulled, strict JSON),
+    checked to come back the same from the written file (samples pooled, ASCII JSON,
+    gzip: lone surrogates included) and from the HTML page's sample block."""
+    cell = finite_cell(fields)
+    text = json.dumps(cell, allow_nan=False, default=_encode)
+    expected = json.loads(text)
+    document: dict[str, Any] = {
+        "cells": [{k: v for k, v in cell.items() if k != "sample_rollouts"}]
+    }
+    if "sample_rollouts" in cell:
+        document["sample_rollouts"] = {"fp": cell["sample_rollouts"]}
+    written = json.dumps(pack_samples(document), separators=(",", ":"), allow_nan=False)
+    back = json.loads(gzip.decompress(gzip.compress(written.encode("ascii"), mtime=0)))
+    unpack_samples(back)
+    assert back["cells"][0] == {k: v for k, v in expected.items() if k != "sample_rollouts"}
+    assert back.get("sample_rollouts", {}).get("fp") == expected.get("sample_rollouts")
+    assert unpack(pack(expected, secrets=[])) == expected
+    return text
 
 
 #: The hostile shapes cost up to ~0.4 s a call (sized before they are refused).
@@ -352,3 +370,56 @@ def test_planning_samples_show_any_tool_agent_output(shape: Any) -> None:
     assert sample["id"] == QUERY.query_id and len(sample["calls"]) == len(record.calls)
     for call in sample["calls"]:
         assert len(call["arguments"]) <= SAMPLE_TEXT_LIMIT + 60
+
+
+# ---------------------------------------- the other inputs of the sample builders (issue 33)
+
+
+@SAMPLE_SETTINGS
+@given(SAMPLE_OUTPUTS)
+@example(Shown(10**5000))
+@example(Shown(_nested(100_000, 1)))
+@example(Shown("\ud800" + "y" * 10_000))
+def test_triage_samples_show_any_pool_answer_and_text(shape: Any) -> None:
+    """A pool item's answer is any JSON value a pool gives (a huge integer, deep nesting);
+    its text any string (lone surrogates): the item samples show both, clipped."""
+    value = getattr(shape, "value", shape)
+    text = value if isinstance(value, str) else "2 + \udc00 = ?"
+    pool = Pool(
+        name="hostile",
+        domain="arith",
+        items=tuple(Item(id=f"p{i}", text=text, answer=value) for i in range(4)),
+    )
+    planner = _returns({"plan": [{"id": "p0", "tokens": 200}, {"id": "p2", "tokens": 300}]}, "plan")
+    outcome = anyio.run(functools.partial(run_cell, pool, TRUTH, 0.5, planner, seed=1, samples=20))
+    fields = cell_samples(pool.items, TRUTH, frozenset(), outcome)
+    _report_json(fields)
+    assert [record["id"] for record in fields["samples"]] == ["p0", "p1", "p2", "p3"]
+    for record in fields["samples"]:
+        assert record["expected"] is None or len(record["expected"]) <= 400 + 60
+        assert len(record["text"]) <= SAMPLE_TEXT_LIMIT + 60
+
+
+@settings(SAMPLE_SETTINGS, max_examples=max(1, EXAMPLES // 10))
+@given(SAMPLE_OUTPUTS)
+@example(Shown({"text": "\ud800" * 20_000 + "<answer>Up</answer>", "usage": {"tokens": 3}}))
+@example(Shown({"text": "<answer>Up</answer>", "usage": {"tokens": 10**5000}}))
+def test_awareness_rollout_prefixes_show_any_actor_output(shape: Any) -> None:
+    """What an actor returned is replayed to the estimator and kept in the rollout
+    prefixes of the samples: clipped, strict JSON, the same after the file and the page."""
+    value = getattr(shape, "value", shape)
+    preset = SOKOBAN_PRESETS["sokoban-6x6"]
+    rollouts = anyio.run(functools.partial(generate_rollouts, preset, 1, 5, _returns(value, "act")))
+    estimator = _returns("<answer>[0, 100]</answer>", "estimate")
+    outcome = anyio.run(run_awareness_cell, rollouts, estimator)
+    fields = sample_fields(rollouts, outcome.results, tuple(preset_budget(rollouts)), scrubber())
+    _report_json(dict(fields))
+    assert len(fields["samples"]) == outcome.n_probes
+    for prefix in fields["sample_rollouts"].values():
+        for turn in prefix["turns"]:
+            for key in ("observation", "action"):
+                assert len(turn.get(key, "")) <= TURN_TEXT_LIMIT + 60
+
+
+def preset_budget(rollouts: list[Rollout]) -> dict[str, Any]:
+    return dict(rollouts[0].budget)

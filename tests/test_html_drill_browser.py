@@ -165,7 +165,9 @@ def all_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _run(folder, ALL_ARGS)
     # The "new run": the same run with two planning episodes regressed by known amounts
     # (another seed would draw other queries, which the page rightly does not compare).
-    report = json.loads((folder / "all.json").read_text(encoding="utf-8"))
+    from pytest_budget.report import load_report_json
+
+    report = load_report_json(folder / "all.json")  # samples decoded
     planning = [c for c in report["cells"] if c["suite"] == "planning"]
     episodes = [s for s in planning[-1]["samples"] if s["score"] is not None][:2]
     for episode, drop in zip(episodes, (0.7, 0.2), strict=True):

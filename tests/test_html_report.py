@@ -483,8 +483,8 @@ def test_compare_needs_exactly_two_reports(
     [
         ('{"tool": "pytest-budget", "schema_version": 1, "cells": [', "not a JSON report (line 1"),
         (
-            json.dumps({"tool": "pytest-budget", "schema_version": 2, "cells": []}),
-            "report schema version 2",
+            json.dumps({"tool": "pytest-budget", "schema_version": 3, "cells": []}),
+            "report schema version 3",
         ),
         (json.dumps({"tool": "other", "cells": []}), "not a pytest-budget report"),
     ],

@@ -443,12 +443,12 @@ def test_another_schema_version_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     docs = [_shard_report(i) for i in (1, 2, 3)]
-    docs[1]["schema_version"] = 2
+    docs[1]["schema_version"] = 3
     code, _, err = _merge_cli(tmp_path, capsys, docs)
     assert code == 2
-    assert _one_error(err).startswith(f"{tmp_path / 'r2.json'}: report schema version 2, ")
+    assert _one_error(err).startswith(f"{tmp_path / 'r2.json'}: report schema version 3, ")
     # Documents handed over directly (not read from files) are checked the same way.
-    with pytest.raises(MergeError, match=r"^a\.json and b\.json differ in schema_version: 1 vs 2;"):
+    with pytest.raises(MergeError, match=r"^a\.json and b\.json differ in schema_version: 2 vs 3;"):
         merge_reports(docs[:2], ["a.json", "b.json"], allow_partial=True)
 
 

@@ -101,7 +101,7 @@ def test_an_unknown_field_is_one_line_naming_it_and_the_schema_version() -> None
 def test_a_missing_field_names_the_field() -> None:
     data = _planning()
     del data["task"]
-    with pytest.raises(RecordError, match=r"lacks the field 'task' \(report schema version 1\)"):
+    with pytest.raises(RecordError, match=r"lacks the field 'task' \(report schema version 2\)"):
         cell_from_json(data)
 
 
@@ -156,7 +156,7 @@ def test_load_report_reads_cells_into_their_types(tmp_path: Path) -> None:
         load_report(path)
     message = str(caught.value)
     assert message.startswith(f"{path}: ") and "\n" not in message
-    assert "unknown field 'old_field'" in message and "report schema version 1" in message
+    assert "unknown field 'old_field'" in message and "report schema version 2" in message
 
 
 def test_the_checked_in_schema_is_the_one_the_types_generate() -> None:

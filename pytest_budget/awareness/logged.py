@@ -141,13 +141,36 @@ def _report(path: Path, data: Mapping[str, Any], into: LoggedAnswers) -> None:
             into.report[(env, str(rid), k)] = raw
 
 
+def _read(path: Path) -> Any:
+    """The file's JSON; a pytest-budget report may be gzip-compressed (``.json.gz``) and
+    has its pooled samples expanded."""
+    what = "logged estimates (BAGEN output or pytest-budget report)"
+    from pytest_budget.report import ReportFileError, is_gzip, load_report_json
+
+    if is_gzip(path):
+        try:
+            return load_report_json(path)
+        except ReportFileError as exc:
+            raise RolloutFileError(str(exc)) from None
+    data = read_json_file(path, what)
+    if isinstance(data, dict) and "sample_pool" in data:
+        from pytest_budget.report import unpack_samples
+        from pytest_budget.report_pool import PoolError
+
+        try:
+            unpack_samples(data)
+        except PoolError as exc:
+            raise RolloutFileError(f"{path}: {exc} (file is corrupt)") from None
+    return data
+
+
 def read_logged_answers(paths: Iterable[str | os.PathLike[str]]) -> LoggedAnswers:
     """The answers in ``paths`` (BAGEN estimation outputs or pytest-budget reports)."""
     answers = LoggedAnswers()
     sources = []
     for raw_path in paths:
         path = Path(raw_path)
-        data = read_json_file(path, "logged estimates (BAGEN output or pytest-budget report)")
+        data = _read(path)
         if isinstance(data, dict) and "results" in data:
             _bagen(path, data, answers)
         elif isinstance(data, dict) and "cells" in data:

@@ -58,8 +58,13 @@ def pack(value: Any, secrets: Sequence[str] = ()) -> str:
     timestamp: same input, same bytes), base64."""
     raw = _json(value)
     if might_hold_secrets(raw, secrets):
-        raw = _json(scrub_tree(value, secrets))
-    return base64.b64encode(gzip.compress(raw.encode("utf-8"), 6, mtime=0)).decode("ascii")
+        value = scrub_tree(value, secrets)
+        raw = _json(value)
+    try:
+        data = raw.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate an agent returned: written escaped
+        data = json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
+    return base64.b64encode(gzip.compress(data, 6, mtime=0)).decode("ascii")
 
 
 def unpack(text: str) -> Any:

@@ -126,7 +126,8 @@ def item_samples(
             "value": item.value,
             "domain": item.domain,
             "unsolvable": item.unsolvable,
-            "expected": None if item.answer is None else clip(str(item.answer), 400),
+            # any JSON value a pool gives (a huge integer, deep nesting) reads safely
+            "expected": None if item.answer is None else clip(shown(item.answer, 400), 400),
         }
         if item.id not in costs:
             record.update(score=None, tags=["no baseline"])
