@@ -681,10 +681,12 @@ def test_model_spend_per_cell_and_role_is_a_table() -> None:
                               "output_tokens": 4, "usd": 0.0005}, "solver": role},
     }  # fmt: skip
     page = _render([("spend", _report([cell, _triage_cell("oracle", 0.5, 0.0)]))])
-    rest = page.partition("<h3>Model spend per cell</h3>")[2]
+    rest = page.partition("<h3>Spend per cell</h3>")[2]
     table = rest.partition("</table>")[0]
     rows = re.findall(r"<tr data-cell=[^>]*>(.*?)</tr>", table)
     assert len(rows) == 2  # one per role of the model cell; the reference cell spent nothing
     cells = [re.findall(r"<td>(.*?)</td>", row) for row in rows]
-    assert cells[1] == ["arith-u0-a0.5-A", "openai:m", "solver", "2", "1", "1,234", "56", "$0.0125"]
-    assert cells[0][2:] == ["planner", "1", "0", "66", "4", "$0.0005"]
+    assert cells[1] == [
+        "arith-u0-a0.5-A", "openai:m", "solver", "2", "1", "1,234", "56", "0", "0", "$0.0125",
+    ]  # fmt: skip
+    assert cells[0][2:] == ["planner", "1", "0", "66", "4", "0", "0", "$0.0005"]
