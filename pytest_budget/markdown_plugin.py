@@ -19,6 +19,7 @@ __all__ = ["MarkdownSummary", "add_markdown_options", "configure_markdown"]
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 _RERUN_SECTION = "budget: re-run this cell"
+_WHY_LINES = 5  # regressed metrics shown per failed cell
 
 
 def add_markdown_options(group: Any, addini: Any) -> None:
@@ -48,12 +49,21 @@ class MarkdownSummary:
         self.config = config
         self.paths = paths  # first: --budget-markdown (written), then step summary (appended)
         self.rerun: dict[str, str] = {}
+        self.why: dict[str, list[str]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
             for name, text in report.sections:
                 if name == _RERUN_SECTION:
                     self.rerun.setdefault(report.nodeid, text.strip())
+            # The gate's own words: the metrics that regressed (the snapshot's message).
+            found = [
+                line[1:].strip()
+                for line in report.longreprtext.splitlines()
+                if line.startswith("E ") and "regressed" in line
+            ]
+            if found:
+                self.why.setdefault(report.nodeid, found[:_WHY_LINES])
 
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
@@ -67,6 +77,7 @@ class MarkdownSummary:
         text = render_markdown(
             state.report(),
             rerun=self.rerun,
+            why=self.why,
             pooled=[regression.message() for regression in pooled],
         )
         written = self.config.option.budget_markdown

@@ -134,6 +134,16 @@ def _cell_headers(metrics: Sequence[str]) -> list[str]:
     return ["verdict", "cell", "agent", *metrics, "tokens", "USD", "test that decided"]
 
 
+def _rank(kind: str, suites: object) -> int:
+    """A kind's place: its suite's in the run's ``--budget-suite`` order."""
+    from pytest_budget.suite_registry import suite_of_kind
+
+    ranked = [str(name) for name in suites] if isinstance(suites, list) else []
+    suite = suite_of_kind(kind)
+    name = suite.name if suite is not None else kind
+    return ranked.index(name) if name in ranked else len(ranked)
+
+
 def _failed(cell: CellRecord) -> bool:
     return cell.test_outcome == "failed"
 
@@ -142,16 +152,19 @@ def render_markdown(
     report: Mapping[str, Any],
     *,
     rerun: Mapping[str, str] | None = None,
+    why: Mapping[str, Sequence[str]] | None = None,
     pooled: Sequence[str] = (),
     title: str = "pytest-budget",
 ) -> str:
     """The summary of a JSON report (``report``, as written or as the session builds it).
 
-    ``rerun``: node id -> the exact command that re-runs that failed cell; ``pooled``: the
-    run's pooled gate regressions, one line each.
+    ``rerun``: node id -> the exact command that re-runs that failed cell; ``why``: node id
+    -> the lines its test failed with (the metrics that regressed); ``pooled``: the run's
+    pooled gate regressions, one line each.
     """
     cells = [as_record(cell) for cell in report.get("cells") or ()]
     rerun = rerun or {}
+    why = why or {}
     failed = [cell for cell in cells if _failed(cell)]
     lines = [f"## {escape_cell(title)}: {len(cells)} cells, {len(failed)} failed"]
     seed = report.get("seed")
@@ -171,6 +184,7 @@ def render_markdown(
                 f"- **{escape_cell(cell.suite)}** {escape_cell(cell.cell)} / "
                 f"{escape_cell(cell.agent)}{reason}"
             )
+            lines.extend(f"  - {escape_cell(line)}" for line in why.get(cell.nodeid, ()))
         commands = [rerun[cell.nodeid] for cell in failed if cell.nodeid in rerun]
         if commands:
             lines += ["", "Re-run the failed cells:", "", fenced("\n".join(commands))]
@@ -181,7 +195,9 @@ def render_markdown(
         by_kind.setdefault(cell.suite or "(no suite)", []).append(cell)
     fronts = {f.kind: f for f in frontiers(cells)}
     # Kinds with a failure first, then in the report's order.
-    order = sorted(by_kind, key=lambda kind: not any(_failed(c) for c in by_kind[kind]))
+    order = sorted(
+        by_kind, key=lambda kind: (not any(map(_failed, by_kind[kind])), _rank(kind, suites))
+    )
     for kind in order:
         group = by_kind[kind]
         bad = [cell for cell in group if _failed(cell)]
