@@ -16,12 +16,20 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from pytest_budget.tokens import count_tokens
 
-__all__ = ["CELL_WRITTEN", "count_reply", "merge_written", "reply_text", "with_written"]
+__all__ = [
+    "CELL_WRITTEN",
+    "count_reply",
+    "merge_written",
+    "reply_text",
+    "shared_work",
+    "with_written",
+]
 
 #: role -> reference tokens written by the running cell's unmetered agents (None: no cell).
 CELL_WRITTEN: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar(
@@ -59,6 +67,19 @@ def count_reply(agent: object, role: str, reply: object) -> None:
     if counts is None or getattr(agent, "metered", False) is True:
         return
     counts[role] = counts.get(role, 0) + count_tokens(reply_text(reply))
+
+
+@contextmanager
+def shared_work() -> Iterator[None]:
+    """Replies inside are counted for no cell: work every agent of the run shares (triage's
+    Phase 0, the awareness rollouts the estimators read) is done once, by whichever cell
+    needs it first, and would otherwise land on that cell alone (and on another one under
+    xdist)."""
+    token = CELL_WRITTEN.set(None)
+    try:
+        yield
+    finally:
+        CELL_WRITTEN.reset(token)
 
 
 def merge_written(into: dict[str, int], other: Mapping[str, int]) -> None:

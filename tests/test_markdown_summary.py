@@ -173,3 +173,20 @@ def test_failed_cell_has_its_rerun_command(pytester: pytest.Pytester, tmp_path: 
     assert "--budget-snapshot-dir=snaps" in regressions
     assert "eta\\_u regressed: stored 5.0, new " in regressions  # the gate's own words
     assert "❌ failed" in text
+
+
+def test_counted_spend_is_the_same_with_xdist(pytester: pytest.Pytester) -> None:
+    """Each reply is counted for the cell that asked for it, whichever process runs it."""
+    import json
+
+    spends = []
+    for extra in ([], ["-n", "2"]):
+        result = pytester.runpytest_subprocess(
+            *SMALL_TRIAGE, "--budget-gate=off", "--budget-report=r.json", *extra
+        )
+        assert result.ret == 0
+        report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+        spends.append({cell["nodeid"]: cell["spend"] for cell in report["cells"]})
+    assert spends[0] == spends[1]
+    assert all(spend["counted_tokens"] > 0 for spend in spends[0].values())
+    assert all(set(spend["roles"]) == {"planner"} for spend in spends[0].values())
