@@ -1,7 +1,7 @@
 """The run as GitHub-flavoured Markdown: what a CI user reads on the run's summary page.
 
 ``--budget-markdown=PATH`` writes it, and a run with ``GITHUB_STEP_SUMMARY`` set appends
-it there too (:mod:`pytest_budget.markdown_plugin`).  Regressions come first, with the
+it there too (:mod:`pytest_budget.plugin_markdown`).  Regressions come first, with the
 exact command that re-runs each failed cell; then per cell kind the agents' score against
 spend (:mod:`pytest_budget.frontier`), the failed cells, and the passing cells folded in
 ``<details>`` so a run of 300 cells stays short.

@@ -79,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     set_agent_timeout(options.agent_timeout)
     session.extra["shard"] = options.shard.as_dict() if options.shard else None
     config.pluginmanager.register(RunReporter(config, session), "budget-run")
-    from pytest_budget.markdown_plugin import configure_markdown
+    from pytest_budget.plugin_markdown import configure_markdown
 
     configure_markdown(config)  # --budget-markdown, GITHUB_STEP_SUMMARY
     check_model_agents(options)
