@@ -290,7 +290,11 @@ def test_same_report_renders_the_same_bytes() -> None:
 def test_null_scores_render_as_a_dash() -> None:
     cells = [_triage_cell("mine", 0.5, 0.0, eta_e=None, regret_e=None)]
     page = _render([("r", _report(cells))])
-    row = next(e for e in _parse(page) if e["tag"] == "tr" and "mine" in e["text"])
+    row = next(
+        e
+        for e in _parse(page)
+        if e["tag"] == "tr" and "mine" in e["text"] and "data-agent" not in e["attrs"]
+    )  # the score table's row (the frontier table's rows carry data-agent)
     cells_text = [e["text"] for e in _parse(page) if e["tag"] == "td"]
     assert "\u2013" in row["text"]
     # eta_u is 0.500, eta_e is undefined: the dash, not 'None' or 'nan'
@@ -587,8 +591,15 @@ def test_budget_html_end_to_end(pytester: pytest.Pytester, workers: str | None) 
     assert "figure could not be drawn" not in page
     charts = [e for e in elements if e["tag"] == "figure"]
     assert all("missing" not in e["attrs"]["class"] for e in charts)
-    rows = [e for e in elements if e["tag"] == "tr" and "arith" in e["text"]]
+    rows = [
+        e
+        for e in elements
+        if e["tag"] == "tr" and "arith" in e["text"] and "data-cell" not in e["attrs"]
+    ]
     assert len(rows) == 8  # 2 ratios x 4 agents on the arith pool
+    # the spend table: one row per cell and role, the reference planners' counted tokens
+    spent = [e for e in elements if e["tag"] == "tr" and "data-cell" in e["attrs"]]
+    assert len(spent) == len(report["cells"])
     phase0 = report["cells"][0].phase0  # a report reads back as typed records
     assert phase0 is not None
     assert 0 <= phase0["solved"] <= phase0["gradeable"] <= phase0["items"] == 6
