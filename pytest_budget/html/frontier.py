@@ -61,6 +61,7 @@ def _panel(ax: Axes, frontier: Frontier, colors: Mapping[str, str], per_cell: bo
         xs = [float(x) for x, _ in best if x is not None]
         ys = [float(y) for _, y in best if y is not None]
         ax.step(xs, ys, where="post", linestyle="--", color="#7f7f7f", linewidth=1.0)
+    ax.margins(x=0.18, y=0.08)  # room for the "dominated" labels inside the axes
     where = "per cell" if per_cell else "in total"
     ax.set_xlabel(f"{frontier.axis_label} {where}")
     ax.set_ylabel(f"{frontier.metric} ({frontier.direction} is better)")
