@@ -171,7 +171,7 @@ def test_failed_cell_has_its_rerun_command(pytester: pytest.Pytester, tmp_path: 
     regressions = text.split("### Regressions", 1)[1].split("\n### ", 1)[0]
     assert "Re-run the failed cells:" in regressions
     assert "--budget-snapshot-dir=snaps" in regressions
-    assert "eta\\_u regressed: stored 5.0, new " in regressions  # the gate's own words
+    assert "eta\\_u regressed: stored 5, new " in regressions  # the gate's own words
     assert "❌ failed" in text
 
 
