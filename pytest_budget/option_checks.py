@@ -83,6 +83,7 @@ OPTION_DESTS = (
     "budget_max_usd", "budget_record_mode", "budget_price_file", "budget_model_timeout",
     "budget_cache_dir", "budget_retries", "budget_retry_max_s", "budget_shard",
     "budget_max_output_chars", "budget_size", "budget_max_usd_default",
+    "budget_markdown",
 )  # fmt: skip
 
 #: The run's comma-list options: a value with no item in it (``--budget-suite=,``) is empty too.

@@ -79,6 +79,9 @@ def pytest_configure(config: pytest.Config) -> None:
     set_agent_timeout(options.agent_timeout)
     session.extra["shard"] = options.shard.as_dict() if options.shard else None
     config.pluginmanager.register(RunReporter(config, session), "budget-run")
+    from pytest_budget.plugin_markdown import configure_markdown
+
+    configure_markdown(config)  # --budget-markdown, GITHUB_STEP_SUMMARY
     check_model_agents(options)
     set_up_model_runtime(config, session)
     _map_suite_args(config)
@@ -281,11 +284,14 @@ def pytest_runtest_makereport(
         # The id alone is not enough when the run's options made the cell (pool, alpha...).
         report.sections.append(("budget: re-run this cell", rerun_command_for(item)))
     if report.when == "call" and "budget_record" in getattr(item, "fixturenames", ()):
-        from pytest_budget.fixtures.core import cell_calls
+        from pytest_budget.fixtures.core import CELL_WRITTEN_KEY, cell_calls
 
         counts = cell_calls(item)
         if counts is not None:  # the cell's own calls, for the controller's progress line
             report.budget_cell_calls = json.dumps(counts.as_dict())  # type: ignore[attr-defined]
+        written = item.stash.get(CELL_WRITTEN_KEY, None)
+        if written is not None:  # reference tokens its unmetered agents wrote, per role
+            report.budget_cell_written = json.dumps(written)  # type: ignore[attr-defined]
     record = item.stash.get(CELL_KEY, None)
     if record is not None and report.when in ("setup", "call"):
         # Travels to the xdist controller with the report (plain string attribute).

@@ -181,6 +181,9 @@ def add_options(parser: pytest.Parser) -> None:
         help="run only shard I of N (1-based) of the collected tests, chosen by a hash of each "
         "test's id; merge the shards' reports with budget-report merge",
     )
+    from pytest_budget.plugin_markdown import add_markdown_options
+
+    add_markdown_options(group, parser.addini)  # --budget-markdown, --budget-step-summary
     # Each registered suite's own flags and ini keys.
     for suite in registered_suites().values():
         if suite.options is not None:

@@ -85,7 +85,22 @@ _SPEND: dict[str, Any] = {
     },
     "input_tokens": {"type": "integer", "minimum": 0},
     "output_tokens": {"type": "integer", "minimum": 0},
-    "usd": {"type": "number", "minimum": 0},
+    "reasoning_tokens": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Reasoning tokens the model reported (within output_tokens).",
+    },
+    "counted_tokens": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Tokens that agents no model meters (the reference agents, agents "
+        "of your own) wrote, counted with the reference tokenizer (pytest_budget.tokens).",
+    },
+    "usd": {
+        "type": ["number", "null"],
+        "minimum": 0,
+        "description": "USD at the run's prices; null when no model call was made.",
+    },
 }
 
 
@@ -248,9 +263,10 @@ class CellRecord:
         "true: an incomplete cell passed because of --budget-allow-partial."
     )
     spend: dict[str, Any] | None = describe(
-        "Model agents only: what the cell's model calls spent (live calls, their input and "
-        "output tokens and USD at the run's prices; replayed calls are free), in all and "
-        "per role of the calling agent (planner, solver, estimator, actor, tool_agent).",
+        "What the cell's agents spent, in all and per role of the calling agent (planner, "
+        "solver, estimator, actor, tool_agent): model agents' live calls with their input, "
+        "output and reasoning tokens and USD at the run's prices (replayed calls are "
+        "free); other agents' replies in counted_tokens (the reference tokenizer).",
         required_keys=["calls", "replayed", "input_tokens", "output_tokens", "usd", "roles"],
         properties={
             **_SPEND,

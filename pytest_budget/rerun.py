@@ -37,7 +37,12 @@ SUITE_NODE_PREFIX = "pytest_budget/suites/"
 #: ``--budget-*`` options left out of a re-run command: where the run's own files go
 #: (a one-cell re-run must not overwrite the full run's report), which shard ran, and the
 #: suite list (the command names the cell's own suite).
-NOT_REPLAYED = frozenset({"--budget-report", "--budget-html", "--budget-shard", "--budget-suite"})
+NOT_REPLAYED = frozenset(
+    {
+        "--budget-report", "--budget-html", "--budget-shard", "--budget-suite",
+        "--budget-markdown", "--budget-step-summary",
+    }
+)  # fmt: skip
 
 #: (flag, value): ``value`` is a string, a list of strings (a repeatable option), or
 #: ``True`` for a flag without a value.

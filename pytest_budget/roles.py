@@ -29,6 +29,7 @@ import anyio.to_thread
 
 from pytest_budget.agent_log import agent_timeout, collect_agent_errors, log_agent_error
 from pytest_budget.replies import reply_problem, safe_repr
+from pytest_budget.written import count_reply
 
 if TYPE_CHECKING:
     # Types only: the role layer must not import the suites at run time.
@@ -288,6 +289,7 @@ async def call_role(
     problem = reply_problem(role, result)
     if problem is not None:
         raise InvalidOutput(role, name, problem, safe_repr(result))
+    count_reply(agent, role, result)  # once per reply: the cell's spend in reference tokens
     return result
 
 

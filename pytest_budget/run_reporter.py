@@ -158,8 +158,13 @@ class RunReporter:
             return
         cell = cell_from_json(json.loads(record))
         spend = getattr(report, "budget_cell_calls", None)
-        if spend is not None and report.when == "call":
-            cell.spend = json.loads(spend)  # the cell's model calls, per role
+        written = getattr(report, "budget_cell_written", None)
+        if report.when == "call" and (spend is not None or written is not None):
+            from pytest_budget.written import with_written
+
+            # The cell's model calls and its reference-counted tokens, per role.
+            calls = json.loads(spend) if spend is not None else None
+            cell.spend = with_written(calls, json.loads(written) if written else {})
         cell.test_outcome = report.outcome
         cell.duration_s = round(report.duration, 4)
         self.session.add_cell(cell)
@@ -236,6 +241,13 @@ class RunReporter:
             terminalreporter.write_sep("=", title)
             for line in lines:
                 terminalreporter.write_line(line)
+        if self.session.cells:
+            from pytest_budget.frontier import frontier_lines
+
+            for title, lines in frontier_lines(self.session.ordered_cells()):
+                terminalreporter.write_sep("-", title)
+                for line in lines:
+                    terminalreporter.write_line(line)
         options = self.session.options
         if self.session.cells and options.suites and options.gate != "off":
             rules = ", ".join(f"{suite} {options.gate_for(suite)}" for suite in options.suites)

@@ -24,6 +24,7 @@ PLUGIN_FACING = {
     "pytest_budget._snapshot",  # the syrupy extension (syrupy imports pytest)
     "pytest_budget.interrupt",  # the xdist worker's Ctrl-C hook
     "pytest_budget.forecast_suites",  # prints the forecast and exits/refuses via pytest
+    "pytest_budget.plugin_markdown",  # writes the Markdown summary from pytest's hooks
 }
 
 

@@ -35,6 +35,9 @@ EXPECTED_FIGURES = {
     "planning": ["planning-length", "planning-blocking", "planning-costgap", "planning-failures"],
 }  # fmt: skip
 ALL_FIGURES = [key for keys in EXPECTED_FIGURES.values() for key in keys]
+#: Score against spend, one per suite section (the run page only; the comparison page has
+#: the agents' moves as a table).
+FRONTIER_FIGURES = [f"{suite}-frontier" for suite in EXPECTED_FIGURES]
 
 # Small but complete: every figure has data (several alphas and unsolvable ratios, a
 # three-budget environment, two static levels and two blocking families).
@@ -158,7 +161,7 @@ def test_report_page_in_chromium(browser: Any, pages: dict[str, Path], screensho
         assert visit.problems == []
         assert visit.requests == [pages["page"].as_uri()]
         sizes = visit.figure_sizes()
-        assert sorted(sizes) == sorted(ALL_FIGURES)
+        assert sorted(sizes) == sorted(ALL_FIGURES + FRONTIER_FIGURES)
         for key, (entry,) in sizes.items():
             assert entry["natural"] > 0, f"{key}: image not decoded"
             assert entry["width"] > 300 and entry["height"] > 150, (key, entry)
@@ -172,6 +175,27 @@ def test_report_page_in_chromium(browser: Any, pages: dict[str, Path], screensho
         assert [sections.nth(i).get_attribute("data-suite") for i in range(3)] == [
             "triage", "awareness", "planning",
         ]  # fmt: skip
+        # the frontier table beside each frontier figure: every agent, a place each
+        frontier = visit.page.locator("table.frontier")
+        assert frontier.count() == 3
+        for index in range(3):
+            rows = frontier.nth(index).locator("tbody tr")
+            assert rows.count() >= 2 and frontier.nth(index).is_visible()
+            places = {rows.nth(i).get_attribute("data-place") for i in range(rows.count())}
+            assert "frontier" in places
+        triage_rows = frontier.nth(0).locator("tbody tr")
+        marks = {
+            triage_rows.nth(i).get_attribute("data-agent"): triage_rows.nth(i).get_attribute(
+                "data-place"
+            )
+            for i in range(triage_rows.count())
+        }
+        # the oracle writes the shortest plans and scores best: it dominates the others
+        assert marks["oracle"] == "frontier"
+        assert {place for agent, place in marks.items() if agent != "oracle"} == {"dominated"}
+        shot = screenshots / "report-frontier-triage.png"
+        visit.page.locator("div.frontier").nth(0).screenshot(path=str(shot))
+        _keep(shot)
         # in-page links work without a network
         visit.page.click("nav a[href='#planning']")
         assert visit.page.evaluate("location.hash") == "#planning"
@@ -205,6 +229,9 @@ def test_comparison_page_in_chromium(
             assert abs(base["top"] - new["top"]) < 1.0, (key, base, new)
             assert base["left"] + base["width"] <= new["left"], (key, base, new)
         assert visit.page.locator("table.compare").count() == 3
+        # each agent's move on both axes, per suite
+        moves = visit.page.locator("table.frontier-moves")
+        assert moves.count() == 3 and moves.nth(0).locator("tbody tr").count() >= 2
         # two seeds give different scores: some deltas are marked each way
         assert visit.page.locator("table.compare td.better span.d").count() > 0
         assert visit.page.locator("table.compare td.worse span.d").count() > 0

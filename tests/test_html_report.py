@@ -233,6 +233,9 @@ EXPECTED_FIGURES = {
         "planning-length", "planning-blocking", "planning-costgap", "planning-failures",
     },
 }  # fmt: skip
+# Every suite's section of a run page has its score-against-spend figure.
+for _suite, _keys in EXPECTED_FIGURES.items():
+    _keys.add(f"{_suite}-frontier")
 
 
 @pytest.fixture(scope="module")
@@ -287,7 +290,11 @@ def test_same_report_renders_the_same_bytes() -> None:
 def test_null_scores_render_as_a_dash() -> None:
     cells = [_triage_cell("mine", 0.5, 0.0, eta_e=None, regret_e=None)]
     page = _render([("r", _report(cells))])
-    row = next(e for e in _parse(page) if e["tag"] == "tr" and "mine" in e["text"])
+    row = next(
+        e
+        for e in _parse(page)
+        if e["tag"] == "tr" and "mine" in e["text"] and "data-agent" not in e["attrs"]
+    )  # the score table's row (the frontier table's rows carry data-agent)
     cells_text = [e["text"] for e in _parse(page) if e["tag"] == "td"]
     assert "\u2013" in row["text"]
     # eta_u is 0.500, eta_e is undefined: the dash, not 'None' or 'nan'
@@ -425,7 +432,8 @@ def test_compare_puts_figures_side_by_side() -> None:
     triage = [c for c in _full_cells() if c["suite"] == "triage"]
     elements = _compare_page(_report(triage), _report(triage))
     keys = [e["attrs"]["data-figure"] for e in elements if "data-figure" in e["attrs"]]
-    expected = EXPECTED_FIGURES["triage"]
+    # the comparison shows the agents' moves as a table, not the frontier figure
+    expected = EXPECTED_FIGURES["triage"] - {"triage-frontier"}
     assert sorted(keys) == sorted(list(expected) * 2)
     pairs = [e for e in elements if e["attrs"].get("class") == "pair"]
     assert len(pairs) == len(expected)
@@ -583,8 +591,15 @@ def test_budget_html_end_to_end(pytester: pytest.Pytester, workers: str | None) 
     assert "figure could not be drawn" not in page
     charts = [e for e in elements if e["tag"] == "figure"]
     assert all("missing" not in e["attrs"]["class"] for e in charts)
-    rows = [e for e in elements if e["tag"] == "tr" and "arith" in e["text"]]
+    rows = [
+        e
+        for e in elements
+        if e["tag"] == "tr" and "arith" in e["text"] and "data-cell" not in e["attrs"]
+    ]
     assert len(rows) == 8  # 2 ratios x 4 agents on the arith pool
+    # the spend table: one row per cell and role, the reference planners' counted tokens
+    spent = [e for e in elements if e["tag"] == "tr" and "data-cell" in e["attrs"]]
+    assert len(spent) == len(report["cells"])
     phase0 = report["cells"][0].phase0  # a report reads back as typed records
     assert phase0 is not None
     assert 0 <= phase0["solved"] <= phase0["gradeable"] <= phase0["items"] == 6
@@ -681,10 +696,12 @@ def test_model_spend_per_cell_and_role_is_a_table() -> None:
                               "output_tokens": 4, "usd": 0.0005}, "solver": role},
     }  # fmt: skip
     page = _render([("spend", _report([cell, _triage_cell("oracle", 0.5, 0.0)]))])
-    rest = page.partition("<h3>Model spend per cell</h3>")[2]
+    rest = page.partition("<h3>Spend per cell</h3>")[2]
     table = rest.partition("</table>")[0]
     rows = re.findall(r"<tr data-cell=[^>]*>(.*?)</tr>", table)
     assert len(rows) == 2  # one per role of the model cell; the reference cell spent nothing
     cells = [re.findall(r"<td>(.*?)</td>", row) for row in rows]
-    assert cells[1] == ["arith-u0-a0.5-A", "openai:m", "solver", "2", "1", "1,234", "56", "$0.0125"]
-    assert cells[0][2:] == ["planner", "1", "0", "66", "4", "$0.0005"]
+    assert cells[1] == [
+        "arith-u0-a0.5-A", "openai:m", "solver", "2", "1", "1,234", "56", "0", "0", "$0.0125",
+    ]  # fmt: skip
+    assert cells[0][2:] == ["planner", "1", "0", "66", "4", "0", "0", "$0.0005"]

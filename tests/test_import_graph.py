@@ -35,6 +35,7 @@ PLUGIN_LAYER_PREFIXES = (
     "pytest_budget.plugin_models",
     "pytest_budget.plugin_options",
     "pytest_budget.plugin_state",
+    "pytest_budget.plugin_markdown",
     "pytest_budget.run_reporter",
     "pytest_budget.hookspecs",
     "pytest_budget.suite_hooks",

@@ -105,8 +105,28 @@ async def generate_env_rollouts(
 
     ``warehouse_demand`` is a demand CSV replacing Warehouse's bundled synthetic panel;
     ``search_url`` is the retrieval server the search environment queries over HTTP (without
-    one, the bundled corpus is searched in process).
+    one, the bundled corpus is searched in process).  The actor's replies are counted in no
+    cell's spend: every estimator reads the same rollouts.
     """
+    from pytest_budget.written import shared_work
+
+    with shared_work():
+        return await _generate(
+            env, n, seed=seed, actor=actor, concurrency=concurrency,
+            warehouse_demand=warehouse_demand, search_url=search_url,
+        )  # fmt: skip
+
+
+async def _generate(
+    env: str,
+    n: int,
+    *,
+    seed: int,
+    actor: object,
+    concurrency: int,
+    warehouse_demand: str | Path | None,
+    search_url: str | None,
+) -> list[Rollout]:
     if env.startswith("sokoban-"):
         # `from module import names`, not `from package import module`: the latter can hand
         # back a stale module object after an in-process pytest run reset sys.modules, whose

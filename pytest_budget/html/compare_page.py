@@ -135,6 +135,9 @@ def _compare_section(
         parts.append(_compare_table(columns, matched.pairs))
     if store is not None and matched.pairs:
         parts.append(_changed(matched.pairs, base_report, new_report, store))
+    from pytest_budget.html.frontier import moves_section
+
+    parts.append(moves_section(suite, base_cells, new_cells))
     parts.append(_only_list(f"cells only in the baseline ({base_label})", matched.only_base))
     parts.append(_only_list(f"cells only in the new run ({new_label})", matched.only_new))
     maker = chart_maker(suite)

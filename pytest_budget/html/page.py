@@ -101,6 +101,9 @@ def _suite_section(
     maker = chart_maker(suite)
     if maker is not None:
         parts.extend(chart_html(chart, prefix) for chart in maker(cells, colors, prefix))
+    from pytest_budget.html.frontier import frontier_section
+
+    parts.append(frontier_section(suite, cells, colors, prefix))
     parts.append("<h3>Scores</h3>")
     buttons = [store.add_cell(cell, report) for cell in cells] if store is not None else None
     if buttons is not None and any(buttons):
@@ -156,8 +159,13 @@ def _unfinished(cells: Sequence[Cell]) -> str:
     return '<h3>Cells that did not finish</h3><ul class="unfinished">' + "".join(items) + "</ul>"
 
 
+def _usd(value: object) -> str:
+    return f"${float(value):,.4f}" if isinstance(value, int | float) else "\u2013"
+
+
 def _spend(cells: Sequence[Cell]) -> str:
-    """What each cell's model calls spent, per role (cells of model agents only)."""
+    """What each cell's agents spent, per role: model calls and their tokens and USD, and
+    the tokens unmetered agents wrote (reference tokenizer)."""
     rows = []
     for cell in cells:
         spend = cell.spend
@@ -171,7 +179,9 @@ def _spend(cells: Sequence[Cell]) -> str:
                 f"<td>{int(used.get('calls', 0)):,}</td><td>{int(used.get('replayed', 0)):,}</td>"
                 f"<td>{int(used.get('input_tokens', 0)):,}</td>"
                 f"<td>{int(used.get('output_tokens', 0)):,}</td>"
-                f"<td>${float(used.get('usd', 0.0)):,.4f}</td></tr>"
+                f"<td>{int(used.get('reasoning_tokens', 0)):,}</td>"
+                f"<td>{int(used.get('counted_tokens', 0)):,}</td>"
+                f"<td>{_usd(used.get('usd'))}</td></tr>"
             )
     if not rows:
         return ""
@@ -179,11 +189,11 @@ def _spend(cells: Sequence[Cell]) -> str:
         f"<th>{name}</th>"
         for name in (
             "cell", "agent", "role", "live calls", "replayed", "input tokens",
-            "output tokens", "USD",
+            "output tokens", "reasoning tokens", "counted tokens", "USD",
         )
     )  # fmt: skip
     return (
-        '<h3>Model spend per cell</h3><table class="spend"><thead><tr>'
+        '<h3>Spend per cell</h3><table class="spend"><thead><tr>'
         f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 

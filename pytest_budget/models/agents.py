@@ -102,6 +102,8 @@ class LLMAgent:
     """
 
     role: ClassVar[str] = ""
+    #: Its spend is what its model reports (the reference tokenizer does not count it).
+    metered: ClassVar[bool] = True
     #: ``max_tokens`` of one call when the settings give none.
     default_max_tokens: ClassVar[int] = 1024
     #: The key of this role in a ``max_tokens`` settings mapping (the role, unless shared).

@@ -25,6 +25,7 @@ class RoleCalls:
     replayed: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0  # within output_tokens (billed as output)
     usd: float = 0.0
 
     def add(self, other: RoleCalls) -> None:
@@ -32,6 +33,7 @@ class RoleCalls:
         self.replayed += other.replayed
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.reasoning_tokens += other.reasoning_tokens
         self.usd += other.usd
 
     def as_dict(self) -> dict[str, Any]:
@@ -40,6 +42,7 @@ class RoleCalls:
             "replayed": self.replayed,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
             "usd": round(self.usd, 6),
         }
 
@@ -113,4 +116,5 @@ def _cell_spent(role: str | None, usage: TokenUsage | None = None, cost: float =
         target.calls += 1
         target.input_tokens += usage.input
         target.output_tokens += usage.output
+        target.reasoning_tokens += usage.reasoning
         target.usd += cost

@@ -28,6 +28,7 @@ from pytest_budget.roles import AgentError, agent_name, call_role, for_each_boun
 from pytest_budget.tokens import count_tokens
 from pytest_budget.triage.graders import extract_answer, grade
 from pytest_budget.triage.types import Baseline, Item, Problem, Solution
+from pytest_budget.written import shared_work
 
 __all__ = [
     "BaselineReport",
@@ -285,7 +286,8 @@ async def measure_baselines(
         problem = Problem(id=item.id, text=item.text, value=item.value, domain=item.domain)
         report.solver_calls += 1
         try:
-            raw = await call_role(solver, "solver", problem, max_tokens, limiter=limiter)
+            with shared_work():  # Phase 0 is every planner's: counted in no cell
+                raw = await call_role(solver, "solver", problem, max_tokens, limiter=limiter)
             solution = coerce_solution(raw)
             baseline = _baseline(item, solution)
         except AgentError as exc:
