@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_budget import hookspecs, suite_hooks
-from pytest_budget.plugin_options import OPTION_GROUP, add_options, rerun_command_for
+from pytest_budget.plugin_options import (
+    INI_DEFAULTS,
+    OPTION_GROUP,
+    add_options,
+    rerun_command_for,
+)
 
 if TYPE_CHECKING:
     from pytest_budget.options import BudgetOptions
@@ -86,10 +91,7 @@ def _asked_for(config: pytest.Config) -> bool:
         value = config.getoption(option.dest)
         if value is not None and value is not False and value != option.attrs().get("default"):
             return True
-    if any(str(key).startswith("budget_") for key in config.inicfg):
-        return True
-    overrides = getattr(config.option, "override_ini", None) or ()
-    if any(str(value).startswith("budget_") for value in overrides):
+    if any(config.getini(name) != default for name, default in INI_DEFAULTS.items()):
         return True
     if getattr(config.option, "showfixtures", False) or getattr(
         config.option, "show_fixtures_per_test", False
