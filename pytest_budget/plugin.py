@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 from collections.abc import Generator
 from pathlib import Path
@@ -530,3 +531,28 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     loop_module = sys.modules.get("pytest_budget.models.loop")
     if loop_module is not None:
         loop_module.close_worker_loop()
+
+
+def pytest_assertrepr_compare(
+    config: pytest.Config, op: str, left: object, right: object
+) -> list[str] | None:
+    """Readable failures for ``assert scores == expected`` on score objects (in every run:
+    a test of your own may compare triage scores without any budget fixture)."""
+    # No TriageScores exists unless its module was imported (never import it here: this
+    # hook runs for every failed == of every test in the environment).
+    evaluate = sys.modules.get("pytest_budget.triage.evaluate")
+    TriageScores = getattr(evaluate, "TriageScores", None)
+    if op != "==" or TriageScores is None or not isinstance(left, TriageScores):
+        return None
+    other = right.as_dict() if isinstance(right, TriageScores) else right
+    if not isinstance(other, dict):
+        return None
+    mine = left.as_dict()
+    lines = ["TriageScores differ:"]
+    for key in sorted(set(mine) | set(other)):
+        a, b = mine.get(key), other.get(key)
+        if isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, abs_tol=1e-9):
+            continue
+        if a != b:
+            lines.append(f"  {key}: {a!r} != {b!r}")
+    return lines

@@ -31,6 +31,7 @@ def add_options(parser: pytest.Parser) -> None:
     def add_ini(name: str, help_text: str, type: Any = None, default: Any = "") -> None:
         INI_DEFAULTS[name] = default
         parser.addini(name, help_text, type=type, default=default)
+
     group.addoption(
         "--budget-suite",
         help=f"run the installed suite(s): {', '.join(suite_names())}, all, or a comma list",

@@ -158,7 +158,9 @@ def test_an_unrelated_run_imports_only_the_entry_point_and_option_registration(
     [("--budget-seed=7",), ("-o", "budget_repeat=1"), ("--fixtures",)],
     ids=["option", "ini-key", "fixture-list"],
 )
-def test_a_budget_option_or_ini_key_engages_the_plugin(tmp_path: Path, args: tuple[str, ...]) -> None:
+def test_a_budget_option_or_ini_key_engages_the_plugin(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
     (tmp_path / "test_probe.py").write_text(PROBE, encoding="utf-8")
     found = modules_at_exit(tmp_path, *OTHERS_OFF, *args)
     engaged = ("pytest_budget.session", "pytest_budget.run_reporter", "pytest_budget.fixtures.core")
