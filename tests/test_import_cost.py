@@ -237,3 +237,38 @@ def test_package_exports_resolve_on_first_use() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = pytest_budget.nothing  # type: ignore[attr-defined]
     assert set(pytest_budget.__all__) <= set(dir(pytest_budget))
+
+
+CONTROLLER_CELLS = """
+import json
+
+def pytest_unconfigure(config):
+    if hasattr(config, "workerinput"):
+        return
+    from pytest_budget.plugin_state import SESSION_KEY
+
+    state = config.stash.get(SESSION_KEY, None)
+    with open("controller.json", "w") as handle:
+        json.dump(None if state is None else sorted(state.cells), handle)
+"""
+
+
+def test_an_xdist_controller_engages_on_a_workers_cell(tmp_path: Path) -> None:
+    """The controller collects nothing: the first worker report carrying a cell engages it,
+    and that cell reaches its session (tables, report)."""
+    (tmp_path / "conftest.py").write_text(CONTROLLER_CELLS, encoding="utf-8")
+    (tmp_path / "test_mine.py").write_text(
+        "def test_cell(budget_record):\n"
+        '    budget_record({"suite": "mine", "cell": "c", "agent": "a", "scores": {"hit": 0.5}})\n'
+        "\n\ndef test_plain():\n    assert True\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:randomly"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    cells = json.loads((tmp_path / "controller.json").read_text(encoding="utf-8"))
+    assert cells == ["test_mine.py::test_cell"]
