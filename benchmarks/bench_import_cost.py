@@ -84,9 +84,7 @@ def main() -> None:
         print(f"  with pytest-budget : {a:.3f} s")
         print(f"  -p no:budget       : {b:.3f} s")
         print(f"  ratio              : {a / b:.3f} (target <= 1.05)")
-        print(
-            f"  imported with the plugin (heavy ones, pytest_budget modules): {loaded_heavy(folder)}"
-        )
+        print(f"  imported with the plugin (heavy, pytest_budget modules): {loaded_heavy(folder)}")
 
 
 if __name__ == "__main__":

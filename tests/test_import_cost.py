@@ -76,15 +76,21 @@ def test_zz_dump(pytestconfig):
 """
 
 
-def modules_of_run(folder: Path, *args: str) -> tuple[set[str], list[str]]:
-    """The modules loaded by the end of a pytest run in a fresh interpreter, and its plugins."""
+def run_pytest(folder: Path, *args: str, code: int = 0) -> str:
+    """``pytest -q -p no:randomly ARGS`` in a fresh interpreter in ``folder``: its output."""
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *args],
         cwd=folder,
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == code, done.stdout + done.stderr
+    return done.stdout
+
+
+def modules_of_run(folder: Path, *args: str) -> tuple[set[str], list[str]]:
+    """The modules loaded by the end of a pytest run in a fresh interpreter, and its plugins."""
+    run_pytest(folder, *args)
     data = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
     return set(data["modules"]), list(data["plugins"])
 
@@ -123,13 +129,7 @@ def test_an_unrelated_run_imports_nothing_heavy(tmp_path: Path, others: tuple[st
 
 def modules_at_exit(folder: Path, *args: str) -> list[str]:
     (folder / "conftest.py").write_text(AT_EXIT, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *args],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    run_pytest(folder, *args)
     found: list[str] = json.loads((folder / "ours.json").read_text(encoding="utf-8"))
     return found
 
@@ -142,13 +142,7 @@ def test_an_unrelated_run_imports_only_the_entry_point_and_option_registration(
     assert modules_at_exit(tmp_path, *others) == UNRELATED_RUN_MODULES
     # A failing unrelated test loads nothing more either (the re-run section is the cells').
     (tmp_path / "test_fails.py").write_text("def test_no():\n    assert 0\n", encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *others],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 1, done.stdout + done.stderr
+    run_pytest(tmp_path, *others, code=1)
     found = json.loads((tmp_path / "ours.json").read_text(encoding="utf-8"))
     assert found == UNRELATED_RUN_MODULES
 
@@ -188,15 +182,10 @@ def test_the_engaging_fixture_names_are_the_fixture_modules_own(tmp_path: Path) 
     modules define (``pytest --fixtures -v`` engages the plugin and lists them)."""
     from pytest_budget.plugin import BUDGET_FIXTURES
 
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--fixtures", "-v", "-p", "no:randomly"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    output = run_pytest(tmp_path, "--fixtures", "-vv")  # -vv: -q taken back, privates shown
     listed: set[str] = set()
     section = ""
-    for line in done.stdout.splitlines():
+    for line in output.splitlines():
         if line.startswith("-") and "fixtures defined from" in line:
             section = line.split("fixtures defined from")[1].strip(" -")
         elif section.startswith("pytest_budget.fixtures.") and " -- " in line:
@@ -263,12 +252,6 @@ def test_an_xdist_controller_engages_on_a_workers_cell(tmp_path: Path) -> None:
         "\n\ndef test_plain():\n    assert True\n",
         encoding="utf-8",
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:randomly"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    run_pytest(tmp_path, "-n", "2")
     cells = json.loads((tmp_path / "controller.json").read_text(encoding="utf-8"))
     assert cells == ["test_mine.py::test_cell"]
