@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import sys
 from collections.abc import Generator
 from pathlib import Path
@@ -537,22 +536,10 @@ def pytest_assertrepr_compare(
     config: pytest.Config, op: str, left: object, right: object
 ) -> list[str] | None:
     """Readable failures for ``assert scores == expected`` on score objects (in every run:
-    a test of your own may compare triage scores without any budget fixture)."""
-    # No TriageScores exists unless its module was imported (never import it here: this
-    # hook runs for every failed == of every test in the environment).
-    evaluate = sys.modules.get("pytest_budget.triage.evaluate")
-    TriageScores = getattr(evaluate, "TriageScores", None)
-    if op != "==" or TriageScores is None or not isinstance(left, TriageScores):
+    a test of your own may compare scores without any budget fixture).  A score object
+    explains itself through its ``budget_difference(other)`` method."""
+    explain = getattr(type(left), "budget_difference", None)
+    if op != "==" or explain is None:
         return None
-    other = right.as_dict() if isinstance(right, TriageScores) else right
-    if not isinstance(other, dict):
-        return None
-    mine = left.as_dict()
-    lines = ["TriageScores differ:"]
-    for key in sorted(set(mine) | set(other)):
-        a, b = mine.get(key), other.get(key)
-        if isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, abs_tol=1e-9):
-            continue
-        if a != b:
-            lines.append(f"  {key}: {a!r} != {b!r}")
+    lines: list[str] | None = explain(left, right)
     return lines
