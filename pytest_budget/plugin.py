@@ -101,10 +101,13 @@ def _asked_for(config: pytest.Config) -> bool:
     if workerinput is not None and workerinput.get("budget_engaged"):
         return True
     here = config.invocation_params.dir
-    return any(_names_bundled_cells(str(arg), here) for arg in config.args)
+    pyargs = bool(getattr(config.option, "pyargs", False))
+    return any(_names_bundled_cells(str(arg), here, pyargs=pyargs) for arg in config.args)
 
 
-def _names_bundled_cells(arg: str, here: Path) -> bool:
+def _names_bundled_cells(arg: str, here: Path, *, pyargs: bool = False) -> bool:
+    if pyargs and arg.partition("::")[0].split(".")[:2] == ["pytest_budget", "suites"]:
+        return True  # --pyargs pytest_budget.suites[.test_x]
     path_part = arg.partition("::")[0].replace("\\", "/").removeprefix("./")
     if path_part == "pytest_budget/suites" or path_part.startswith("pytest_budget/suites/"):
         return True
@@ -179,6 +182,8 @@ class _Engager:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        # xdist controller: the workers' collected ids, told to the reporter if engaged later.
+        self.collected: list[tuple[Any, list[str]]] = []
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_pycollect_makeitem(self, collector: pytest.Collector, name: str, obj: object) -> Any:
@@ -202,7 +207,15 @@ class _Engager:
         engage(self.config, started=True)
         reporter = self.config.pluginmanager.get_plugin(_REPORTER)
         if reporter is not None:
+            # What the reporter missed: the tests' count and the run's gated pairs.
+            for node, ids in self.collected:
+                reporter.pytest_xdist_node_collection_finished(node=node, ids=ids)
             reporter.pytest_runtest_logreport(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if not engaged(self.config):
+            self.collected.append((node, list(ids)))
 
 
 def _carries_budget_data(report: pytest.TestReport) -> bool:
@@ -427,11 +440,30 @@ def pytest_runtest_makereport(
     report = yield
     if engaged(item.config):
         _add_cell_parts(item, call, report)
+    elif report.failed and call.excinfo is not None:
+        _explain_unreached_fixture(call.excinfo.value, report)
     errors = item.stash.get(AGENT_ERRORS_KEY, None)
     if errors and report.when == "call" and report.failed:
         # The user's own traceback, as pytest shows a test's: file and line in their code.
         report.sections.append(("agent error traceback", agent_error_section(errors)))
     return report
+
+
+def _explain_unreached_fixture(error: BaseException, report: pytest.TestReport) -> None:
+    """``request.getfixturevalue("budget_...")`` in a run the plugin was not engaged for:
+    say why the fixture is missing and the one-line fix (pytest only says "not found")."""
+    name = getattr(error, "argname", None)
+    if not isinstance(error, pytest.FixtureLookupError) or name not in BUDGET_FIXTURES:
+        return
+    report.sections.append(
+        (
+            "budget: fixture not loaded",
+            f"{name} is a pytest-budget fixture, but nothing in this run asked for the plugin "
+            f"before the tests ran: request.getfixturevalue({name!r}) alone does not load it. "
+            f'Add @pytest.mark.usefixtures("{name}") to the test, name it in the test\'s or a '
+            "fixture's arguments, or run with a --budget-* option or a budget_* ini key.",
+        )
+    )
 
 
 def _add_cell_parts(

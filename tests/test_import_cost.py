@@ -44,7 +44,6 @@ UNRELATED_RUN_MODULES = [
     "pytest_budget.planning.suite",
     "pytest_budget.plugin",
     "pytest_budget.plugin_options",
-    "pytest_budget.records",
     "pytest_budget.sizes",
     "pytest_budget.suite_hooks",
     "pytest_budget.suite_registry",
@@ -255,3 +254,73 @@ def test_an_xdist_controller_engages_on_a_workers_cell(tmp_path: Path) -> None:
     run_pytest(tmp_path, "-n", "2")
     cells = json.loads((tmp_path / "controller.json").read_text(encoding="utf-8"))
     assert cells == ["test_mine.py::test_cell"]
+
+
+CONTROLLER_REPORTER = """
+import json
+
+def pytest_unconfigure(config):
+    if hasattr(config, "workerinput"):
+        return
+    reporter = config.pluginmanager.get_plugin("budget-run")
+    with open("controller.json", "w") as handle:
+        json.dump(None if reporter is None else [reporter.tests_total, reporter.tests_done,
+                  reporter.no_baseline], handle)
+"""
+
+
+def test_a_late_engaged_xdist_controller_counts_every_test_and_fails_a_missing_baseline(
+    tmp_path: Path,
+) -> None:
+    """The controller engages on the first report carrying budget data: the tests the
+    workers collected before that still count, and a cell without a stored baseline fails
+    the run with the end line, as in a run engaged from its start."""
+    (tmp_path / "conftest.py").write_text(CONTROLLER_REPORTER, encoding="utf-8")
+    plain = "".join(f"def test_plain_{i}():\n    assert True\n\n" for i in range(5))
+    (tmp_path / "test_mine.py").write_text(
+        plain + "def test_scores(budget_snapshot):\n"
+        '    assert budget_snapshot("triage", "mine") == {"scores": {"eta": 0.5}, "context": {}}\n',
+        encoding="utf-8",
+    )
+    output = run_pytest(tmp_path, "-n", "2", code=1)
+    assert "budget: 1 cell has no stored baseline in " in output
+    total, done, missing = json.loads((tmp_path / "controller.json").read_text(encoding="utf-8"))
+    assert total == 6 and 1 <= done <= 6
+    assert missing == [str(tmp_path / "__budget_snapshots__" / "triage" / "mine.json")]
+
+
+def test_pyargs_naming_the_bundled_suites_engages_the_plugin_from_the_start(
+    tmp_path: Path,
+) -> None:
+    """Engaged before collection, the bundled module gets its re-runnable node id."""
+    output = run_pytest(
+        tmp_path, "--pyargs", "pytest_budget.suites.test_triage", "--collect-only",
+        "--budget-pool-size=6", "--budget-alpha=0.5", "--budget-unsolvable=0",
+        "-p", "no:cacheprovider",
+    )  # fmt: skip
+    ids = [line for line in output.splitlines() if "::" in line]
+    assert ids and all(i.startswith("pytest_budget/suites/test_triage.py::") for i in ids), ids
+
+
+LATE = """
+def test_asks_late(request):
+    assert request.getfixturevalue("budget_seed") == 42
+"""
+MARKED = """
+import pytest
+
+@pytest.mark.usefixtures("budget_seed")
+def test_asks_late_marked(request):
+    assert request.getfixturevalue("budget_seed") == 42
+"""
+
+
+def test_a_budget_fixture_asked_for_only_at_run_time_says_how_to_load_it(tmp_path: Path) -> None:
+    (tmp_path / "test_late.py").write_text(LATE, encoding="utf-8")
+    alone = run_pytest(tmp_path, "test_late.py", code=1)
+    assert "budget: fixture not loaded" in alone
+    assert "budget_seed is a pytest-budget fixture" in alone
+    assert '@pytest.mark.usefixtures("budget_seed")' in alone
+    # The fix as said: the marked test engages the plugin, and then both tests pass.
+    (tmp_path / "test_marked.py").write_text(MARKED, encoding="utf-8")
+    assert "2 passed" in run_pytest(tmp_path)
