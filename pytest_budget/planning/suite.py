@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_budget.gating import MetricSpec
+from pytest_budget.metric_spec import MetricSpec
 from pytest_budget.planning.options import (
     DESTS,
     LIST_DESTS,
