@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+
+from pytest_budget.metric_spec import DEFAULT_TOLERANCE, Direction, MetricSpec
 
 __all__ = [
     "DEFAULT_TOLERANCE",
@@ -41,10 +42,6 @@ __all__ = [
     "parse_tolerances",
 ]
 
-Direction = Literal["higher", "lower"]
-
-#: Absolute tolerance for a gated metric when neither the suite nor ini sets one.
-DEFAULT_TOLERANCE = 0.02
 #: One-sided significance level of the paired test, per gated metric.  A cell gates five
 #: metrics, so a cell's false alarms are at most 5 x 0.0005 = 0.25% per stored baseline on
 #: average (Bonferroni).  Measured with benchmarks/bench_planning_gate.py (50 baselines x 40
@@ -54,46 +51,6 @@ PAIRED_ALPHA = 0.0005
 #: Cells of at most this many units (a handful of hand-picked queries or items) that the
 #: paired test can never decide fall back to another rule; the default sizes are larger.
 TINY_CELL = 10
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """How one metric is gated: its direction and its absolute tolerance."""
-
-    name: str
-    direction: Direction
-    tolerance: float = DEFAULT_TOLERANCE
-    description: str = ""
-
-    def fails(self, stored: float, new: float) -> bool:
-        """True when ``new`` is worse than ``stored`` by more than the tolerance."""
-        if self.direction == "higher":
-            return new < stored - self.tolerance - 1e-12
-        return new > stored + self.tolerance + 1e-12
-
-    def ci_fails(self, stored: float, new: float, interval: tuple[float, float]) -> bool:
-        """True when the interval of ``new`` lies entirely on the worse side of ``stored``.
-
-        ``new`` itself must be worse too: a percentile interval need not contain its own
-        point estimate, and an unchanged score must never fail.
-        """
-        lo, hi = interval
-        if self.direction == "higher":
-            return hi < stored - 1e-12 and new < stored - 1e-12
-        return lo > stored + 1e-12 and new > stored + 1e-12
-
-    def overlap_fails(
-        self, stored: tuple[float, float], new: float, interval: tuple[float, float]
-    ) -> bool:
-        """True when the interval of ``new`` lies entirely on the worse side of the stored
-        interval ``stored`` (and ``new`` is worse than the stored interval's far end)."""
-        lo, hi = interval
-        if self.direction == "higher":
-            return hi < stored[0] - 1e-12 and new < stored[0] - 1e-12
-        return lo > stored[1] + 1e-12 and new > stored[1] + 1e-12
-
-    def with_tolerance(self, tolerance: float) -> MetricSpec:
-        return MetricSpec(self.name, self.direction, tolerance, self.description)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,18 @@
 
 Registered through the ``pytest11`` entry point as ``budget``.  Everything that does not
 need pytest lives in the core modules; this module only wires them to pytest's hooks.
+
+Nothing loads until it is used: an unrelated pytest run imports this module, the hook
+specifications and what registering the options needs, and nothing else.  The run's
+session, option checks, reporter and fixture modules are *engaged* (:func:`engage`) when a
+``--budget-*`` option or ``budget_*`` ini key is given, the command line names a bundled
+suite cell, or a test's fixture closure asks for a budget fixture (:data:`BUDGET_FIXTURES`;
+found while collecting, before the test's fixtures are resolved).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from collections.abc import Generator
@@ -15,30 +23,37 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_budget import hookspecs, suite_hooks
-from pytest_budget.options import BudgetOptions, OptionError, parse_options
-from pytest_budget.plugin_models import (
-    check_model_agents,
-    register_model_providers,
-    set_up_model_runtime,
-)
-from pytest_budget.plugin_options import add_options, rerun_command_for
-from pytest_budget.plugin_state import CELL_KEY, GATE_KEY, SESSION_KEY, budget_session
-from pytest_budget.run_reporter import RunReporter
-from pytest_budget.suite_registry import (
-    bundled_cells_folder,
-    cell_module_paths,
-    kind_of_test_file,
-    registered_suites,
+from pytest_budget.plugin_options import (
+    INI_DEFAULTS,
+    OPTION_GROUP,
+    add_options,
+    rerun_command_for,
 )
 
 if TYPE_CHECKING:
-    pass
+    from pytest_budget.options import BudgetOptions
+    from pytest_budget.session import BudgetSession
 
-# The shared fixtures, then each registered suite's own.
-pytest_plugins = [
-    "pytest_budget.fixtures.core",
-    *(module for suite in registered_suites().values() for module in suite.fixture_modules),
-]
+#: Every fixture the plugin's fixture modules define (tests/test_import_cost.py checks the
+#: list against them): a test whose fixture closure names one engages the plugin.
+BUDGET_FIXTURES = frozenset(
+    {
+        "budget_session_state", "budget_options", "budget_seed", "budget_agent",
+        "budget_planner", "budget_solver", "budget_estimator", "budget_actor",
+        "budget_tool_agent", "budget_online_actor", "budget_cap", "budget_meter",
+        "budget_snapshot", "budget_record", "_budget_spend_guard", "_budget_own_planner",
+        "_budget_own_solver", "_budget_own_estimator", "_budget_own_actor",
+        "_budget_own_tool_agent", "_budget_own_online_actor", "triage_ground_truth",
+        "triage_pools", "awareness_search_url", "awareness_rollouts", "planning_queries",
+    }
+)  # fmt: skip
+#: The attributes a worker's test report carries to the xdist controller for the reporter.
+_REPORT_ATTRIBUTES = ("budget_cell", "budget_cell_calls", "budget_gate")
+#: The fixture modules every engaged run registers (each suite adds its own).
+CORE_FIXTURES = "pytest_budget.fixtures.core"
+#: Set on the config once the plugin is engaged (the session is in plugin_state's key).
+_ENGAGED = pytest.StashKey[bool]()
+_REPORTER = "budget-run"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -57,6 +72,71 @@ def pytest_configure(config: pytest.Config) -> None:
         "budget(**caps): cap the test's budget, e.g. @pytest.mark.budget(tokens=2500, "
         "tool_calls=20, usd=0.5); read it through the budget_cap fixture",
     )
+    if _asked_for(config):
+        engage(config)
+    else:
+        config.pluginmanager.register(_Engager(config), "budget-engager")
+
+
+def engaged(config: pytest.Config) -> bool:
+    return config.stash.get(_ENGAGED, False)
+
+
+def _asked_for(config: pytest.Config) -> bool:
+    """Whether the run uses the plugin from its start: a ``--budget-*`` option or a
+    ``budget_*`` ini key given, a bundled suite cell named, the fixtures listed, or an xdist
+    controller that was engaged."""
+    group = OPTION_GROUP.get("budget")
+    for option in group.options if group is not None else ():
+        value = config.getoption(option.dest)
+        if value is not None and value is not False and value != option.attrs().get("default"):
+            return True
+    if any(config.getini(name) != default for name, default in INI_DEFAULTS.items()):
+        return True
+    if getattr(config.option, "showfixtures", False) or getattr(
+        config.option, "show_fixtures_per_test", False
+    ):
+        return True
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get("budget_engaged"):
+        return True
+    here = config.invocation_params.dir
+    pyargs = bool(getattr(config.option, "pyargs", False))
+    return any(_names_bundled_cells(str(arg), here, pyargs=pyargs) for arg in config.args)
+
+
+def _names_bundled_cells(arg: str, here: Path, *, pyargs: bool = False) -> bool:
+    if pyargs and arg.partition("::")[0].split(".")[:2] == ["pytest_budget", "suites"]:
+        return True  # --pyargs pytest_budget.suites[.test_x]
+    path_part = arg.partition("::")[0].replace("\\", "/").removeprefix("./")
+    if path_part == "pytest_budget/suites" or path_part.startswith("pytest_budget/suites/"):
+        return True
+    spec = importlib.util.find_spec("pytest_budget.suites")
+    locations = spec.submodule_search_locations if spec is not None else None
+    if not locations:
+        return False
+    return _in_suites_folder(arg, Path(next(iter(locations))).resolve(), here)
+
+
+def engage(config: pytest.Config, *, started: bool = False) -> BudgetSession:
+    """Parse and check the options, start the run's session and reporter and register the
+    fixture modules.  ``started``: the pytest session is running already (engaged by a test
+    asking for a budget fixture), so the reporter's session-start work is done now."""
+    from pytest_budget.plugin_state import SESSION_KEY
+
+    if engaged(config):
+        return config.stash[SESSION_KEY]
+    config.stash[_ENGAGED] = True
+    from pytest_budget.options import OptionError, parse_options
+    from pytest_budget.plugin_models import (
+        check_model_agents,
+        register_model_providers,
+        set_up_model_runtime,
+    )
+    from pytest_budget.run_reporter import RunReporter
+    from pytest_budget.session import BudgetSession
+    from pytest_budget.suite_registry import registered_suites
+
     register_model_providers()
     try:
         options = parse_options(
@@ -67,7 +147,6 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
-    from pytest_budget.session import BudgetSession
 
     session = BudgetSession(options)
     config.stash[SESSION_KEY] = session
@@ -78,15 +157,81 @@ def pytest_configure(config: pytest.Config) -> None:
 
     set_agent_timeout(options.agent_timeout)
     session.extra["shard"] = options.shard.as_dict() if options.shard else None
-    config.pluginmanager.register(RunReporter(config, session), "budget-run")
+    reporter = RunReporter(config, session)
+    config.pluginmanager.register(reporter, _REPORTER)
     from pytest_budget.plugin_markdown import configure_markdown
 
     configure_markdown(config)  # --budget-markdown, GITHUB_STEP_SUMMARY
     check_model_agents(options)
     set_up_model_runtime(config, session)
+    # The shared fixtures, then each registered suite's own (their pytest_configure hooks
+    # run as they register: they check the suites' input files).
+    modules = [CORE_FIXTURES]
+    modules += [m for suite in registered_suites().values() for m in suite.fixture_modules]
+    for module in modules:
+        config.pluginmanager.import_plugin(module)
+    if started:
+        reporter.pytest_sessionstart()
+        return session
     _map_suite_args(config)
     if options.suites:
         _add_suite_paths(config, options)
+    return session
+
+
+class _Engager:
+    """Registered while the plugin is idle: engages it when a test asks for a budget
+    fixture, or when an xdist worker's report carries a cell to this controller."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        # xdist controller: the workers' collected ids, told to the reporter if engaged later.
+        self.collected: list[tuple[Any, list[str]]] = []
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_pycollect_makeitem(self, collector: pytest.Collector, name: str, obj: object) -> Any:
+        """Its items are made again once the plugin is engaged, with the budget fixtures
+        registered (pytest resolves a test's fixtures when it makes the item)."""
+        made = yield
+        if made is None or engaged(self.config):
+            return made
+        items = made if isinstance(made, list) else [made]
+        if not any(BUDGET_FIXTURES.intersection(getattr(i, "fixturenames", ())) for i in items):
+            return made
+        engage(self.config, started=True)
+        return collector.ihook.pytest_pycollect_makeitem(collector=collector, name=name, obj=obj)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """The xdist controller collects nothing itself; its reporter, registered now, gets
+        this report too."""
+        if engaged(self.config) or not _carries_budget_data(report):
+            return
+        engage(self.config, started=True)
+        reporter = self.config.pluginmanager.get_plugin(_REPORTER)
+        if reporter is not None:
+            # What the reporter missed: the tests' count and the run's gated pairs.
+            for node, ids in self.collected:
+                reporter.pytest_xdist_node_collection_finished(node=node, ids=ids)
+            reporter.pytest_runtest_logreport(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if not engaged(self.config):
+            self.collected.append((node, list(ids)))
+
+
+def _carries_budget_data(report: pytest.TestReport) -> bool:
+    if any(hasattr(report, name) for name in _REPORT_ATTRIBUTES):
+        return True
+    return any(str(key).startswith("budget_") for key, _ in report.user_properties)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: an engaged controller engages every worker from its start."""
+    if engaged(node.config):
+        node.workerinput["budget_engaged"] = True
 
 
 def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
@@ -96,6 +241,8 @@ def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
     own tests under the current directory); with explicit paths the suites are added.
     """
     folder = _suites_folder()
+    from pytest_budget.suite_registry import cell_module_paths
+
     wanted = [str(path) for path in cell_module_paths(options.suites, options)]
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
     current = list(config.args) if explicit else []
@@ -109,6 +256,8 @@ def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
 
 
 def _suites_folder() -> Path:
+    from pytest_budget.suite_registry import bundled_cells_folder
+
     return bundled_cells_folder()
 
 
@@ -140,7 +289,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     fixtures a user means for this run, are made visible to every test instead.
     """
     config = session.config
-    if not budget_session(config).options.suites:
+    if not engaged(config) or not _options(config).suites:
         return
     for plugin in _conftests_on_invocation_path(config):
         _register_fixtures_everywhere(session, plugin)
@@ -183,17 +332,27 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
     """A bundled suite module gets the node id ``pytest_budget/suites/<file>`` wherever the
     package is installed (pytest would print ``::test_x[...]`` for a file outside the
     rootdir, which cannot be re-run)."""
-    if module_path.resolve().parent != _suites_folder() or not kind_of_test_file(module_path.name):
+    if not engaged(parent.config) or module_path.resolve().parent != _suites_folder():
         return None
     from pytest_budget.rerun import suite_node_path
+    from pytest_budget.suite_registry import kind_of_test_file
+
+    if not kind_of_test_file(module_path.name):
+        return None
 
     return pytest.Module.from_parent(
         parent, path=module_path, nodeid=suite_node_path(module_path.name)
     )
 
 
+def _options(config: pytest.Config) -> BudgetOptions:
+    from pytest_budget.plugin_state import budget_session
+
+    return budget_session(config).options
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
-    shard = budget_session(config).options.shard
+    shard = _options(config).shard if engaged(config) else None
     if shard is None:
         return None
     return f"budget shard: {shard} (each test's shard comes from a hash of its id)"
@@ -204,7 +363,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """``--budget-shard=i/N``: keep this shard's tests (every test, cells or not), so the
     N shards together run each collected test exactly once.  A pure function of each
     test's id: every xdist worker deselects the same tests."""
-    shard = budget_session(config).options.shard
+    shard = _options(config).shard if engaged(config) else None
     if shard is None:
         return
     import pytest_budget.suites as suites_package
@@ -233,8 +392,12 @@ _TRACEBACKS_SHOWN = 3
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A live run starts the work of the cells this process will run now (one concurrency
     limit spans cells); each test then waits for its own cell's result."""
-    state = item.config.stash.get(SESSION_KEY, None)
-    if state is not None and "model-runtime-factory" in state.memo:
+    if not engaged(item.config):
+        return
+    from pytest_budget.plugin_state import budget_session
+
+    state = budget_session(item.config)
+    if "model-runtime-factory" in state.memo:
         from pytest_budget.fixtures.cells import schedule_ahead
 
         schedule_ahead(item, state)
@@ -250,6 +413,8 @@ def pytest_keyboard_interrupt() -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Collect the errors of agents called during the test (for the failure report)."""
+    if not engaged(item.config) and "pytest_budget.agent_log" not in sys.modules:
+        return (yield)  # no agent can have been called: nothing of the package is loaded
     from pytest_budget.agent_log import collect_agent_errors
 
     with collect_agent_errors() as log:
@@ -276,6 +441,42 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if engaged(item.config):
+        _add_cell_parts(item, call, report)
+    elif report.failed and call.excinfo is not None:
+        _explain_unreached_fixture(call.excinfo.value, report)
+    errors = item.stash.get(AGENT_ERRORS_KEY, None)
+    if errors and report.when == "call" and report.failed:
+        # The user's own traceback, as pytest shows a test's: file and line in their code.
+        report.sections.append(("agent error traceback", agent_error_section(errors)))
+    return report
+
+
+def _explain_unreached_fixture(error: BaseException, report: pytest.TestReport) -> None:
+    """``request.getfixturevalue("budget_...")`` in a run the plugin was not engaged for:
+    say why the fixture is missing and the one-line fix (pytest only says "not found")."""
+    name = getattr(error, "argname", None)
+    if not isinstance(error, pytest.FixtureLookupError) or name not in BUDGET_FIXTURES:
+        return
+    report.sections.append(
+        (
+            "budget: fixture not loaded",
+            f"{name} is a pytest-budget fixture, but nothing in this run asked for the plugin "
+            f"before the tests ran: request.getfixturevalue({name!r}) alone does not load it. "
+            f'Add @pytest.mark.usefixtures("{name}") to the test, name it in the test\'s or a '
+            "fixture's arguments, or run with a --budget-* option or a budget_* ini key.",
+        )
+    )
+
+
+def _add_cell_parts(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> None:
+    """What an engaged run's report carries: a crashed cell, the re-run command, the cell's
+    record, calls and per-unit gate changes."""
+    from pytest_budget.plugin_state import CELL_KEY, GATE_KEY
+    from pytest_budget.suite_registry import kind_of_test_file
+
     if report.when == "call":
         _stop_if_endpoint_down(item)
     if report.failed and report.when in ("setup", "call"):
@@ -299,11 +500,6 @@ def pytest_runtest_makereport(
     changes = item.stash.get(GATE_KEY, None)
     if changes is not None and report.when == "call":
         report.budget_gate = changes  # type: ignore[attr-defined]
-    errors = item.stash.get(AGENT_ERRORS_KEY, None)
-    if errors and report.when == "call" and report.failed:
-        # The user's own traceback, as pytest shows a test's: file and line in their code.
-        report.sections.append(("agent error traceback", agent_error_section(errors)))
-    return report
 
 
 def _record_crashed_cell(
@@ -314,6 +510,7 @@ def _record_crashed_cell(
     ``pytest.fail``) becomes ``error`` and keeps its scores.  Never lost from the reports."""
     import pytest_budget.suites as suites_package
     from pytest_budget.crashed import error_cell, mark_crashed
+    from pytest_budget.plugin_state import CELL_KEY
     from pytest_budget.records import cell_from_json, cell_to_json
 
     excinfo = call.excinfo
@@ -337,7 +534,7 @@ def _record_crashed_cell(
             phase=report.when,
             reason=reason,
             traceback=report.longreprtext,
-            seed=budget_session(item.config).options.seed,
+            seed=_options(item.config).seed,
         )
     item.stash[CELL_KEY] = json.dumps(cell_to_json(data), allow_nan=False, default=str)
 
@@ -345,6 +542,8 @@ def _record_crashed_cell(
 def _stop_if_endpoint_down(item: pytest.Item) -> None:
     """Most calls to a model endpoint fail: stop the run with one line naming it (pytest's
     ``-x`` mechanism, which xdist workers pass on to the controller)."""
+    from pytest_budget.plugin_state import SESSION_KEY
+
     state = item.config.stash.get(SESSION_KEY, None)
     runtime = state.memo.get("model-runtime-factory") if state is not None else None
     reason = runtime.endpoint_down() if runtime is not None else None
@@ -355,6 +554,10 @@ def _stop_if_endpoint_down(item: pytest.Item) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Workers write their last buffered model-call counters before they exit."""
+    if not engaged(session.config):
+        return
+    from pytest_budget.plugin_state import SESSION_KEY
+
     state = session.config.stash.get(SESSION_KEY, None)
     runtime = state.memo.get("model-runtime-factory") if state is not None else None
     scheduler = state.memo.get("cell-scheduler") if state is not None else None
@@ -365,3 +568,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     loop_module = sys.modules.get("pytest_budget.models.loop")
     if loop_module is not None:
         loop_module.close_worker_loop()
+
+
+def pytest_assertrepr_compare(
+    config: pytest.Config, op: str, left: object, right: object
+) -> list[str] | None:
+    """Readable failures for ``assert scores == expected`` on score objects (in every run:
+    a test of your own may compare scores without any budget fixture).  A score object
+    explains itself through its ``budget_difference(other)`` method."""
+    explain = getattr(type(left), "budget_difference", None)
+    if op != "==" or explain is None:
+        return None
+    lines: list[str] | None = explain(left, right)
+    return lines

@@ -19,12 +19,19 @@ __all__ = ["OPTION_GROUP", "add_options", "rerun_command_for"]
 
 #: The ``--budget-*`` option group, kept for the re-run commands (``rerun_command_for``).
 OPTION_GROUP: dict[str, Any] = {}
+#: Every ``budget_*`` ini key and its default: a run that sets one uses the plugin.
+INI_DEFAULTS: dict[str, Any] = {}
 
 
 def add_options(parser: pytest.Parser) -> None:
     """The run's ``--budget-*`` flags and ``budget_*`` ini keys, then each suite's own."""
     group = parser.getgroup("budget", "pytest-budget: budget-awareness suites")
     OPTION_GROUP["budget"] = group  # read by the re-run commands (every option added here)
+
+    def add_ini(name: str, help_text: str, type: Any = None, default: Any = "") -> None:
+        INI_DEFAULTS[name] = default
+        parser.addini(name, help_text, type=type, default=default)
+
     group.addoption(
         "--budget-suite",
         help=f"run the installed suite(s): {', '.join(suite_names())}, all, or a comma list",
@@ -187,16 +194,16 @@ def add_options(parser: pytest.Parser) -> None:
     # Each registered suite's own flags and ini keys.
     for suite in registered_suites().values():
         if suite.options is not None:
-            suite.options.add(group.addoption, parser.addini)
-    parser.addini(
+            suite.options.add(group.addoption, add_ini)
+    add_ini(
         "budget_snapshot_dir",
         "directory for score snapshots, relative to rootdir",
         default="__budget_snapshots__",
     )
     for name, help_text in _INI_VALUES:
-        parser.addini(name, help_text, default="")
+        add_ini(name, help_text, default="")
     for name, help_text in _INI_LINE_LISTS:
-        parser.addini(name, help_text, type="linelist", default=[])
+        add_ini(name, help_text, type="linelist", default=[])
 
 
 #: The run's ini keys read as one value ("" when unset: the flag's default applies).

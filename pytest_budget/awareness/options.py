@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_budget.awareness.online.options import OnlineOptionError, parse_online_options
-from pytest_budget.option_checks import OptionError, OptionReader, positive_int
 from pytest_budget.sizes import DEFAULT_SIZE, SIZES
+
+if TYPE_CHECKING:  # the checks load when options are parsed, not registered
+    from pytest_budget.option_checks import OptionReader
 
 __all__ = [
     "AWARENESS_ENVS",
@@ -171,12 +173,16 @@ def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
 
 
 def _choice(option: str, value: str, choices: tuple[str, ...], what: str) -> str:
+    from pytest_budget.option_checks import OptionError
+
     if value not in choices:
         raise OptionError(f"{option}: unknown {what} {value!r}; choose from {', '.join(choices)}")
     return value
 
 
 def _rollout_cap(value: Any) -> float | None:
+    from pytest_budget.option_checks import OptionError
+
     if value is None:
         return None
     try:
@@ -189,6 +195,8 @@ def _rollout_cap(value: Any) -> float | None:
 
 
 def parse_options(read: OptionReader) -> AwarenessOptions:
+    from pytest_budget.option_checks import OptionError, positive_int
+
     get: Callable[[str], Any] = read.get_option
     rollouts = read.input_files("budget_rollouts", "give a JSONL rollout file")
     warehouse_demand = read.input_file(

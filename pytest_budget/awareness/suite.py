@@ -18,7 +18,7 @@ from pytest_budget.awareness.options import (
     add_options,
     parse_options,
 )
-from pytest_budget.gating import MetricSpec
+from pytest_budget.metric_spec import MetricSpec
 from pytest_budget.suite_registry import (
     CellKind,
     ReplyRule,

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_budget.option_checks import OptionError, OptionReader, positive_int
 from pytest_budget.sizes import DEFAULT_SIZE, SIZES
+
+if TYPE_CHECKING:  # the checks load when options are parsed, not registered
+    from pytest_budget.option_checks import OptionReader
 
 __all__ = [
     "DEFAULT_QUERY_COUNT",
@@ -56,6 +58,8 @@ class Scenario:
 
 def parse_scenarios(value: str) -> tuple[Scenario, ...]:
     """``MODE[:N]@L`` items, comma separated, e.g. ``static@2,ban_tool:2@5``."""
+    from pytest_budget.option_checks import OptionError
+
     example = "e.g. --budget-scenario=static@2,ban_tool:1@5"
     out: list[Scenario] = []
     for raw in str(value).split(","):
@@ -157,6 +161,8 @@ def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
 
 
 def _reading(value: Any) -> str:
+    from pytest_budget.option_checks import OptionError
+
     reading = str(value or "code").strip().lower()
     if reading not in ("code", "prose"):
         raise OptionError(
@@ -167,6 +173,8 @@ def _reading(value: Any) -> str:
 
 
 def parse_options(read: OptionReader) -> PlanningOptions:
+    from pytest_budget.option_checks import OptionError, positive_int
+
     get: Callable[[str], Any] = read.get_option
     task_value = str(get("budget_task") or ",".join(PLANNING_TASKS))
     tasks = tuple(dict.fromkeys(t.strip() for t in task_value.split(",") if t.strip()))

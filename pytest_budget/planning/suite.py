@@ -9,16 +9,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_budget.gating import MetricSpec
+from pytest_budget.metric_spec import MetricSpec
 from pytest_budget.planning.options import (
     DESTS,
     LIST_DESTS,
     add_options,
     parse_options,
 )
-from pytest_budget.records import CellRecord
 from pytest_budget.suite_registry import (
     CellKind,
     ReplyRule,
@@ -27,6 +26,9 @@ from pytest_budget.suite_registry import (
     lazy,
     reference_agent,
 )
+
+if TYPE_CHECKING:  # records load when a run records cells, not when options register
+    from pytest_budget.records import CellRecord
 
 __all__ = ["SUITE"]
 

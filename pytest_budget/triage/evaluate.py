@@ -116,6 +116,22 @@ class TriageScores:
     detection_counts: tuple[int, int] | None = None
     waste_tokens: tuple[int, int] | None = None
 
+    def budget_difference(self, other: object) -> list[str] | None:
+        """The lines pytest shows for a failed ``scores == other`` (a mapping or scores):
+        the scores that differ; None when ``other`` is neither."""
+        theirs = other.as_dict() if isinstance(other, TriageScores) else other
+        if not isinstance(theirs, dict):
+            return None
+        mine = self.as_dict()
+        lines = ["TriageScores differ:"]
+        for key in sorted(set(mine) | set(theirs)):
+            a, b = mine.get(key), theirs.get(key)
+            if isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, abs_tol=1e-9):
+                continue
+            if a != b:
+                lines.append(f"  {key}: {a!r} != {b!r}")
+        return lines
+
     @property
     def excluded(self) -> bool:
         """True when this plan is left out of the eta averages (unparseable)."""

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_budget.option_checks import OptionError, OptionReader, parse_float_list, positive_int
 from pytest_budget.sizes import DEFAULT_SIZE, SIZES
+
+if TYPE_CHECKING:  # the checks load when options are parsed, not registered
+    from pytest_budget.option_checks import OptionReader
 
 __all__ = ["DEFAULT_ALPHAS", "DEFAULT_UNSOLVABLE", "TriageOptions", "add_options", "parse_options"]
 
@@ -67,6 +69,8 @@ def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
 
 
 def parse_options(read: OptionReader) -> TriageOptions:
+    from pytest_budget.option_checks import OptionError, parse_float_list, positive_int
+
     get: Callable[[str], Any] = read.get_option
     variants = tuple(
         v.strip().upper() for v in str(get("budget_variant") or "A").split(",") if v.strip()

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_budget.gating import MetricSpec
+from pytest_budget.metric_spec import MetricSpec
 from pytest_budget.suite_registry import (
     CellKind,
     ReplyRule,
