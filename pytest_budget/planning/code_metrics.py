@@ -158,7 +158,7 @@ def evaluate_episode(episode: EpisodeRecord) -> CodeEval:
     result = memo.get("_code_eval")
     if result is None:
         result = memo["_code_eval"] = _evaluate_episode(episode)
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 def _evaluate_episode(episode: EpisodeRecord) -> CodeEval:

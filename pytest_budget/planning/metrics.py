@@ -193,7 +193,7 @@ def score_episode(episode: EpisodeRecord, *, require_all_blocks: bool = True) ->
     score = memo.get(key)
     if score is None:
         score = memo[key] = _score_episode(episode, require_all_blocks)
-    return score  # type: ignore[no-any-return]
+    return score
 
 
 def _score_episode(episode: EpisodeRecord, require_all_blocks: bool) -> EpisodeScore:
