@@ -68,27 +68,40 @@ def encode(values: Sequence[float]) -> str:
     """``[1.0, 0.0, 0.0, 0.0, 0.25]`` -> ``"1 0*3 0.25"``: 8 significant digits, a run of
     equal values as ``value*count``."""
     out: list[str] = []
-    texts = [_text(float(v)) for v in values]
-    i = 0
-    while i < len(texts):
-        j = i
-        while j < len(texts) and texts[j] == texts[i]:
-            j += 1
-        out.append(texts[i] if j - i == 1 else f"{texts[i]}*{j - i}")
-        i = j
+    # Each distinct value is written once (a cell's columns repeat a few values).
+    written: dict[float, str] = {}
+    previous: str | None = None
+    count = 0
+    for v in values:
+        value = float(v)
+        text = written.get(value)
+        if text is None:
+            text = _text(value)  # raises on a value that is not finite
+            written[value] = text
+        if text == previous:
+            count += 1
+            continue
+        if previous is not None:
+            out.append(previous if count == 1 else f"{previous}*{count}")
+        previous, count = text, 1
+    if previous is not None:
+        out.append(previous if count == 1 else f"{previous}*{count}")
     return " ".join(out)
 
 
 def decode(text: str) -> list[float]:
     """The inverse of :func:`encode`; ``ValueError`` on anything else."""
     values: list[float] = []
+    finite = True
     for part in text.split():
         value, star, count = part.partition("*")
         times = int(count) if star else 1
         if times < 1:
             raise ValueError(f"bad run length in {part!r}")
-        values.extend([float(value)] * times)
-    if not all(math.isfinite(v) for v in values):
+        number = float(value)
+        finite = finite and math.isfinite(number)
+        values.extend([number] * times)
+    if not finite:
         raise ValueError("per-unit values must be finite")
     return values
 

@@ -268,17 +268,24 @@ def _spelled_out_size(value: object, limit: int) -> int:
     """About how many characters ``value`` takes written out as JSON, each reference
     counted where it occurs (a cycle once); stops counting past ``limit``."""
     size = 0
-    stack: list[tuple[object, frozenset[int]]] = [(value, frozenset())]
+    # Depth-first, the containers on the current path in ``path`` (a cycle is cut where it
+    # closes): a container's exit marker sits below its items on the stack, so it leaves
+    # the path once they are done.  One set for the walk, not one per container.
+    path: set[int] = set()
+    stack: list[tuple[object, bool]] = [(value, False)]
     while stack and size <= limit:
-        node, path = stack.pop()
-        if isinstance(node, str | bytes | bytearray):
+        node, leaving = stack.pop()
+        if leaving:
+            path.discard(id(node))
+        elif isinstance(node, str | bytes | bytearray):
             size += len(node) + 2
         elif (
             isinstance(node, list | tuple | dict)
             and id(node) not in path
             and len(path) < _SIZED_DEPTH  # deeper: every reader stops there (RecursionError)
         ):
-            inner = path | {id(node)}
+            path.add(id(node))
+            stack.append((node, True))
             # A dict's keys and values, not its (key, value) pairs: a pair is a new
             # object whose id may be reused once freed.
             items = (
@@ -286,7 +293,7 @@ def _spelled_out_size(value: object, limit: int) -> int:
             )
             size += 2
             for item in items:
-                stack.append((item, inner))
+                stack.append((item, False))
                 size += 1
                 if size > limit:
                     break

@@ -79,6 +79,7 @@ class SearchReferenceActor:
     """
 
     name = "search-reference"
+    run_inline = True  # pure computation, well under a millisecond a turn: no worker thread
 
     def __init__(
         self,

@@ -29,7 +29,7 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -65,6 +65,7 @@ class ReorderPointPolicy:
     cover_steps: float = 1.0
     dc_cover: float = 1.25
     name: str = "reorder-point"
+    run_inline: ClassVar[bool] = True  # a few arithmetic rules a turn: no worker thread
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.noise) and self.noise >= 0):

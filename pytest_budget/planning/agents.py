@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from pytest_budget.planning.costs import derive_seed
 from pytest_budget.planning.env import fill_arguments, id_kind
-from pytest_budget.planning.episode import ReferenceView, ToolAgentObservation
+from pytest_budget.planning.episode import ReferenceView, ToolAgentObservation, read_messages
 from pytest_budget.planning.ground_truth import greedy_pick
 from pytest_budget.planning.tools import Tool, atomic_chain
 
@@ -97,7 +97,7 @@ class _ReferenceToolAgent:
             raise RuntimeError(
                 f"{type(self).__name__} needs the reference channel; run it with run_episode"
             )
-        kinds = held_ids(observation.messages)
+        kinds = held_ids(read_messages(observation))
         task = view.query.task
         if view.goal in view.held:
             return {"content": f"<answer> {kinds[id_kind(task, view.goal)]} </answer>"}

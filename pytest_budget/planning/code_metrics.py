@@ -153,6 +153,15 @@ def _path_scores(agent: tuple[str, ...], truth: tuple[str, ...]) -> tuple[int, f
 
 def evaluate_episode(episode: EpisodeRecord) -> CodeEval:
     """CostBench's ``evaluate_single_query`` for one episode."""
+    # Called several times per episode by a cell; frozen record, immutable result: kept.
+    memo = episode.__dict__
+    result = memo.get("_code_eval")
+    if result is None:
+        result = memo["_code_eval"] = _evaluate_episode(episode)
+    return result
+
+
+def _evaluate_episode(episode: EpisodeRecord) -> CodeEval:
     valid = [c for c in episode.calls if c.ok or c.error_kind == "banned"]
     agent = tuple(c.name for c in valid)
     truth = gt_path(episode)

@@ -68,6 +68,7 @@ __all__ = [
     "example_paths",
     "final_answer",
     "parse_reply",
+    "read_messages",
     "run_episode",
     "system_prompt",
     "user_prompt",
@@ -152,6 +153,16 @@ class _TurnObservation(ToolAgentObservation):
         else:
             value = [copy_json(spec) for spec in sources[name]()]
         return self.__dict__.setdefault(name, value)  # two threads reading: one copy wins
+
+
+def read_messages(observation: ToolAgentObservation) -> Sequence[Mapping[str, Any]]:
+    """The turn's messages for a reader that never modifies them (the reference agents):
+    the loop's own snapshot when the agent has not read ``messages`` yet, so a turn costs
+    no copy of the whole conversation; otherwise ``observation.messages``."""
+    sources = observation.__dict__.get("_sources")
+    if "messages" not in observation.__dict__ and sources is not None:
+        return sources["messages"]  # type: ignore[no-any-return]
+    return observation.messages
 
 
 def _copy_message(message: dict[str, Any]) -> dict[str, Any]:

@@ -186,6 +186,17 @@ def _gap(agent_cents: int, gt_cents: int) -> float:
 
 def score_episode(episode: EpisodeRecord, *, require_all_blocks: bool = True) -> EpisodeScore:
     """Per-episode metrics (see the module docstring for every rule)."""
+    # A cell scores each episode several times (scores, bootstrap columns, samples); the
+    # record is frozen and the score immutable, so the first score is kept on the record.
+    key = "_score_all_blocks" if require_all_blocks else "_score_any_blocks"
+    memo = episode.__dict__
+    score = memo.get(key)
+    if score is None:
+        score = memo[key] = _score_episode(episode, require_all_blocks)
+    return score
+
+
+def _score_episode(episode: EpisodeRecord, require_all_blocks: bool) -> EpisodeScore:
     path: list[str] = []
     cents = clean_cents = 0
     invalid = repeated = extra = wrong = inaccessible = unknown = bad_id = 0
