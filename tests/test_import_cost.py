@@ -42,6 +42,7 @@ UNRELATED_RUN_MODULES = [
     "pytest_budget.planning.options",
     "pytest_budget.planning.suite",
     "pytest_budget.plugin",
+    "pytest_budget.plugin_markdown",  # registers --budget-markdown (imports os, pytest)
     "pytest_budget.plugin_options",
     "pytest_budget.sizes",
     "pytest_budget.suite_hooks",
