@@ -33,6 +33,7 @@ RUN_PAGES = [
         "docs/how-to/bring-your-own-queries.md",
         "docs/how-to/bring-your-own-solver.md",
         "docs/how-to/bring-your-own-tool-agent.md",
+        "docs/how-to/compare-agents-by-cost.md",
         "docs/how-to/forecast-and-cap-the-cost.md",
         "docs/how-to/gate-ci.md",
         "docs/how-to/read-the-html-report.md",
