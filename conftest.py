@@ -31,6 +31,10 @@ def pytest_configure(config: pytest.Config) -> None:
     paths = [(here / arg.partition("::")[0]).resolve() for arg in config.args]
     if paths and all(path.is_relative_to(_TESTS) for path in paths):
         config.addinivalue_line("filterwarnings", "error")
+    config.addinivalue_line(
+        "markers",
+        "hypothesis_plugin: pytester runs keep hypothesis's plugin unless they disable it",
+    )
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -53,17 +57,28 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 def _quiet_async_plugin_in_pytester_runs(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """pytest-asyncio (a dev dependency) warns in every project without its ini key; the
-    projects that pytester makes have none.  Set it for them (a test may set its own
-    PYTEST_ADDOPTS after this)."""
+    """Options every pytester run of this suite gets through PYTEST_ADDOPTS (a test may
+    set its own PYTEST_ADDOPTS after this).
+
+    pytest-asyncio (a dev dependency) warns in every project without its ini key; the
+    projects that pytester makes have none: set it for them.  hypothesis's plugin imports
+    all of hypothesis at the end of every run (~2 s of CPU, most of a small run's start),
+    and no project pytester makes uses hypothesis: leave it out, unless the test is marked
+    ``hypothesis_plugin`` (its runs name ``-p`` options that a re-run command must repeat,
+    and an option in PYTEST_ADDOPTS is not repeated)."""
     if "pytester" not in request.fixturenames:
         return
+    options = []
+    if request.node.get_closest_marker("hypothesis_plugin") is None:
+        options.append("-p no:hypothesispytest")
     try:
         import pytest_asyncio  # noqa: F401
     except ImportError:
-        return
+        pass
+    else:
+        options.append("-o asyncio_default_fixture_loop_scope=function")
     request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it starts
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")
+    monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(options))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

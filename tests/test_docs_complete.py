@@ -69,6 +69,9 @@ METRIC_PAGES = {"triage": "metrics.md", "triage-resolve": "metrics.md",
 #: Plugins the checked runs do not need: without them an in-process run does not import
 #: hypothesis again (about 2 s), nor run the garbage collector at unconfigure (0.1 s each).
 FAST = ("-p", "no:hypothesispytest", "-p", "no:unraisableexception")
+# The runs name hypothesis's plugin off on their command line, and the re-run commands they
+# check repeat it: conftest.py must not also put it in PYTEST_ADDOPTS.
+pytestmark = pytest.mark.hypothesis_plugin
 
 
 @pytest.fixture(autouse=True)

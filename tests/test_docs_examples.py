@@ -32,6 +32,9 @@ SUITE = (
 )  # fmt: skip
 #: Not needed by the examples; skipping the hypothesis plugin halves each run's start-up.
 FAST = ("-p", "no:hypothesispytest")
+# The runs name hypothesis's plugin off on their command line, and the re-run commands they
+# check repeat it: conftest.py must not also put it in PYTEST_ADDOPTS.
+pytestmark = pytest.mark.hypothesis_plugin
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

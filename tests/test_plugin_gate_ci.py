@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 
 FAST = ("-p", "no:hypothesispytest", "-p", "no:cacheprovider")
+# The runs name hypothesis's plugin off on their command line, and the re-run commands they
+# check repeat it: conftest.py must not also put it in PYTEST_ADDOPTS.
+pytestmark = pytest.mark.hypothesis_plugin
 SMALL = (
     "--budget-suite=all", "--budget-gate=off",
     # triage: one alpha, no injection, one planner (2 cells: arith and sokoban)
