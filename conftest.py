@@ -35,6 +35,17 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "hypothesis_plugin: pytester runs keep hypothesis's plugin unless they disable it",
     )
+    if paths and all(path.is_relative_to(_TESTS) for path in paths):
+        # CI shares its 2 cores: generating inputs slowly is the machine's load, not a
+        # property under test (the examples drawn and the assertions stay the same).
+        from hypothesis import HealthCheck, settings
+
+        settings.register_profile(
+            "shared-machine",
+            settings.get_profile("default"),
+            suppress_health_check=[HealthCheck.too_slow],
+        )
+        settings.load_profile("shared-machine")
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
