@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from pytest_budget.replies import MAX_SPELLED_OUT, safe_repr
 from pytest_budget.tokens import count_tokens
 
 __all__ = [
@@ -56,8 +57,10 @@ def reply_text(reply: object) -> str:
         return text
     try:
         return json.dumps(reply, default=_plain, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):  # a reply that cannot be written out
-        return str(reply)
+    except Exception:  # an agent's object may raise anything from its hooks
+        # Written out within the reply size limit it has passed (huge integers, deep
+        # nesting and a __str__ or __repr__ that raises included).
+        return safe_repr(reply, MAX_SPELLED_OUT)
 
 
 def count_reply(agent: object, role: str, reply: object) -> None:
