@@ -341,5 +341,8 @@ def test_page_with_samples_is_self_contained() -> None:
     scripts = [f for f in parser.found if f["tag"] == "script"]
     # one data block and the one inline script; nothing loaded from anywhere
     assert [s.get("type") for s in scripts] == ["application/octet-stream", None]
-    assert all("src" not in s and "href" not in s for s in parser.found)
+    # figures are inline data URLs (the frontier's); nothing else has a source or a link
+    assert all(
+        (s.get("src") or "data:").startswith("data:") and "href" not in s for s in parser.found
+    )
     assert "https://" not in page and "evil" not in page
