@@ -255,6 +255,15 @@ def _table_lines(report: Mapping[str, Any]) -> list[str]:
         if suite in grouped:
             lines.append(f"{f' {title} ':=^78}")
             lines.extend(render(grouped[suite]))
+    from pytest_budget.frontier import frontier_lines
+
+    # Then the run's score-against-spend tables, ruled as pytest's write_sep rules them at
+    # 80 columns.
+    for title, frontier in frontier_lines(report_cells(report)):
+        side = "-" * max((80 - len(title) - 2) // 2, 1)
+        rule = f"{side} {title} {side}"
+        lines.append(rule + "-" if len(rule) < 80 else rule)
+        lines.extend(frontier)
     return lines
 
 
