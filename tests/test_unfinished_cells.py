@@ -155,39 +155,13 @@ def test_bound_cell_caps_per_item_lists_by_hand() -> None:
     assert bound_cell({"repairs": ["a"]}) == {"repairs": ["a"]}
 
 
-def test_a_huge_plan_makes_a_small_report(pytester: pytest.Pytester) -> None:
-    # 4,000 unknown ids (about 130,000 characters written out: under the reply size limit),
-    # each one a repair: the report lists the first LIST_LIMIT and counts the rest.
+def _run_a_plan_of(pytester: pytest.Pytester, entries: int) -> pytest.RunResult:
+    """A triage run whose planner names ``entries`` unknown ids (each one a repair)."""
     pytester.makeconftest(
-        """
+        f"""
         def pytest_budget_planner(config):
             def plan(request):
-                return {"plan": [{"id": f"nope{i}", "tokens": 1} for i in range(4_000)]}
-            return plan
-        """
-    )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--budget-gate=off", "--budget-suite=triage",
-        "--budget-pool-size=6", "--budget-alpha=0.5", "--budget-unsolvable=0",
-        "--budget-report=r.json",
-    )  # fmt: skip
-    result.assert_outcomes(passed=2)
-    size = (pytester.path / "r.json").stat().st_size
-    cells = report(pytester)["cells"]
-    assert size < 200_000, size
-    for cell in cells:
-        assert len(cell["repairs"]) == LIST_LIMIT
-        assert cell["repairs_omitted"] == 4_000 - LIST_LIMIT
-
-
-def test_a_plan_too_large_to_read_is_invalid(pytester: pytest.Pytester) -> None:
-    # 100,000 entries are over the 200,000 characters a list/dict reply may take written out:
-    # the reply is refused as invalid (with the reason) before any entry is read.
-    pytester.makeconftest(
-        """
-        def pytest_budget_planner(config):
-            def plan(request):
-                return {"plan": [{"id": f"nope{i}", "tokens": 1} for i in range(100_000)]}
+                return {{"plan": [{{"id": f"nope{{i}}", "tokens": 1}} for i in range({entries})]}}
             return plan
         """
     )
@@ -198,6 +172,22 @@ def test_a_plan_too_large_to_read_is_invalid(pytester: pytest.Pytester) -> None:
     )  # fmt: skip
     result.assert_outcomes(passed=2)
     assert (pytester.path / "r.json").stat().st_size < 200_000
+    return result
+
+
+def test_a_huge_plan_makes_a_small_report(pytester: pytest.Pytester) -> None:
+    # 4,000 unknown ids (about 130,000 characters written out: under the reply size limit),
+    # each one a repair: the report lists the first LIST_LIMIT and counts the rest.
+    _run_a_plan_of(pytester, 4_000)
+    for cell in report(pytester)["cells"]:
+        assert len(cell["repairs"]) == LIST_LIMIT
+        assert cell["repairs_omitted"] == 4_000 - LIST_LIMIT
+
+
+def test_a_plan_too_large_to_read_is_invalid(pytester: pytest.Pytester) -> None:
+    # 100,000 entries are over the 200,000 characters a list/dict reply may take written out:
+    # the reply is refused as invalid (with the reason) before any entry is read.
+    result = _run_a_plan_of(pytester, 100_000)
     result.stdout.fnmatch_lines(["plans: 0 ok, 0 repaired, 2 unparseable*"])
     for cell in report(pytester)["cells"]:
         [reason] = cell["repairs"]
