@@ -245,6 +245,11 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
         if isinstance(mine, str):
             return None  # this suite (or the user's own test) records no per-unit values
         theirs = read_per_unit(stored.get("per_query"))
+        sequential = new.get("sequential")
+        if isinstance(sequential, dict) and not isinstance(theirs, str):
+            # The cell ran some of its units in looks (pytest_budget.sequential): the same
+            # decision its test took, on the same units of the baseline.
+            return self._sequential(stored, theirs[1], mine[1], sequential, new)
         why = theirs if isinstance(theirs, str) else ""
         if not why and theirs[0] != mine[0]:
             why = f"stores {theirs[0]} per-unit values (this run has {mine[0]})"
@@ -285,6 +290,33 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
                         }
             sink(self.suite, changes)
         return [regression.message() for regression in regressions]
+
+    def _sequential(
+        self,
+        stored: Mapping[str, Any],
+        theirs: Mapping[str, Any],
+        mine: Mapping[str, Any],
+        sequential: Mapping[str, Any],
+        new: Mapping[str, Any],
+    ) -> list[str]:
+        """Messages of the sequential gate's last look; the batches' changes to the sink."""
+        from pytest_budget.sequential import batch_bounds, batch_changes, cell_look
+
+        ran = [int(b) for b in sequential["bounds"]]
+        bounds = batch_bounds(int(sequential["total"]))
+        verdict = cell_look(
+            theirs, mine, self.specs, self.alpha, bounds, len(ran), stored.get("scores") or {}
+        )
+        for sink in self.sinks:
+            changes: dict[str, Any] = {}
+            for spec in self.specs:
+                d = batch_changes(theirs, mine, spec, ran)
+                if d is not None:
+                    changes[spec.name] = {
+                        "d": [float(x) for x in d], "direction": spec.direction, "first": ran[0],
+                    }  # fmt: skip
+            sink(self.suite, changes)
+        return verdict.messages(new["per_query"].get("unit") or "unit", self.family)
 
     def _stored_path(self) -> str:
         if os.path.isfile(self.location) or not self.fallback:

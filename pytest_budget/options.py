@@ -92,6 +92,8 @@ class BudgetOptions:
     random_samples: int = 1000
     gate: str = "tolerance"
     gate_given: bool = False  # --budget-gate was given (else each suite's default gate)
+    # --budget-sequential: auto (metered agents), on, off (pytest_budget.sequential).
+    sequential: str = "auto"
     max_usd: float | None = None
     max_usd_mode: str = "refuse"  # or "stop-at-cap" (see --budget-max-usd-mode)
     # --budget-max-usd-default: the worst case a live run may forecast without --budget-max-usd.
@@ -426,10 +428,16 @@ def parse_options(
     repeat = positive_int(
         "--budget-repeat", get_option("budget_repeat") or get_ini("budget_repeat") or 1
     )
+    sequential = str(get_option("budget_sequential") or get_ini("budget_sequential") or "auto")
+    if sequential.strip() not in ("auto", "on", "off"):
+        raise OptionError(
+            f"budget_sequential: unknown mode {sequential!r}; choose from auto, on, off"
+        )
 
     return BudgetOptions(
         gate=gate,
         gate_given=gate_given,
+        sequential=sequential.strip(),
         suites=suites,
         agents=agents,
         agents_explicit=bool(agents),

@@ -75,6 +75,13 @@ def add_options(parser: pytest.Parser) -> None:
         f"score and report without comparing (default per suite: {_default_gates()})",
     )
     group.addoption(
+        "--budget-sequential",
+        choices=("auto", "on", "off"),
+        help="run each cell's units in batches and stop as soon as the paired gate decides "
+        "(regressed, or no regression of the stated size): on, off, or auto (default: ini "
+        "budget_sequential, else auto = on for metered model agents, off for the free ones)",
+    )
+    group.addoption(
         "--budget-ci-level",
         metavar="LEVEL",
         help="coverage of the bootstrap confidence interval of every score, strictly between "
@@ -227,6 +234,7 @@ _INI_VALUES: tuple[tuple[str, str], ...] = (
     ("budget_agent_timeout", "seconds one agent call may take (default 900; 0: none)"),
     ("budget_retry_max_s", "seconds after which a model call stops retrying"),
     ("budget_size", "run size: default or paper (see --budget-size)"),
+    ("budget_sequential", "sequential gate: auto, on or off (see --budget-sequential)"),
     ("budget_max_usd_default", "worst-case USD a live run without --budget-max-usd may forecast"),
 )
 #: The run's ini keys read as one entry per line.

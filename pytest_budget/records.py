@@ -212,6 +212,23 @@ class CellRecord:
             },
         },
     )
+    sequential: dict[str, Any] | None = describe(
+        "Only when the sequential gate was asked for (--budget-sequential): how the cell "
+        "ended. decision: regressed, no regression (of the stated size, or at the maximum "
+        "size), or ran whole (with the reason); look of looks, units run of max_units, the "
+        "cell's level alpha, and per metric its decision, p-value, the look's level and "
+        "the stated effect.",
+        properties={
+            "decision": {"enum": ["regressed", "no regression", "continue", "ran whole"]},
+            "reason": {"type": "string"},
+            "look": {"type": "integer", "minimum": 1},
+            "looks": {"type": "integer", "minimum": 1},
+            "units": {"type": "integer", "minimum": 0},
+            "max_units": {"type": "integer", "minimum": 0},
+            "alpha": {"type": "number"},
+            "metrics": {"type": "object"},
+        },
+    )
     notes: dict[str, str] | None = describe(
         "Why a score is 0 or null by definition, per score name (an F1 with an empty "
         "class, a score that was infinite and is written as null)."

@@ -166,6 +166,9 @@ class PooledRegression:
     alpha: float
     pairs: int
     direction: Direction
+    #: ``sign-flip`` (every cell ran whole) or ``e-process`` (the sequential gate's
+    #: anytime-valid pooled test, :mod:`pytest_budget.sequential`).
+    test: str = "sign-flip"
 
     @property
     def regressed(self) -> bool:
@@ -177,17 +180,21 @@ class PooledRegression:
             "kind": self.kind, "metric": self.metric, "mean_change_worse": self.change,
             "cells": self.cells, "units": self.units, "p_value": self.p_value,
             "alpha": self.alpha, "pairs": self.pairs, "direction": self.direction,
-            "regressed": self.regressed,
+            "regressed": self.regressed, "test": self.test,
         }  # fmt: skip
 
     def message(self) -> str:
         # ``change`` is signed worse-positive; the message shows the score's own change.
         moved = -self.change if self.direction == "higher" else self.change
+        test = (
+            "pooled sign-flip test"
+            if self.test == "sign-flip"
+            else "pooled anytime-valid e-process over the cells' batches (sequential gate)"
+        )
         return (
             f"{self.kind} {self.metric} regressed over the suite: mean change {moved:+.4g} "
             f"({self.direction} is better) on the same {self.units} units of {self.cells} "
-            "cells, pooled "
-            f"sign-flip test p={self.p_value:.2g} < {self.alpha:.2g} (run level {RUN_ALPHA:g}: "
+            f"cells, {test} p={self.p_value:.2g} < {self.alpha:.2g} (run level {RUN_ALPHA:g}: "
             f"half split over {self.pairs} pooled kind x metric pairs, Bonferroni)"
         )
 

@@ -78,6 +78,10 @@ class RunReporter:
         # The paired gate's per-unit changes, per (cell kind, metric): one list per cell.
         self._gate_changes: dict[tuple[str, str], list[tuple[list[float], Any]]] = {}
         self._pooled: list[Any] | None = None
+        # The same per unit with its cell's test id and first batch, and the (kind, metric)
+        # pairs some of whose cells ran sequentially (their pooled test is an e-process).
+        self._gate_batches: dict[tuple[str, str], list[tuple[str, list[float], int, Any]]] = {}
+        self._sequential_kinds: set[tuple[str, str]] = set()
 
     def pytest_sessionstart(self) -> None:
         # config.cache exists only after every plugin's pytest_configure has run.
@@ -153,6 +157,14 @@ class RunReporter:
                 self._gate_changes.setdefault((data["kind"], metric), []).append(
                     (value["d"], value["direction"])
                 )
+                # In canonical order for the sequential gate's pooled e-process; a cell
+                # that ran whole is one batch.
+                first = int(value.get("first", len(value["d"])))
+                self._gate_batches.setdefault((data["kind"], metric), []).append(
+                    (str(data.get("cell", report.nodeid)), value["d"], first, value["direction"])
+                )
+                if "first" in value:
+                    self._sequential_kinds.add((data["kind"], metric))
         record = getattr(report, "budget_cell", None)
         if record is None or report.when not in ("setup", "call"):
             return
@@ -252,6 +264,8 @@ class RunReporter:
         if self.session.cells and options.suites and options.gate != "off":
             rules = ", ".join(f"{suite} {options.gate_for(suite)}" for suite in options.suites)
             terminalreporter.write_line(f"budget gate: {rules}")
+            for line in sequential_lines(self.session.ordered_cells()):
+                terminalreporter.write_line(line)
         pooled = (
             [] if self.config.getoption("update_snapshots", False) else self._pooled_regressions()
         )
@@ -283,9 +297,17 @@ class RunReporter:
         """The run's pooled paired tests (one per cell kind and metric), decided once."""
         if self._pooled is None:
             from pytest_budget.run_gate import pooled_tests
+            from pytest_budget.sequential import pooled_sequential_tests
 
             pairs = int(self.session.memo.get("gate-pairs", (0, 0))[1])
-            self._pooled = pooled_tests(self._gate_changes, pairs=pairs or None)
+            seq = self._sequential_kinds
+            fixed = {k: v for k, v in self._gate_changes.items() if k not in seq}
+            batches = {k: v for k, v in self._gate_batches.items() if k in seq}
+            count = pairs or len(self._gate_changes)
+            self._pooled = sorted(
+                pooled_tests(fixed, pairs=count) + pooled_sequential_tests(batches, pairs=count),
+                key=lambda test: (test.kind, test.metric),
+            )
         return self._pooled
 
     def _pooled_regressions(self) -> list[Any]:
@@ -317,6 +339,33 @@ class RunReporter:
         report = self.session.report()
         self.session.write_report(report)
         self.session.write_html(report)
+
+
+def sequential_lines(cells: list[Any]) -> list[str]:
+    """The sequential gate's stops (issue 30): per cell that asked for it, its decision,
+    look and units run, then the run's units against the maximum."""
+    lines: list[str] = []
+    run = most = 0
+    for cell in cells:
+        seq = getattr(cell, "sequential", None)
+        if not isinstance(seq, dict):
+            continue
+        if seq.get("decision") == "ran whole":
+            lines.append(
+                f"budget sequential: {cell.suite} {cell.cell}: ran whole ({seq['reason']})"
+            )
+            continue
+        what = "regressed" if seq["decision"] == "regressed" else "no regression of the stated size"
+        if seq["decision"] != "regressed" and seq["look"] == seq["looks"]:
+            what = "no regression at the maximum size"
+        lines.append(
+            f"budget sequential: {cell.suite} {cell.cell}: {what} at look {seq['look']} of "
+            f"{seq['looks']} ({seq['units']} of {seq['max_units']} units)"
+        )
+        run, most = run + int(seq["units"]), most + int(seq["max_units"])
+    if most:
+        lines.append(f"budget sequential: {run} of {most} units run ({run / most:.0%})")
+    return lines
 
 
 def _gate_pairs(nodeids: list[str], options: BudgetOptions) -> tuple[int, int]:

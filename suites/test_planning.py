@@ -17,12 +17,13 @@ import pytest
 from pytest_budget.fixtures.cells import cell_result
 from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
 from pytest_budget.fixtures.planning import PlanningCell, PlanningQueries, planning_cells
+from pytest_budget.fixtures.sequential import sequential_record
 from pytest_budget.models.loop import shared_limiter
 from pytest_budget.options import BudgetOptions
-from pytest_budget.planning.evaluate import run_planning_cell
+from pytest_budget.planning.evaluate import PlanningOutcome, planning_outcome, run_planning_cell
 from pytest_budget.planning.intervals import cell_summary
 from pytest_budget.planning.options import PlanningOptions
-from pytest_budget.planning.per_query import per_query_snapshot
+from pytest_budget.planning.per_query import per_query_parts, per_query_snapshot
 from pytest_budget.planning.records import Query
 from pytest_budget.plugin_state import budget_session
 from pytest_budget.roles import agent_name
@@ -68,9 +69,59 @@ def _samples(outcome: Any, queries: Sequence[Query], options: BudgetOptions) -> 
     )
 
 
+def _context(options: BudgetOptions, queries: Sequence[Query]) -> dict[str, Any]:
+    """What a baseline must have been recorded with to be compared (else re-record)."""
+    return {
+        "seed": options.seed,
+        "queries": len(queries),
+        "query_set": _query_digest(queries),
+        "ban_longest": options.of(PlanningOptions).planning_ban_longest,
+        "reading": options.of(PlanningOptions).planning_reading,
+    }
+
+
+def _sequential(item: pytest.Item, options: BudgetOptions, agent: Any, queries: Any) -> Any:
+    """The cell's sequential plan, why it runs whole, or None (:mod:`~pytest_budget.
+    fixtures.sequential`)."""
+    from pytest_budget.fixtures.sequential import sequential_cell
+
+    metered = getattr(agent, "metered", False) is True
+    return sequential_cell(
+        item, options, "planning", len(queries), metered, _context(options, queries)
+    )
+
+
+def _run_sequential(
+    request: pytest.FixtureRequest, plan: Any, queries: Sequence[Query], cell: PlanningCell,
+    agent: Any, options: BudgetOptions,
+) -> PlanningOutcome:  # fmt: skip
+    """The cell's queries batch by batch, deciding after each (the first batch may have
+    been started ahead); the outcome of the queries run."""
+    from pytest_budget.models.loop import run_on_worker_loop
+
+    reading = options.of(PlanningOptions).planning_reading
+    episodes: list[Any] = []
+    for index, (lo, hi) in enumerate(plan.batches()):
+        batch = queries[lo:hi]
+
+        def work(batch: Sequence[Query] = batch) -> Any:
+            return _run(batch, cell, agent, options, pool=queries)
+
+        if index == 0:
+            part = cell_result(request, (agent_name(agent), "sequential batch 1"), work)
+        else:
+            part = run_on_worker_loop(work)
+        episodes += part.episodes
+        outcome = planning_outcome(part.agent, episodes, reading)
+        if plan.look(per_query_parts([outcome], reading)).decision != "continue":
+            break
+    return outcome
+
+
 async def _run(
-    queries: Sequence[Query], cell: PlanningCell, agent: Any, options: BudgetOptions
-) -> Any:
+    queries: Sequence[Query], cell: PlanningCell, agent: Any, options: BudgetOptions,
+    pool: Sequence[Query] | None = None,
+) -> Any:  # fmt: skip
     scenario = cell.scenario
     return await run_planning_cell(
         queries,
@@ -80,6 +131,7 @@ async def _run(
         agent,
         seed=options.seed,
         limiter=shared_limiter(options.concurrency),
+        pool=pool,
         **_protocol(options),
     )
 
@@ -94,6 +146,12 @@ def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] 
     cell, name, options = params["planning_cell"], params["budget_agent"], state.options
     agent = role_agent_for(item.config, options, name, "tool_agent", options.seed)
     queries = PlanningQueries(state).for_task(cell.task)
+    plan = _sequential(item, options, agent, queries)
+    if plan is not None and not isinstance(plan, str):  # only its first batch ahead
+        lo, hi = plan.batches()[0]
+        first = queries[lo:hi]
+        work = lambda: _run(first, cell, agent, options, pool=queries)  # noqa: E731
+        return work, (agent_name(agent), "sequential batch 1")
     return (lambda: _run(queries, cell, agent, options)), (agent_name(agent),)
 
 
@@ -108,11 +166,20 @@ def test_planning(
     request: pytest.FixtureRequest,
 ) -> None:
     scenario = planning_cell.scenario
-    queries = planning_queries.for_task(planning_cell.task)
-    outcome = cell_result(
-        request,
-        (agent_name(budget_tool_agent),),
-        lambda: _run(queries, planning_cell, budget_tool_agent, budget_options),
+    all_queries = planning_queries.for_task(planning_cell.task)
+    plan = _sequential(request.node, budget_options, budget_tool_agent, all_queries)
+    if plan is None or isinstance(plan, str):
+        outcome = cell_result(
+            request,
+            (agent_name(budget_tool_agent),),
+            lambda: _run(all_queries, planning_cell, budget_tool_agent, budget_options),
+        )
+    else:  # --budget-sequential: batch by batch, stopping once the gate decides
+        outcome = _run_sequential(
+            request, plan, all_queries, planning_cell, budget_tool_agent, budget_options
+        )
+    queries = (
+        all_queries[: len(outcome.episodes)] if plan and not isinstance(plan, str) else all_queries
     )
     # --budget-repeat: the agent runs every query again (a reference agent with another seed).
     outcomes = [
@@ -158,6 +225,7 @@ def test_planning(
             "first_error": outcome.first_error,
             # The episodes behind the scores, for the HTML report's drill-down (issue 23).
             "samples": _samples(outcome, queries, budget_options),
+            "sequential": sequential_record(plan),
             "sort_key": [planning_cell.task, scenario.level, scenario.mode, scenario.blocks, agent],
         }
     )
@@ -171,12 +239,8 @@ def test_planning(
         "per_query": per_query_snapshot(
             outcomes, budget_options.of(PlanningOptions).planning_reading
         ),
-        "context": {
-            "seed": budget_options.seed,
-            "queries": len(queries),
-            "query_set": _query_digest(queries),
-            "ban_longest": budget_options.of(PlanningOptions).planning_ban_longest,
-            "reading": budget_options.of(PlanningOptions).planning_reading,
-        },
+        "context": _context(budget_options, all_queries),
     }
+    if plan is not None and not isinstance(plan, str):
+        payload["sequential"] = plan.payload()
     assert budget_snapshot("planning") == payload

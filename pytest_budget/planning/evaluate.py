@@ -18,7 +18,7 @@ from pytest_budget.planning.metrics import greedy_scores, score_episodes
 from pytest_budget.planning.records import EpisodeRecord, Query
 from pytest_budget.roles import agent_name
 
-__all__ = ["PlanningOutcome", "run_planning_cell"]
+__all__ = ["PlanningOutcome", "planning_outcome", "run_planning_cell"]
 
 
 @dataclass
@@ -51,9 +51,12 @@ async def run_planning_cell(
     ban_longest: bool = True,
     reading: str = "code",
     answer_feedback: bool = False,
+    pool: Sequence[Query] | None = None,
 ) -> PlanningOutcome:
     """Run ``agent`` on each query (in order) and aggregate CostBench's metrics
-    (``reading``: ``code`` or ``prose``; see :mod:`pytest_budget.planning.metrics`)."""
+    (``reading``: ``code`` or ``prose``; see :mod:`pytest_budget.planning.metrics`).
+    ``pool``: the task's whole query set when ``queries`` is one batch of it (the
+    sequential gate), so each episode is the one the whole cell would run."""
     name = agent_name(agent)
     records: list[EpisodeRecord | None] = [None] * len(queries)
 
@@ -68,13 +71,17 @@ async def run_planning_cell(
             limiter=limiter,
             ban_longest=ban_longest,
             answer_feedback=answer_feedback,
-            pool=queries,
+            pool=queries if pool is None else pool,
         )
 
     async with anyio.create_task_group() as group:
         for index, query in enumerate(queries):
             group.start_soon(one, index, query)
-    episodes = [r for r in records if r is not None]
+    return planning_outcome(name, [r for r in records if r is not None], reading)
+
+
+def planning_outcome(name: str, episodes: list[EpisodeRecord], reading: str) -> PlanningOutcome:
+    """The scored cell of these episodes (one per query, in query order)."""
     errors = [e.error for e in episodes if e.error is not None]
     outcome = PlanningOutcome(
         name,
