@@ -1,0 +1,125 @@
+"""The sequential gate in real runs (issue 30, must-have 4): a noisy tool agent's baseline is
+recorded at the full size; an unchanged rerun stops early, passes, and calls the agent less
+than the full run did; a regressed agent fails, the failure naming the look that decided.
+
+The tool agent answers like an LLM at temperature > 0: at each step it takes the optimal
+plan's next call with its query's own probability (1.0 for most queries, 0.85 for a fifth
+of them), else greedy's pick, drawn with true randomness (``random.SystemRandom``).  It
+counts its own calls in a file, so the calls compared are the ones it really made.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+CONFTEST = """
+import os
+import random
+import zlib
+
+from pytest_budget.planning.agents import GreedyToolAgent, OracleToolAgent
+
+_RNG = random.SystemRandom()
+_GREEDY = GreedyToolAgent()
+
+
+class NoisyToolAgent(OracleToolAgent):
+    # An LLM-like tool agent: at each step it takes the optimal plan's next call with its
+    # query's own probability (fixed per query), else greedy's pick; true randomness.
+
+    name = "noisy-tool-agent"
+
+    def act(self, observation):
+        path = os.environ.get("CALLS_FILE")
+        if path:
+            with open(path, "a") as handle:
+                handle.write("x")
+        return super().act(observation)
+
+    def choose(self, observation, view):
+        u = (zlib.crc32(observation.query_id.encode()) % 1000) / 1000
+        p = 1.0 if u < 0.8 else 0.85
+        if os.environ.get("REGRESSED"):
+            p -= 0.3
+        if _RNG.random() < p:
+            return super().choose(observation, view)
+        return _GREEDY.choose(observation, view)
+
+
+def pytest_budget_tool_agent(config):
+    return NoisyToolAgent()
+"""
+
+ARGS = ("--budget-suite=planning", "--budget-agent=user", "--budget-task=accommodation",
+        "--budget-scenario=static@2", "--budget-query-count=60", "--budget-ci-resamples=0",
+        "-p", "no:cacheprovider", "-p", "no:randomly")  # fmt: skip
+SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "reference" / "report.schema.json"
+
+
+def _calls(path: Path) -> int:
+    calls = len(path.read_text()) if path.exists() else 0
+    path.unlink(missing_ok=True)
+    return calls
+
+
+def test_unchanged_agent_stops_early_and_a_regressed_one_fails_naming_the_look(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest(CONFTEST)
+    counter = pytester.path / "calls"
+    monkeypatch.setenv("CALLS_FILE", str(counter))
+    # Recording runs every query (the baseline is the full size).
+    pytester.runpytest_subprocess(*ARGS, "--snapshot-update").assert_outcomes(passed=1)
+    full = _calls(counter)
+    stored = json.loads(
+        (
+            pytester.path / "__budget_snapshots__/planning/accommodation-static-L2-user.json"
+        ).read_text()
+    )
+    assert stored["per_query"]["n"] == 60 and "sequential" not in stored
+    # The in-process agent is not metered: auto leaves it whole, on runs it in batches.
+    whole = pytester.runpytest_subprocess(*ARGS, "--budget-report=w.json")
+    whole.assert_outcomes(passed=1)
+    assert "sequential" not in json.loads((pytester.path / "w.json").read_text())["cells"][0]
+    assert _calls(counter) > 0.8 * full
+    for _ in range(3):
+        result = pytester.runpytest_subprocess(
+            *ARGS, "--budget-sequential=on", "--budget-report=r.json"
+        )
+        result.assert_outcomes(passed=1)
+        calls = _calls(counter)
+        report = json.loads((pytester.path / "r.json").read_text())
+        jsonschema.validate(report, json.loads(SCHEMA.read_text(encoding="utf-8")))
+        (cell,) = report["cells"]
+        seq = cell["sequential"]
+        assert seq["decision"] == "no regression" and seq["look"] < seq["looks"] == 4
+        assert seq["units"] == [15, 30, 45][seq["look"] - 1] and seq["max_units"] == 60
+        assert cell["queries"] == seq["units"]
+        # Fewer calls than the full run, in proportion to the queries run (+-30%: episodes
+        # differ in length).
+        assert calls < full
+        assert calls == pytest.approx(full * seq["units"] / 60, rel=0.3)
+        result.stdout.fnmatch_lines(
+            [f"budget sequential: planning accommodation-static-L2: no regression of the "
+             f"stated size at look {seq['look']} of 4 ({seq['units']} of 60 units)",
+             f"budget sequential: {seq['units']} of 60 units run*"]
+        )  # fmt: skip
+        pooled = {t["metric"]: t for t in report["pooled_gate"]}
+        assert pooled["emr"]["test"] == "e-process" and not pooled["emr"]["regressed"]
+        assert pooled["emr"]["units"] == seq["units"]
+    monkeypatch.setenv("REGRESSED", "1")
+    worse = pytester.runpytest_subprocess(*ARGS, "--budget-sequential=on", "--budget-report=x.json")
+    assert worse.ret == pytest.ExitCode.TESTS_FAILED
+    seq = json.loads((pytester.path / "x.json").read_text())["cells"][0]["sequential"]
+    assert seq["decision"] == "regressed"
+    worse.stdout.fnmatch_lines(
+        [f"E * emr regressed: stored *, new * on the same {seq['units']} of 60 queries, "
+         f"sequential paired sign-flip test at look {seq['look']} of 4: p=* < * (this look's "
+         "share of the cell's level 0.001, spent as alpha*t^2 over 4 looks) and past the "
+         "tolerance 0.05 (higher is better); level 0.001 = half the run's 0.01 split over "
+         "its 5 gated cell x metric pairs (Bonferroni)"]
+    )  # fmt: skip
