@@ -75,6 +75,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from pytest_budget import sequential
 from pytest_budget.run_gate import (
     RUN_ALPHA,
     SequentialRule,
@@ -82,6 +83,7 @@ from pytest_budget.run_gate import (
     pooled_alpha,
     unit_changes,
 )
+from pytest_budget.sequential import STATED_EFFECTS, batch_bounds, mixture_log_e
 from pytest_budget.sizes import COSTBENCH_TEST_SPLIT, SIZES
 
 Array = npt.NDArray[np.float64]
@@ -133,9 +135,12 @@ class Suite:
     fixed_calls: float  # calls not split into batches (triage: one plan per cell)
     draw: Callable[[np.random.Generator, int, dict[str, float]], dict[str, tuple[Array, Array]]]
     real_units: int = 0  # all cells' units (awareness pads its environments to one width)
+    real_mask: Array | None = None  # cells x units: 1 where a unit is real, 0 for padding
 
     def __post_init__(self) -> None:
         self.real_units = self.real_units or self.cells * self.units
+        if self.real_mask is None:
+            self.real_mask = np.ones((self.cells, self.units))
 
 
 def _logit_shift(p: Array, shift: float) -> Array:
@@ -193,7 +198,7 @@ def planning_suite(rng: np.random.Generator, counts: list[int]) -> Suite:
 
     return Suite(
         "planning", cells, queries, PLANNING_CALLS_PER_QUERY, 0.0, draw,
-        real_units=int(real.sum()),
+        real_units=int(real.sum()), real_mask=real,
     )  # fmt: skip
 
 
@@ -272,7 +277,7 @@ def awareness_suite(rng: np.random.Generator, scale: float) -> Suite:
             "invalid_rate": (invalid, real * one),
         }
 
-    return Suite("awareness", cells, n, 1.0, 0.0, draw, real_units=sum(sizes))
+    return Suite("awareness", cells, n, 1.0, 0.0, draw, real_units=sum(sizes), real_mask=real)
 
 
 def changes(
@@ -352,6 +357,71 @@ def gate_suite(
     return Outcome(red, calls)
 
 
+def gate_suite_wired(
+    suite: Suite,
+    stored: dict[str, tuple[Array, Array]],
+    new: dict[str, tuple[Array, Array]],
+    cell_level: float,
+    pooled_level: float,
+    looks: int,
+) -> Outcome:
+    """Red runs and calls of one suite under the sequential gate *as wired* into the suites
+    (:mod:`pytest_budget.sequential`): every cell looks at its own batches only and stops on
+    its own data (any metric regressed, or every stated metric "no regression", or its
+    maximum size); the suite's pooled test is the mixture e-process over the units run, in
+    canonical order (cell, batch), each batch's changes computed on its cell's prefix."""
+    runs = next(iter(new.values()))[0].shape[0]
+    batched = suite.calls_per_unit > 0 and looks > 1
+    bounds = batch_bounds(suite.units, looks if batched else 1)
+    k_looks = len(bounds)
+    metrics = METRICS[suite.name]
+    stated = [m for m in metrics if m in STATED_EFFECTS] or list(metrics)
+    stop = np.full((runs, suite.cells), k_looks)
+    done = np.zeros((runs, suite.cells), dtype=np.bool_)
+    red = np.zeros(runs, dtype=np.bool_)
+    parts: dict[str, list[Array]] = {m: [] for m in metrics}  # each batch's changes
+    lo = 0
+    for k, upto in enumerate(bounds, start=1):
+        hit = np.zeros((runs, suite.cells), dtype=np.bool_)
+        clear = np.ones((runs, suite.cells), dtype=np.bool_)
+        for metric, direction in metrics.items():
+            d = changes(stored, new, metric, direction, upto)  # runs x cells x units
+            parts[metric].append(d[..., lo:upto])
+            rule = sequential.cell_rule(k_looks, cell_level, metric)
+            s, v = d.sum(-1), (d * d).sum(-1)
+            decision = rule.decide_many(k, s.ravel(), v.ravel()).reshape(s.shape)
+            hit |= decision == 1
+            if metric in stated:
+                clear &= decision == -1
+        newly = ~done & (hit | clear | (k == k_looks))
+        red |= (~done & hit).any(1)
+        stop = np.where(newly, k, stop)
+        done |= newly
+        lo = upto
+    threshold = math.log(1 / pooled_level)
+    for metric in metrics:
+        ran = [p * (stop >= b)[..., None] for b, p in enumerate(parts[metric], start=1)]
+        x = np.concatenate(ran, axis=-1).reshape(runs, -1)  # cell by cell, batch by batch
+        rho = sequential.RHO_SHARE * (parts[metric][0] ** 2).sum(axis=(1, 2))[:, None]
+        s, v = np.cumsum(x, 1), np.cumsum(x * x, 1)
+        # Only where the e-value's upper bound (Phi <= 1) reaches the threshold.
+        w = v + np.maximum(rho, 1e-300)
+        bound = math.log(2.0) + 0.5 * np.log(np.maximum(rho, 1e-300) / w) + s * s / (2 * w)
+        maybe = (bound >= threshold) & (s > 0)
+        if maybe.any():
+            rows = np.nonzero(maybe)
+            log_e = mixture_log_e(s[rows], v[rows], np.broadcast_to(rho, s.shape)[rows])
+            crossed = np.zeros_like(maybe)
+            crossed[rows] = log_e >= threshold
+            red |= crossed.any(1)
+    width = np.arange(suite.units)
+    limit = np.array(bounds)[stop - 1]  # units run per run and cell
+    assert suite.real_mask is not None
+    real = suite.real_mask[None] * (width[None, None, :] < limit[..., None])
+    calls = real.sum(axis=(1, 2)) * suite.calls_per_unit + suite.fixed_calls * suite.cells
+    return Outcome(red, calls)
+
+
 def clopper_upper(hits: int, trials: int) -> float:
     """One-sided 95% upper bound of a binomial rate (bisection on the binomial tail)."""
     if hits >= trials:
@@ -416,7 +486,12 @@ def main() -> None:
         "--multiples", default="1,1.5,2,3", help="power also at these multiples of each effect"
     )
     parser.add_argument("--only", default="", help="regressed agents of these suites only")
-    parser.add_argument("--designs", default="fixed,seq", help="fixed, seq (sequential)")
+    parser.add_argument(
+        "--designs",
+        default="fixed,wired",
+        help="fixed; wired (the sequential gate as the suites run it: per-cell looks, pooled "
+        "e-process); seq (run-level looks over every cell together: not what pytest runs)",
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     print(
@@ -455,8 +530,9 @@ def main() -> None:
                     size_of = effect * times
                     agents.append((f"{name} {metric} -{size_of:g}", name, {metric: size_of}))
         designs = args.designs.split(",")
-        for looks in [1] * ("fixed" in designs) + [args.looks] * ("seq" in designs):
-            design = "fixed" if looks == 1 else f"seq {looks}"
+        for design in designs:
+            looks = 1 if design == "fixed" else args.looks
+            gate = gate_suite_wired if design == "wired" else gate_suite
             for label, target, effect in agents:
                 started = time.perf_counter()
                 reds: list[npt.NDArray[np.bool_]] = []
@@ -468,7 +544,7 @@ def main() -> None:
                         stored = suite.draw(rng, 1, {})
                         stored = {k: (v[0][0], v[1][0]) for k, v in stored.items()}
                         new = suite.draw(rng, args.reruns, effect if suite.name == target else {})
-                        out = gate_suite(suite, stored, new, cell_level, pooled_level, looks)
+                        out = gate(suite, stored, new, cell_level, pooled_level, looks)
                         if target is None or suite.name == target:
                             red |= out.red
                         total += out.calls

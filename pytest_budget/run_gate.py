@@ -259,6 +259,8 @@ class SequentialRule:
     effect: float
     beta_spend: float = 0.05
     rho: float = 2.0
+    #: The first look that may stop for futility (earlier looks may only reject).
+    futility_from: int = 1
 
     def spent(self, k: int, total: float) -> float:
         """What look ``k`` (1-based) may spend of ``total``."""
@@ -280,6 +282,8 @@ class SequentialRule:
         out = np.where(reject, 1, 0).astype(np.int8)
         if k == self.looks:
             return np.where(reject, 1, -1).astype(np.int8)
+        if k < self.futility_from:
+            return out
         gamma = self.spent(k, self.beta_spend)
         z = NormalDist().inv_cdf(1.0 - gamma)
         upper = (s + z * np.sqrt(v)) / cells

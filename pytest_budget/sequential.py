@@ -58,6 +58,7 @@ __all__ = [
     "batch_bounds",
     "batch_changes",
     "cell_look",
+    "cell_rule",
     "mixture_log_e",
     "pooled_sequential_tests",
     "sequential_applies",
@@ -80,8 +81,12 @@ STATED_EFFECTS: dict[str, float] = {
 }
 #: The futility effect of a metric of a suite with none of the above (your own cells).
 DEFAULT_EFFECT = 0.10
+#: The first look that may stop a cell for futility: a batch of a quarter of a small cell
+#: (3 of 9 planning queries) often has no changed unit under a regression too, and an early
+#: futility stop takes its units out of the suite's pooled test.
+FUTILITY_FROM = 2
 #: The pooled mixture's precision, as a share of the first batches' summed squares.
-RHO_SHARE = 1.0
+RHO_SHARE = 0.1
 
 Decision = Literal["regressed", "no regression", "continue"]
 Array = npt.NDArray[np.float64]
@@ -94,6 +99,13 @@ def sequential_applies(mode: str, metered: bool) -> bool:
     if mode not in MODES:
         raise ValueError(f"--budget-sequential: unknown mode {mode!r}; choose from auto, on, off")
     return mode == "on" or (mode == "auto" and metered)
+
+
+def cell_rule(looks: int, alpha: float, metric: str) -> SequentialRule:
+    """A cell's group-sequential rule for ``metric`` (its stated effect, futility from
+    :data:`FUTILITY_FROM`)."""
+    effect = STATED_EFFECTS.get(metric, DEFAULT_EFFECT)
+    return SequentialRule(looks, alpha, effect, futility_from=FUTILITY_FROM)
 
 
 def batch_bounds(units: int, looks: int = LOOKS) -> list[int]:
@@ -222,7 +234,7 @@ def cell_look(
         if not names or _names(spec, new) != names:
             continue
         effect = STATED_EFFECTS.get(spec.name, DEFAULT_EFFECT)
-        rule = SequentialRule(looks, alpha, effect)
+        rule = cell_rule(looks, alpha, spec.name)
         kept, got = _terms(stored, names, 0, upto), _terms(new, names, 0, upto)
         d = unit_changes(kept, got, spec.direction)
         if d is None:  # undefined on these units in both runs: nothing to judge yet
@@ -275,7 +287,7 @@ def batch_changes(
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def mixture_log_e(s: Array, v: Array, rho: float) -> Array:
+def mixture_log_e(s: Array, v: Array, rho: float | Array) -> Array:
     """Log of the half-normal mixture of ``exp(lam * s - lam**2 * v / 2)`` over ``lam >= 0``
     of precision ``rho``: ``2 sqrt(rho / (v + rho)) exp(s**2 / (2 (v + rho))) Phi(s /
     sqrt(v + rho))`` (module docstring).  Where ``s <= 0`` the e-value is below
