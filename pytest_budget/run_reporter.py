@@ -352,15 +352,16 @@ def sequential_lines(cells: list[Any]) -> list[str]:
             continue
         if seq.get("decision") == "ran whole":
             lines.append(
-                f"budget sequential: {cell.suite} {cell.cell}: ran whole ({seq['reason']})"
+                f"budget sequential: {cell.suite} {cell.cell} {cell.agent}: ran whole "
+                f"({seq['reason']})"
             )
             continue
         what = "regressed" if seq["decision"] == "regressed" else "no regression of the stated size"
         if seq["decision"] != "regressed" and seq["look"] == seq["looks"]:
             what = "no regression at the maximum size"
         lines.append(
-            f"budget sequential: {cell.suite} {cell.cell}: {what} at look {seq['look']} of "
-            f"{seq['looks']} ({seq['units']} of {seq['max_units']} units)"
+            f"budget sequential: {cell.suite} {cell.cell} {cell.agent}: {what} at look "
+            f"{seq['look']} of {seq['looks']} ({seq['units']} of {seq['max_units']} units)"
         )
         run, most = run + int(seq["units"]), most + int(seq["max_units"])
     if most:

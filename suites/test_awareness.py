@@ -15,12 +15,17 @@ import pytest
 
 from pytest_budget.awareness.bagen_logs import SWE_TAGS
 from pytest_budget.awareness.environments import WAREHOUSE_PRESETS, file_digest
-from pytest_budget.awareness.evaluate import run_awareness_cell, summarize_rollouts
+from pytest_budget.awareness.evaluate import (
+    AwarenessOutcome,
+    awareness_outcome,
+    run_awareness_cell,
+    summarize_rollouts,
+)
 from pytest_budget.awareness.fair_split import bagen_probes
 from pytest_budget.awareness.floor import trivial_floor
 from pytest_budget.awareness.intervals import cell_summary
 from pytest_budget.awareness.options import AwarenessOptions
-from pytest_budget.awareness.per_probe import per_probe_snapshot
+from pytest_budget.awareness.per_probe import per_probe_parts, per_probe_snapshot
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
 from pytest_budget.awareness.subsample import subsample_probes
@@ -35,6 +40,7 @@ from pytest_budget.fixtures.awareness import (
 )
 from pytest_budget.fixtures.cells import cell_result
 from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
+from pytest_budget.fixtures.sequential import SequentialCell, sequential_cell, sequential_record
 from pytest_budget.models.loop import shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin_state import budget_session
@@ -125,6 +131,12 @@ def _samples(rollouts: Sequence[Rollout], outcome: Any, options: BudgetOptions) 
     return dict(sample_fields(rollouts, outcome.results, dimensions, scrub))
 
 
+def _asked(rollouts: Sequence[Rollout]) -> list[tuple[Probe, ProbeTruth]]:
+    """Every probe the cell asks, in order."""
+    probes = _probes(rollouts)
+    return probes if probes is not None else [p for r in rollouts for p in make_probes(r)]
+
+
 async def _cell(
     rollouts_of: AwarenessRollouts,
     cell: AwarenessCell,
@@ -132,18 +144,63 @@ async def _cell(
     search_url: str | None,
     estimator: Any,
     options: BudgetOptions,
-) -> tuple[list[Rollout], Any]:
+    item: pytest.Item,
+) -> tuple[list[Rollout], Any, Any]:
     """The cell's rollouts (generated, or the process's memo) and the estimator's answers
-    to their probes (repeat 0)."""
+    to their probes (repeat 0): all of them, or under the sequential gate the first batch
+    (then also the cell's plan, :mod:`~pytest_budget.fixtures.sequential`)."""
     rollouts = await rollouts_of.afor_cell(cell, actor, search_url)
-    outcome = await run_awareness_cell(
+    asked = _asked(rollouts)
+    metered = getattr(estimator, "metered", False) is True
+    context = _context(options, cell, actor, rollouts)
+    plan = sequential_cell(item, options, "awareness", len(asked), metered, context)
+    if isinstance(plan, SequentialCell):
+        lo, hi = plan.batches()[0]
+        return rollouts, await _ask(rollouts, asked[lo:hi], estimator, options), plan
+    return rollouts, await _ask(rollouts, _probes(rollouts), estimator, options), plan
+
+
+async def _ask(
+    rollouts: Sequence[Rollout],
+    probes: Sequence[tuple[Probe, ProbeTruth]] | None,
+    estimator: Any,
+    options: BudgetOptions,
+) -> AwarenessOutcome:
+    return await run_awareness_cell(
         rollouts,
         estimator,
         policy=options.of(AwarenessOptions).parse,  # type: ignore[arg-type]
         limiter=shared_limiter(options.concurrency),
-        probes=_probes(rollouts),
+        probes=probes,
     )
-    return rollouts, outcome
+
+
+def _run_sequential(
+    plan: SequentialCell,
+    rollouts: Sequence[Rollout],
+    first: AwarenessOutcome,
+    estimator: Any,
+    options: BudgetOptions,
+) -> AwarenessOutcome:
+    """The cell's probes batch by batch after the first, deciding after each; the outcome
+    of the probes asked."""
+    from pytest_budget.models.loop import run_on_worker_loop
+
+    asked = _asked(rollouts)
+    dimensions = tuple(asked[0][0].budget)
+    results = list(first.results)
+    outcome = first
+    for index, (lo, hi) in enumerate(plan.batches()):
+        if index > 0:
+            batch = asked[lo:hi]
+            part = run_on_worker_loop(lambda b=batch: _ask(rollouts, b, estimator, options))
+            results += part.results
+            outcome = awareness_outcome(first.estimator, results, list(rollouts), dimensions)
+        if outcome.outcome == "error":
+            break
+        if plan.look(per_probe_parts([outcome])).decision != "continue":
+            break
+    return outcome
 
 
 def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] | None:
@@ -162,9 +219,9 @@ def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] 
         options.of(AwarenessOptions).search_url if cell.env == "search" and not logged else None
     )
     rollouts_of = AwarenessRollouts(state)
-    return (lambda: _cell(rollouts_of, cell, actor, search_url, estimator, options)), _identity(
-        estimator, actor
-    )
+    return (
+        lambda: _cell(rollouts_of, cell, actor, search_url, estimator, options, item)
+    ), _identity(estimator, actor)
 
 
 def _identity(estimator: Any, actor: Any) -> tuple[str, ...]:
@@ -188,7 +245,7 @@ def test_awareness(
     if awareness_cell.env == "search" and not logged:
         search_url = request.getfixturevalue("awareness_search_url")
     try:
-        rollouts, outcome = cell_result(
+        rollouts, outcome, plan = cell_result(
             request,
             _identity(budget_estimator, budget_actor),
             lambda: _cell(
@@ -198,12 +255,16 @@ def test_awareness(
                 search_url,
                 budget_estimator,
                 budget_options,
+                request.node,
             ),
         )
     except RolloutGenerationError as exc:
         pytest.fail(str(exc), pytrace=False)
     probes = _probes(rollouts)
-    asked = probes if probes is not None else [p for r in rollouts for p in make_probes(r)]
+    asked = _asked(rollouts)
+    if isinstance(plan, SequentialCell):  # --budget-sequential: the next batches, if needed
+        outcome = _run_sequential(plan, rollouts, outcome, budget_estimator, budget_options)
+        asked = asked[: len(outcome.results)]
     floor = trivial_floor(asked).as_dict()
     preset = None if logged else WAREHOUSE_PRESETS.get(awareness_cell.env)
     if preset in LEAKING_PRESETS:
@@ -251,6 +312,7 @@ def test_awareness(
             "first_error": outcome.first_error,
             # The probes behind the scores, for the HTML report's drill-down (issue 23).
             **_samples(rollouts, outcome, budget_options),
+            "sequential": sequential_record(plan),
             "sort_key": [awareness_cell.env, agent],
         }
     )
@@ -264,4 +326,6 @@ def test_awareness(
         "per_query": per_probe_snapshot(outcomes),
         "context": _context(budget_options, awareness_cell, budget_actor, rollouts),
     }
+    if isinstance(plan, SequentialCell):
+        payload["sequential"] = plan.payload()
     assert budget_snapshot("awareness") == payload

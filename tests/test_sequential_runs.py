@@ -104,8 +104,9 @@ def test_unchanged_agent_stops_early_and_a_regressed_one_fails_naming_the_look(
         assert calls < full
         assert calls == pytest.approx(full * seq["units"] / 60, rel=0.3)
         result.stdout.fnmatch_lines(
-            [f"budget sequential: planning accommodation-static-L2: no regression of the "
-             f"stated size at look {seq['look']} of 4 ({seq['units']} of 60 units)",
+            ["budget sequential: planning accommodation-static-L2 noisy-tool-agent: no "
+             f"regression of the stated size at look {seq['look']} of 4 "
+             f"({seq['units']} of 60 units)",
              f"budget sequential: {seq['units']} of 60 units run*"]
         )  # fmt: skip
         pooled = {t["metric"]: t for t in report["pooled_gate"]}
@@ -123,3 +124,27 @@ def test_unchanged_agent_stops_early_and_a_regressed_one_fails_naming_the_look(
          "tolerance 0.05 (higher is better); level 0.001 = half the run's 0.01 split over "
          "its 5 gated cell x metric pairs (Bonferroni)"]
     )  # fmt: skip
+
+
+def test_awareness_cells_ask_their_probes_in_batches(pytester: pytest.Pytester) -> None:
+    # The reference estimators against their shipped baselines: the answers are the same
+    # run to run, so no unit changes and every cell stops at the first look that may stop
+    # for futility (look 2 of 4: 106 of sokoban-6x6's 212 probes), asking half its probes.
+    args = ("--budget-suite=awareness", "--budget-env=sokoban-6x6", "--budget-agent=oracle,random",
+            "-p", "no:cacheprovider", "-p", "no:randomly", "--budget-report=r.json")  # fmt: skip
+    result = pytester.runpytest_subprocess(*args, "--budget-sequential=on")
+    result.assert_outcomes(passed=2)
+    cells = json.loads((pytester.path / "r.json").read_text())["cells"]
+    for cell in cells:
+        seq = cell["sequential"]
+        assert (seq["decision"], seq["look"], seq["units"], seq["max_units"]) == (
+            "no regression", 2, 106, 212,
+        )  # fmt: skip
+        assert cell["scores"]["n_probes"] == 106  # scored on the probes asked
+    result.stdout.fnmatch_lines(["budget sequential: 212 of 424 units run (50%)"])
+    # auto (the default) leaves the free reference estimators whole: scores as shipped.
+    whole = pytester.runpytest_subprocess(*args)
+    whole.assert_outcomes(passed=2)
+    assert all(
+        "sequential" not in c for c in json.loads((pytester.path / "r.json").read_text())["cells"]
+    )

@@ -54,6 +54,7 @@ __all__ = [
     "PARSE_POLICIES",
     "AwarenessOutcome",
     "ProbeResult",
+    "awareness_outcome",
     "cell_miss_bins",
     "parse_answer",
     "result_curves",
@@ -378,7 +379,17 @@ async def run_awareness_cell(
         )
 
     await for_each_bounded(len(probes), ask, limiter)
-    done = [r for r in results if r is not None]
+    return awareness_outcome(name, [r for r in results if r is not None], rollouts, dimensions)
+
+
+def awareness_outcome(
+    name: str,
+    done: list[ProbeResult],
+    rollouts: Sequence[Rollout],
+    dimensions: tuple[str, ...],
+) -> AwarenessOutcome:
+    """The scored cell of these answered probes (all of the cell's, or the batches the
+    sequential gate ran) of ``rollouts``."""
     errors = [r.error for r in done if r.error is not None]
     reasons = Counter(r.estimate.reason for r in done if isinstance(r.estimate, Invalid))
     outcome = AwarenessOutcome(
