@@ -370,9 +370,12 @@ def gate_suite_wired(
     its own data (any metric regressed, or every stated metric "no regression", or its
     maximum size); the suite's pooled test is the mixture e-process over the units run, in
     canonical order (cell, batch), each batch's changes computed on its cell's prefix."""
+    if suite.calls_per_unit == 0 or looks == 1:
+        # Triage plans a cell in one call: it runs whole, and so its pooled test is the
+        # sign-flip test (the suites send no batches for it).
+        return gate_suite(suite, stored, new, cell_level, pooled_level, 1)
     runs = next(iter(new.values()))[0].shape[0]
-    batched = suite.calls_per_unit > 0 and looks > 1
-    bounds = batch_bounds(suite.units, looks if batched else 1)
+    bounds = batch_bounds(suite.units, looks)
     k_looks = len(bounds)
     metrics = METRICS[suite.name]
     stated = [m for m in metrics if m in STATED_EFFECTS] or list(metrics)
@@ -535,6 +538,7 @@ def main() -> None:
             gate = gate_suite_wired if design == "wired" else gate_suite
             for label, target, effect in agents:
                 started = time.perf_counter()
+                per_suite: dict[str, list[float]] = {}  # each suite's share of its calls
                 reds: list[npt.NDArray[np.bool_]] = []
                 calls: list[Array] = []
                 for _ in range(args.baselines):
@@ -548,6 +552,13 @@ def main() -> None:
                         if target is None or suite.name == target:
                             red |= out.red
                         total += out.calls
+                        per_suite.setdefault(suite.name, []).append(
+                            float(out.calls.mean())
+                            / (
+                                suite.real_units * suite.calls_per_unit
+                                + suite.fixed_calls * suite.cells
+                            )
+                        )
                     reds.append(red)
                     calls.append(total)
                 all_red = np.concatenate(reds)
@@ -559,6 +570,9 @@ def main() -> None:
                     f"{all_calls.mean():10,.0f}  {all_calls.max():9,.0f}"
                     f"   ({time.perf_counter() - started:.1f} s)"
                 )
+                if target is None:
+                    shares = ", ".join(f"{k} {np.mean(v):.3f}" for k, v in per_suite.items())
+                    print(f"{'':19}mean share of each suite's calls: {shares}")
                 rows.append(
                     f"| {size} | {design} | {label} | {hits / n:.1%} | {bound.strip()} | "
                     f"{all_calls.mean():,.0f} | {all_calls.max():,.0f} |"

@@ -176,6 +176,11 @@ def forecast_before_run(
     state.memo[FORECAST_KEY] = forecast
     for line in forecast.lines():
         write(line)
+    from pytest_budget.sequential import forecast_lines
+
+    rows = [(r.suite, r.role, r.calls, r.calls_worst) for r in forecast.rows if r.calls_worst]
+    for line in forecast_lines(rows, options.sequential):
+        write(line)
     if options.dry_run:
         pytest.exit("budget: dry run (--budget-dry-run): no model was called", returncode=0)
     expected, worst = forecast.usd()

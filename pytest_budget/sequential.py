@@ -59,6 +59,7 @@ __all__ = [
     "batch_changes",
     "cell_look",
     "cell_rule",
+    "forecast_lines",
     "mixture_log_e",
     "pooled_sequential_tests",
     "sequential_applies",
@@ -88,6 +89,14 @@ FUTILITY_FROM = 2
 #: The pooled mixture's precision, as a share of the first batches' summed squares.
 RHO_SHARE = 0.1
 
+#: Per batched (suite, role): the share of its calls an unchanged agent spends under the
+#: sequential gate at the default size (``bench_gate_runs.py --sizes default --designs
+#: wired --only none``: planning 0.851, awareness 0.811 of their calls).
+EXPECTED_SHARE: dict[tuple[str, str], float] = {
+    ("planning", "tool_agent"): 0.85,
+    ("awareness", "estimator"): 0.81,
+}
+
 Decision = Literal["regressed", "no regression", "continue"]
 Array = npt.NDArray[np.float64]
 PerUnit = Mapping[str, tuple[Sequence[float], Sequence[float]]]
@@ -99,6 +108,41 @@ def sequential_applies(mode: str, metered: bool) -> bool:
     if mode not in MODES:
         raise ValueError(f"--budget-sequential: unknown mode {mode!r}; choose from auto, on, off")
     return mode == "on" or (mode == "auto" and metered)
+
+
+def forecast_lines(rows: Iterable[tuple[str, str, int, int]], mode: str) -> list[str]:
+    """The forecast's lines for the sequential gate: per forecast row ``(suite, role,
+    expected calls, worst-case calls)`` of a model agent, the most it may call (every
+    batch) and what an unchanged agent is expected to call (:data:`EXPECTED_SHARE`)."""
+    rows = list(rows)
+    if not rows:
+        return []
+    if mode == "off":
+        return ["sequential gate: off (--budget-sequential=off): every cell runs every unit"]
+    out: list[str] = []
+    most = expected = 0.0
+    for suite, role, calls, worst in rows:
+        share = EXPECTED_SHARE.get((suite, role))
+        most += worst
+        if share is None:
+            expected += calls
+            if (suite, role) == ("triage", "planner"):
+                out.append(
+                    "sequential gate: triage planner: one plan call per cell, which cannot be "
+                    "split into batches: runs whole"
+                )
+            continue
+        expected += calls * share
+        out.append(
+            f"sequential gate ({mode}): {suite} {role}: at most {worst:,} calls (every batch "
+            f"of {LOOKS}), expected ~{round(calls * share):,} for an unchanged agent "
+            f"({share:.0%} of its units, measured by benchmarks/bench_gate_runs.py)"
+        )
+    out.append(
+        f"sequential gate: at most {round(most):,} calls, expected ~{round(expected):,} for an "
+        "unchanged agent (cells without a stored baseline, and --snapshot-update, run whole)"
+    )
+    return out
 
 
 def cell_rule(looks: int, alpha: float, metric: str) -> SequentialRule:
