@@ -165,14 +165,13 @@ def _names(spec: MetricSpec, parts: PerUnit) -> list[str]:
     return [n for n in (spec.name, f"{spec.name}.2") if n in parts]
 
 
-def _terms(parts: PerUnit, names: Sequence[str], lo: int, hi: int) -> list[tuple[Array, Array]]:
-    return [
-        (np.asarray(parts[n][0][lo:hi], dtype=np.float64), np.asarray(parts[n][1][lo:hi]))
-        for n in names
-    ]
+def _terms(
+    parts: PerUnit, names: Sequence[str], lo: int, hi: int
+) -> list[tuple[Sequence[float], Sequence[float]]]:
+    return [(parts[n][0][lo:hi], parts[n][1][lo:hi]) for n in names]
 
 
-def _score(terms: Sequence[tuple[Array, Array]]) -> float | None:
+def _score(terms: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float | None:
     """The score of these units: the mean of the terms' ratios (``None``: undefined)."""
     ratios = []
     for num, den in terms:
@@ -338,7 +337,7 @@ def mixture_log_e(s: Array, v: Array, rho: float | Array) -> Array:
     ``sqrt(rho / (v + rho)) <= 1`` and never rejects; that bound is returned there."""
     w = np.asarray(v, dtype=np.float64) + rho
     z = np.maximum(np.asarray(s, dtype=np.float64), 0.0) / np.sqrt(w)
-    phi = 0.5 * _ERFC(-z / math.sqrt(2.0)).astype(np.float64)  # Phi(z) in [0.5, 1]
+    phi = 0.5 * np.asarray(_ERFC(-z / math.sqrt(2.0)), dtype=np.float64)  # Phi(z) in [0.5, 1]
     out: Array = np.where(
         z > 0, math.log(2.0) + 0.5 * np.log(rho / w) + z * z / 2 + np.log(phi),
         0.5 * np.log(rho / w),
