@@ -87,6 +87,8 @@ from pytest_budget.sequential import STATED_EFFECTS, batch_bounds, mixture_log_e
 from pytest_budget.sizes import COSTBENCH_TEST_SPLIT, SIZES
 
 Array = npt.NDArray[np.float64]
+#: Per metric, the units' numerators and denominators.
+Parts = dict[str, tuple[Array, Array]]
 
 #: Per suite: the gated metrics and their direction (as the suites register them).
 METRICS: dict[str, dict[str, str]] = {
@@ -358,12 +360,7 @@ def gate_suite(
 
 
 def gate_suite_wired(
-    suite: Suite,
-    stored: dict[str, tuple[Array, Array]],
-    new: dict[str, tuple[Array, Array]],
-    cell_level: float,
-    pooled_level: float,
-    looks: int,
+    suite: Suite, stored: Parts, new: Parts, cell_level: float, pooled_level: float, looks: int
 ) -> Outcome:
     """Red runs and calls of one suite under the sequential gate *as wired* into the suites
     (:mod:`pytest_budget.sequential`): every cell looks at its own batches only and stops on

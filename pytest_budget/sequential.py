@@ -368,25 +368,30 @@ def pooled_sequential_tests(
     from pytest_budget.run_gate import pooled_alpha
 
     count = pairs if pairs is not None else len(cells)
-    alpha = pooled_alpha(count, run_alpha)
-    found: list[PooledRegression] = []
-    for (kind, metric), rows in sorted(cells.items()):
-        if not rows:
-            continue
-        ordered = sorted(
-            (_Cell(order, np.asarray(d, dtype=np.float64), first) for order, d, first, _ in rows),
-            key=lambda c: c.order,
-        )
-        d = np.concatenate([c.d for c in ordered])
-        first = sum(float(c.d[: c.first] @ c.d[: c.first]) for c in ordered)
-        p = sequential_p(d, first)
-        found.append(
-            PooledRegression(
-                kind, metric, float(d.sum()) / len(rows), len(rows), int(d.size), p, alpha,
-                count, rows[0][3], test="e-process",  # type: ignore[arg-type]
-            )
-        )  # fmt: skip
-    return found
+    level = pooled_alpha(count, run_alpha)
+    return [
+        _pooled(kind, metric, rows, level, count)
+        for (kind, metric), rows in sorted(cells.items())
+        if rows
+    ]
+
+
+def _pooled(
+    kind: str, metric: str, rows: Sequence[tuple[str, Sequence[float], int, str]], level: float,
+    count: int,
+) -> PooledRegression:  # fmt: skip
+    """One kind and metric's e-process over its cells in canonical order."""
+    ordered = sorted(
+        (_Cell(order, np.asarray(d, dtype=np.float64), first) for order, d, first, _ in rows),
+        key=lambda c: c.order,
+    )
+    d = np.concatenate([c.d for c in ordered])
+    first = sum(float(c.d[: c.first] @ c.d[: c.first]) for c in ordered)
+    return PooledRegression(
+        kind, metric, float(d.sum()) / len(rows), len(rows), int(d.size),
+        sequential_p(d, first), level, count, rows[0][3],  # type: ignore[arg-type]
+        test="e-process",
+    )  # fmt: skip
 
 
 def sequential_p(d: Array, first_squares: float) -> float:
