@@ -280,8 +280,10 @@ def cell_look(
         rule = cell_rule(looks, alpha, spec.name)
         kept, got = _terms(stored, names, 0, upto), _terms(new, names, 0, upto)
         d = unit_changes(kept, got, spec.direction)
-        if d is None:  # undefined on these units in both runs: nothing to judge yet
-            decision: Decision = "no regression" if look == looks else "continue"
+        if d is None:  # undefined on these units in both runs: no change to judge (as the
+            # fixed gate), so no evidence of a regression either
+            stop = look >= min(FUTILITY_FROM, looks)
+            decision: Decision = "no regression" if stop else "continue"
             s = v = 0.0
         else:
             s, v = float(d.sum()), float(d @ d)

@@ -85,6 +85,12 @@ def test_cell_look_hand_worked() -> None:
     assert same.decision == "continue"
     same = cell_look(stored, {"emr": ([1.0] * 4, [1.0] * 4)}, (spec,), 0.5, [2, 4, 6, 8], 2)
     assert same.decision == "no regression" and same.units == 4
+    # A score undefined on the units run in both runs (no denominator): no change to judge,
+    # so from look 2 it does not hold the cell open.
+    empty = {"emr": ([0.0] * 8, [0.0] * 8)}
+    for k, want in ((1, "continue"), (2, "no regression")):
+        new_k = {"emr": ([0.0] * 2 * k, [0.0] * 2 * k)}
+        assert cell_look(empty, new_k, (spec,), 0.5, [2, 4, 6, 8], k).decision == want
 
 
 def test_batch_changes_use_each_batch_prefix() -> None:

@@ -148,3 +148,37 @@ def test_awareness_cells_ask_their_probes_in_batches(pytester: pytest.Pytester) 
     assert all(
         "sequential" not in c for c in json.loads((pytester.path / "r.json").read_text())["cells"]
     )
+
+
+def test_auto_runs_a_metered_model_estimator_in_batches(pytester: pytest.Pytester) -> None:
+    # A model estimator on a local OpenAI-compatible server (the actor the reference one):
+    # auto turns the sequential gate on for it, so an unchanged rerun asks the server
+    # fewer probes than the baseline's recording did.
+    from tests.model_server import ESTIMATOR_MARK, ModelServer, role_answer
+
+    def answer(body: dict[str, object]) -> str:
+        text = json.dumps(body.get("messages", []))
+        if ESTIMATOR_MARK not in text:
+            return role_answer(body)  # type: ignore[arg-type]
+        low = sum(map(ord, text)) % 500  # the same probe, the same answer
+        return f"<answer>[{low}, {low + 300}]</answer>"
+
+    pytester.makeini("[pytest]\nbudget_role_agents =\n    actor = reference\n")
+    with ModelServer(answer) as server:
+        args = ("--budget-suite=awareness", "--budget-env=sokoban-6x6",
+                "--budget-rollout-count=4", "--budget-agent=openai:m",
+                f"--budget-base-url={server.url}", "-p", "no:cacheprovider",
+                "--budget-report=r.json")  # fmt: skip
+        recorded = pytester.runpytest_subprocess(
+            *args, "--budget-cache-dir=c1", "--snapshot-update"
+        )
+        recorded.assert_outcomes(passed=1)
+        full = len(server.requests)
+        rerun = pytester.runpytest_subprocess(*args, "--budget-cache-dir=c2")
+        rerun.assert_outcomes(passed=1)
+        spent = len(server.requests) - full
+    (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
+    seq = cell["sequential"]
+    assert seq["decision"] == "no regression" and seq["look"] == 2
+    assert seq["max_units"] == full and spent == seq["units"] < full
+    rerun.stdout.fnmatch_lines(["sequential gate (auto): awareness estimator: at most *"])
