@@ -182,3 +182,12 @@ def test_auto_runs_a_metered_model_estimator_in_batches(pytester: pytest.Pyteste
     assert seq["decision"] == "no regression" and seq["look"] == 2
     assert seq["max_units"] == full and spent == seq["units"] < full
     rerun.stdout.fnmatch_lines(["sequential gate (auto): awareness estimator: at most *"])
+
+
+def test_an_unknown_sequential_mode_is_a_one_line_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nbudget_sequential = sometimes\n")
+    result = pytester.runpytest_subprocess("--budget-suite=triage", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*budget_sequential: unknown mode 'sometimes'; choose from auto, on, off*"]
+    )
