@@ -49,8 +49,17 @@ rollouts).  Triage is 16 cells of 30 items at every size.  Calls per run count t
 calls the evaluated roles make: planning 6 per query episode, awareness one estimator
 call per probe, triage one planner call per cell.
 
-**Sequential:** every cell runs its units in ``--looks`` equal batches; after each batch
-the run's pooled tests (and the cells' own) are decided by
+**Sequential as wired** (``--designs wired``, what the suites run under
+``--budget-sequential``, :mod:`pytest_budget.sequential`): every planning and awareness cell
+runs its units in ``--looks`` batches and stops on its own data (a metric regressed at its
+look's share of the cell's level; every stated metric "no regression" from look 2; or its
+full size); the suite's pooled test is the mixture e-process over the units run, in
+canonical order.  Triage runs whole.  ``--designs wired --only none`` prints each suite's
+share of its calls for an unchanged agent (the forecast's expected share).
+
+**Sequential, run-level looks** (``--designs seq``; not what pytest runs: it needs every
+cell's batch before any look): every cell runs its units in ``--looks`` equal batches;
+after each batch the run's pooled tests (and the cells' own) are decided by
 :class:`pytest_budget.run_gate.SequentialRule` (alpha spent over the looks, a futility stop
 when the data rule out the stated effect, at most 5% power spent on it).  A suite stops as
 soon as one of its metrics is ``regressed`` or all are ``no regression``; calls are counted
@@ -60,6 +69,8 @@ Every run-level number is over ``--baselines`` x ``--reruns`` runs (each baselin
 draw of the agent, as a user would record it).  Run::
 
     nice -n 10 python benchmarks/bench_gate_runs.py --sizes default,paper --multiples 1,1.5,2,3,5
+    nice -n 10 python benchmarks/bench_gate_runs.py --sizes default --designs fixed,wired \
+        --multiples 1,1.5,2,3,5
 
 Prints one row per size, design and agent, then the rows again as a Markdown table.
 """
