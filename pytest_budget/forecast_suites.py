@@ -177,9 +177,13 @@ def forecast_before_run(
     for line in forecast.lines():
         write(line)
     from pytest_budget.sequential import forecast_lines
+    from pytest_budget.suite_registry import registered_suites
 
     rows = [(r.suite, r.role, r.calls, r.calls_worst) for r in forecast.rows if r.calls_worst]
-    for line in forecast_lines(rows, options.sequential):
+    suites = registered_suites().values()
+    shares = {(s.name, role): share for s in suites for role, share in s.sequential_shares.items()}
+    whole = {(s.name, role): why for s in suites for role, why in s.runs_whole.items()}
+    for line in forecast_lines(rows, options.sequential, shares, whole):
         write(line)
     if options.dry_run:
         pytest.exit("budget: dry run (--budget-dry-run): no model was called", returncode=0)

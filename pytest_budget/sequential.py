@@ -89,13 +89,6 @@ FUTILITY_FROM = 2
 #: The pooled mixture's precision, as a share of the first batches' summed squares.
 RHO_SHARE = 0.1
 
-#: Per batched (suite, role): the share of its calls an unchanged agent spends under the
-#: sequential gate at the default size (``bench_gate_runs.py --sizes default --designs
-#: wired --only none``: planning 0.851, awareness 0.811 of their calls).
-EXPECTED_SHARE: dict[tuple[str, str], float] = {
-    ("planning", "tool_agent"): 0.85,
-    ("awareness", "estimator"): 0.81,
-}
 
 Decision = Literal["regressed", "no regression", "continue"]
 Array = npt.NDArray[np.float64]
@@ -110,10 +103,16 @@ def sequential_applies(mode: str, metered: bool) -> bool:
     return mode == "on" or (mode == "auto" and metered)
 
 
-def forecast_lines(rows: Iterable[tuple[str, str, int, int]], mode: str) -> list[str]:
+def forecast_lines(
+    rows: Iterable[tuple[str, str, int, int]],
+    mode: str,
+    shares: Mapping[tuple[str, str], float],
+    runs_whole: Mapping[tuple[str, str], str],
+) -> list[str]:
     """The forecast's lines for the sequential gate: per forecast row ``(suite, role,
     expected calls, worst-case calls)`` of a model agent, the most it may call (every
-    batch) and what an unchanged agent is expected to call (:data:`EXPECTED_SHARE`)."""
+    batch) and what an unchanged agent is expected to call (``shares``, each suite's
+    ``Suite.sequential_shares``); a role in ``runs_whole`` gets its reason."""
     rows = list(rows)
     if not rows:
         return []
@@ -122,15 +121,13 @@ def forecast_lines(rows: Iterable[tuple[str, str, int, int]], mode: str) -> list
     out: list[str] = []
     most = expected = 0.0
     for suite, role, calls, worst in rows:
-        share = EXPECTED_SHARE.get((suite, role))
+        share = shares.get((suite, role))
         most += worst
         if share is None:
             expected += calls
-            if (suite, role) == ("triage", "planner"):
-                out.append(
-                    "sequential gate: triage planner: one plan call per cell, which cannot be "
-                    "split into batches: runs whole"
-                )
+            reason = runs_whole.get((suite, role))
+            if reason:
+                out.append(f"sequential gate: {suite} {role}: {reason}: runs whole")
             continue
         expected += calls * share
         out.append(

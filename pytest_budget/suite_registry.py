@@ -205,6 +205,12 @@ class Suite:
     report_blocks: Callable[[Sequence[Cell]], Mapping[str, Any]] | None = None
     #: The calls and tokens the run will spend on this suite (``--budget-dry-run``).
     forecast: Callable[..., Any] | None = None
+    #: Per role run in batches under the sequential gate (``--budget-sequential``): the share
+    #: of its calls an unchanged agent spends at the default size (measured by
+    #: ``benchmarks/bench_gate_runs.py --designs wired --only none``), for the forecast.
+    sequential_shares: Mapping[str, float] = field(default_factory=dict)
+    #: Per role that always runs whole under the sequential gate: why (for the forecast).
+    runs_whole: Mapping[str, str] = field(default_factory=dict)
 
     def kind(self, name: str) -> CellKind | None:
         return next((kind for kind in self.kinds if kind.name == name), None)

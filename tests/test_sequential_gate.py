@@ -179,12 +179,14 @@ def test_cell_rule_holds_its_level_over_all_looks() -> None:
 
 def test_forecast_lines_give_the_most_and_the_expected_calls() -> None:
     rows = [("planning", "tool_agent", 1000, 4000), ("triage", "planner", 16, 16)]
-    lines = forecast_lines(rows, "auto")
+    shares = {("planning", "tool_agent"): 0.85}
+    whole = {("triage", "planner"): "one plan call per cell, which cannot be split into batches"}
+    lines = forecast_lines(rows, "auto", shares, whole)
     assert lines[0].startswith("sequential gate (auto): planning tool_agent: at most 4,000 calls")
     assert "expected ~850 for an unchanged agent (85% of its units" in lines[0]
     assert "cannot be split into batches" in lines[1]
     # 850 + 16 expected; 4,000 + 16 at most.
     assert lines[2].startswith("sequential gate: at most 4,016 calls, expected ~866")
-    assert forecast_lines(rows, "off") == [
+    assert forecast_lines(rows, "off", shares, whole) == [
         "sequential gate: off (--budget-sequential=off): every cell runs every unit"
     ]

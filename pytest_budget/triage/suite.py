@@ -152,4 +152,5 @@ SUITE = Suite(
         "attempt-all": {"planner": reference_agent(_PLANNERS + "AttemptAllPlanner")},
     },
     fallback_agents={"solver": _reference_solver},
+    runs_whole={"planner": "one plan call per cell, which cannot be split into batches"},
 )
