@@ -79,9 +79,31 @@ def _share_compiled_modules(config: pytest.Config) -> None:
     if os.environ.get("PYTHONPYCACHEPREFIX"):  # the machine already shares one
         return
     folder = tempfile.mkdtemp(prefix="pytest-budget-bytecode-")
+    _link_compiled_modules(folder)
     os.environ |= {"PYTHONPYCACHEPREFIX": folder, _SHARED_BYTECODE: folder}
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
+def _link_compiled_modules(folder: str) -> None:
+    """Link the compiled files of the modules this process imported (the standard library's
+    and site-packages', which pip compiled) into ``folder``: with a prefix, Python looks for
+    compiled files there only, and would compile them all again once."""
+    import importlib.util
+
+    before = sys.pycache_prefix
+    sys.pycache_prefix = folder
+    try:
+        for module in list(sys.modules.values()):
+            source, cached = getattr(module, "__file__", None), getattr(module, "__cached__", None)
+            if not source or not cached or not os.path.isfile(cached):
+                continue
+            target = Path(importlib.util.cache_from_source(source))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists():
+                target.symlink_to(cached)  # a process that recompiles replaces the link only
+    finally:
+        sys.pycache_prefix = before
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
