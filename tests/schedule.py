@@ -19,7 +19,6 @@ from typing import Any
 
 #: Node id prefix -> seconds (first match wins, so specific ids come before their file).
 SLOW: dict[str, float] = {
-    "tests/test_html_samples.py::test_saved_run_and_merged_shards": 100,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/read-the-html-re": 90,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[README.md]": 67,
     "tests/test_newcomer_runs.py::test_readme_main_command_passes_three_times_in_one_direc": 58,
@@ -28,6 +27,7 @@ SLOW: dict[str, float] = {
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/forecast-and-cap": 47,
     "tests/test_html_browser.py": 60,
     "tests/test_html_drill_browser.py": 45,
+    "tests/test_html_samples.py::test_saved_run_and_merged_shards": 45,
     "tests/test_plugin_snapshots.py::test_a_run_without_baselines_says_so_once_and_fails_": 30,
     "tests/test_docs_examples.py::test_own_retrieval_server_with_the_suite": 36,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/replay-logged": 35,
