@@ -7,6 +7,10 @@ is an error for runs started elsewhere.
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,8 @@ import numpy  # noqa: F401
 import pytest
 
 _TESTS = Path(__file__).resolve().parent / "tests"
+#: Whether this run is of this project's own tests (not a user's run inside a clone).
+_OWN_TESTS = pytest.StashKey[bool]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -29,7 +35,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     here = config.invocation_params.dir
     paths = [(here / arg.partition("::")[0]).resolve() for arg in config.args]
-    if paths and all(path.is_relative_to(_TESTS) for path in paths):
+    config.stash[_OWN_TESTS] = bool(paths) and all(path.is_relative_to(_TESTS) for path in paths)
+    if config.stash[_OWN_TESTS]:
         config.addinivalue_line("filterwarnings", "error")
     config.addinivalue_line(
         "markers",
@@ -46,6 +53,57 @@ def pytest_configure(config: pytest.Config) -> None:
             suppress_health_check=[HealthCheck.too_slow],
         )
         settings.load_profile("shared-machine")
+        _share_compiled_modules(config)
+
+
+#: Set in the processes this suite starts: the folder their compiled modules are shared in.
+_SHARED_BYTECODE = "BUDGET_OWN_TESTS_BYTECODE"
+
+
+def _share_compiled_modules(config: pytest.Config) -> None:
+    """One bytecode cache for every Python process this suite starts.
+
+    The suite starts hundreds of ``python -m pytest`` processes (pytester's subprocess runs,
+    the docs' commands, the saved-report runs).  Where ``PYTHONDONTWRITEBYTECODE`` is set (as
+    on the CI machine), each compiled pytest, numpy and all of pytest_budget again: ~2 s of
+    CPU of a small run's ~4.5 s.  Here the first process writes them to a folder of this test
+    session (``PYTHONPYCACHEPREFIX``: never into the checkout or a test's folder) and the
+    rest read them, as on any machine that caches bytecode.  pytest checks its rewritten
+    modules (conftest and test files) by source hash, so a file a test rewrites is never
+    stale.  The test processes themselves still write nothing (they import what tests write
+    and rewrite within a second, which a timestamp-checked cache could miss).
+    """
+    if os.environ.get(_SHARED_BYTECODE):  # an xdist worker: the controller made the folder
+        sys.dont_write_bytecode = True
+        return
+    if os.environ.get("PYTHONPYCACHEPREFIX"):  # the machine already shares one
+        return
+    folder = tempfile.mkdtemp(prefix="pytest-budget-bytecode-")
+    _link_compiled_modules(folder)
+    os.environ |= {"PYTHONPYCACHEPREFIX": folder, _SHARED_BYTECODE: folder}
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
+def _link_compiled_modules(folder: str) -> None:
+    """Link the compiled files of the modules this process imported (the standard library's
+    and site-packages', which pip compiled) into ``folder``: with a prefix, Python looks for
+    compiled files there only, and would compile them all again once."""
+    import importlib.util
+
+    before = sys.pycache_prefix
+    sys.pycache_prefix = folder
+    try:
+        for module in list(sys.modules.values()):
+            source, cached = getattr(module, "__file__", None), getattr(module, "__cached__", None)
+            if not source or not cached or not os.path.isfile(cached):
+                continue
+            target = Path(importlib.util.cache_from_source(source))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists():
+                target.symlink_to(cached)  # a process that recompiles replaces the link only
+    finally:
+        sys.pycache_prefix = before
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -92,13 +150,47 @@ def _quiet_async_plugin_in_pytester_runs(
     monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(options))
 
 
+def _balanced(config: pytest.Config) -> bool:
+    """Own tests under ``-n`` with xdist's default ``--dist``: tests/schedule.py orders them
+    (an xdist worker is told by the controller, pytest_configure_node)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return bool(workerinput.get("budget_balanced"))
+    args = [str(arg) for arg in config.invocation_params.args]
+    return (
+        config.stash.get(_OWN_TESTS, False)
+        and bool(config.getoption("numprocesses", None))
+        and config.getoption("dist", None) == "load"
+        and not any(arg in ("--dist", "-d") or arg.startswith("--dist=") for arg in args)
+    )
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _balanced(config):
+        from tests.schedule import balanced_order
+
+        items[:] = balanced_order(items)
     if config.getoption("--budget-live"):
         return
     skip = pytest.mark.skip(reason="talks to a real model endpoint; run with --budget-live")
     for item in items:
         if "live" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput["budget_balanced"] = _balanced(node.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if not _balanced(config):
+        return None
+    from tests.schedule import make_scheduler
+
+    return make_scheduler(config, log)
 
 
 @pytest.fixture(scope="module")
