@@ -78,11 +78,29 @@ _LINE_PREFIX = b'{"format":%d,"key":"' % RECORD_FORMAT
 _HEX = frozenset(b"0123456789abcdef")
 
 
-def canonical_body(body: Mapping[str, Any]) -> str:
-    """The request body as compact JSON with sorted keys: what is hashed, sent and stored."""
-    return json.dumps(
-        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+def canonical_body(body: Mapping[str, Any], encoded: Mapping[str, str] | None = None) -> str:
+    """The request body as compact JSON with sorted keys: what is hashed, sent and stored.
+
+    ``encoded`` gives the canonical JSON of some top-level values already (a tool list sent
+    unchanged turn after turn); the result is the same text as without it."""
+    if not encoded:
+        return json.dumps(body, **_CANONICAL)
+    # Keys are sorted and joined as json.dumps(sort_keys=True) does at the top level.
+    parts = []
+    for key in sorted(body):
+        text = encoded.get(key)
+        if text is None:
+            text = json.dumps(body[key], **_CANONICAL)
+        parts.append(f"{json.dumps(key, ensure_ascii=False)}:{text}")
+    return "{" + ",".join(parts) + "}"
+
+
+_CANONICAL: dict[str, Any] = {
+    "sort_keys": True,
+    "separators": (",", ":"),
+    "ensure_ascii": False,
+    "allow_nan": False,
+}
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

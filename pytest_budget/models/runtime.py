@@ -74,6 +74,7 @@ _SHRINK_EVERY_S = 1.0  # at most one halving per second (a burst of 429s is one 
 # reference one, so the estimate is padded.
 _PROMPT_PAD = 1.5
 _FLUSH_EVERY_S = 0.5  # buffered ledger counters (no spend cap) reach the file this often
+_TOOLS_JSON_SIZE = 256  # tool lists whose JSON a model keeps (a few dozen per planning task)
 
 
 @dataclass(frozen=True)
@@ -362,6 +363,8 @@ class RuntimeChatModel:
         self.role: str | None = None
         self.provider = client.provider
         self.model = client.model
+        # id(tools argument) -> (it, the body's tool list, that list's canonical JSON).
+        self._tools_json: dict[int, tuple[object, list[Any], str]] = {}
 
     def __repr__(self) -> str:
         return f"RuntimeChatModel({self.client!r})"
@@ -397,7 +400,7 @@ class RuntimeChatModel:
             messages, max_tokens=max_tokens, temperature=temperature, tools=tools
         )
         # Encoded once: hashed for the key, sent as the request, kept in the recording.
-        body_json = canonical_body(body)
+        body_json = self._encode(body, tools)
         repeat = CALL_REPEAT.get()
         key = key_of(self.provider, body_json, repeat)
         recorder = runtime.recorder
@@ -422,6 +425,25 @@ class RuntimeChatModel:
             if recorded is not None:
                 return self._replayed(recorded)
             return await self._live(messages, body, body_json, key, max_tokens, repeat)
+
+    def _encode(self, body: Mapping[str, Any], tools: Sequence[ToolSpec] | None) -> str:
+        """:func:`canonical_body` of ``body``, the tool list's JSON reused while the same
+        ``tools`` object (a planning agent's memoized tuple) builds the same list: a
+        planning turn re-sends its task's tools unchanged, the largest part of its body."""
+        wire = body.get("tools")
+        if tools is None or not isinstance(wire, list):
+            return canonical_body(body)
+        found = self._tools_json.get(id(tools))
+        # The equality check keeps it exact whatever was mutated or reused meanwhile.
+        if found is not None and found[0] is tools and found[1] == wire:
+            text = found[2]
+        else:
+            text = canonical_body({"tools": wire})[len('{"tools":') : -1]
+            if len(self._tools_json) >= _TOOLS_JSON_SIZE:
+                self._tools_json.clear()
+            # The entry holds ``tools`` itself, so its id is not reused while it is here.
+            self._tools_json[id(tools)] = (tools, wire, text)
+        return canonical_body(body, {"tools": text})
 
     def _not_recorded(self, body_json: str, repeat: int) -> str:
         """Why replay-only mode has no answer (a cache of the first repeat only, say so)."""

@@ -69,6 +69,7 @@ __all__ = [
     "final_answer",
     "parse_reply",
     "read_messages",
+    "read_tools",
     "run_episode",
     "system_prompt",
     "user_prompt",
@@ -163,6 +164,17 @@ def read_messages(observation: ToolAgentObservation) -> Sequence[Mapping[str, An
     if "messages" not in observation.__dict__ and sources is not None:
         return sources["messages"]  # type: ignore[no-any-return]
     return observation.messages
+
+
+def read_tools(observation: ToolAgentObservation) -> Sequence[Mapping[str, Any]]:
+    """The turn's tool list for a reader that never modifies it (the LLM tool agent): the
+    loop's shared, memoized list (:func:`~pytest_budget.planning.tool_specs.tool_list_for`,
+    a tuple, the same object every turn the list is unchanged) when the agent has not read
+    ``tools`` yet, so a turn costs no copy of every tool; otherwise ``observation.tools``."""
+    sources = observation.__dict__.get("_sources")
+    if "tools" not in observation.__dict__ and sources is not None:
+        return sources["tools"]()  # type: ignore[no-any-return]
+    return observation.tools
 
 
 def _copy_message(message: dict[str, Any]) -> dict[str, Any]:
