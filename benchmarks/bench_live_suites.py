@@ -9,9 +9,13 @@ an empty folder with a fresh cache, against :class:`tests.model_server.ModelServ
 OpenAI-compatible server on loopback, role-aware answers, planning turns that call a tool
 four times and then answer, every POST answered after ``d`` seconds) with
 ``--budget-concurrency=c``, under ``-n 0`` and ``-n 2``.  N is the number of POSTs the
-server received; each run is sized (:func:`suite_args`) so that its bound N*d/c is at
-least ``--min-bound`` seconds (30) with enough episodes or rollouts for c calls in flight,
-since pytest's start-up (a few seconds, more with xdist's workers) is a fixed cost.
+server received (identical requests of two cells are sent once, the other replays the
+recording); the bound is max(N*d/c, L*d), L the longest chain of POSTs that must go one
+after another (:func:`longest_chain`: a request whose messages extend another's was sent
+after that one's answer - a planning episode's turns, a rollout's actor turns).  Each run
+is sized (:func:`suite_args`) so that N*d/c is at least ``--min-bound`` seconds (30) with
+enough episodes or rollouts for c calls in flight, since pytest's start-up (a few seconds,
+more with xdist's workers) is a fixed cost.
 Printed per run: wall time (the whole pytest process), split into start-up (to the first
 request), wire (first request in to last answer out, at the server) and end (tables,
 report); the bound; wall/bound and wire/bound; the most calls ever in flight.  Targets:
@@ -31,6 +35,7 @@ dependency (``pip install inspect_ai``), never a runtime one.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -154,10 +159,34 @@ def _env() -> dict[str, str]:
     return env
 
 
+def longest_chain(requests: list[dict[str, Any]]) -> int:
+    """The most POSTs one after another: a request whose message list extends another's
+    (that request's messages, its answer, then tool results or a new user turn) could only
+    be made after that one was answered.  Chains run through POSTs only (a turn replayed
+    from another cell's identical request waits for nothing), so L*d is a lower bound."""
+    depth: dict[str, int] = {}
+    longest = 0
+    keyed = []
+    for body in requests:
+        messages = body.get("messages") or []
+        keys = [json.dumps(messages[:end], sort_keys=True) for end in range(1, len(messages) + 1)]
+        keyed.append(keys)
+        depth.setdefault(keys[-1] if keys else "", 0)
+    # Shorter conversations first: a request's predecessors are all shorter.
+    for keys in sorted(keyed, key=len):
+        before = max((depth[k] for k in keys[:-1] if k in depth), default=0)
+        mine = before + 1
+        if keys:
+            depth[keys[-1]] = max(depth[keys[-1]], mine)
+        longest = max(longest, mine)
+    return longest
+
+
 def _row(
     server: _Timed, delay: float, concurrency: int, started: float, ended: float
 ) -> dict[str, float]:
     calls = len(server.requests)
+    chain = longest_chain(server.requests)
     # Stamped as each answer is made, after the delay: the first request came d earlier.
     first = (server.first - delay) if server.first is not None else started
     last = server.last or ended
@@ -167,7 +196,8 @@ def _row(
         "span": last - first if calls else 0.0,
         "lead": first - started,  # start-up: process start to the first request
         "tail": ended - last,  # last answer to process exit (tables, report)
-        "bound": calls * delay / concurrency,
+        "bound": max(calls * delay / concurrency, chain * delay),
+        "chain": chain,
         "in_flight": server.max_in_flight,
     }
 
@@ -214,8 +244,8 @@ def _line(label: str, row: dict[str, float]) -> str:
     bound = row["bound"] or float("nan")
     return (
         f"{label:30} N {row['calls']:5d}  wall {row['wall']:6.1f} s (start-up "
-        f"{row['lead']:4.1f}, wire {row['span']:6.1f}, end {row['tail']:4.1f})  bound "
-        f"{row['bound']:6.1f} s  wall/bound {row['wall'] / bound:5.2f}  "
+        f"{row['lead']:4.1f}, wire {row['span']:6.1f}, end {row['tail']:4.1f})  chain "
+        f"{row['chain']:2d}  bound {row['bound']:6.1f} s  wall/bound {row['wall'] / bound:5.2f}  "
         f"wire/bound {row['span'] / bound:5.2f}  most in flight {row['in_flight']:3d}"
     )
 
