@@ -84,23 +84,28 @@ def canonical_body(body: Mapping[str, Any], encoded: Mapping[str, str] | None = 
     ``encoded`` gives the canonical JSON of some top-level values already (a tool list sent
     unchanged turn after turn); the result is the same text as without it."""
     if not encoded:
-        return json.dumps(body, **_CANONICAL)
-    # Keys are sorted and joined as json.dumps(sort_keys=True) does at the top level.
+        return _CANONICAL.encode(body)
+    # json.dumps(sort_keys=True) writes the top level as '{' + '"key":value' joined by ','
+    # in key order + '}': the other keys are encoded in one go, the given values spliced in.
     parts = []
+    rest: dict[str, Any] = {}
     for key in sorted(body):
         text = encoded.get(key)
         if text is None:
-            text = json.dumps(body[key], **_CANONICAL)
-        parts.append(f"{json.dumps(key, ensure_ascii=False)}:{text}")
+            rest[key] = body[key]
+            continue
+        if rest:
+            parts.append(_CANONICAL.encode(rest)[1:-1])
+            rest = {}
+        parts.append(f"{_CANONICAL.encode(key)}:{text}")
+    if rest:
+        parts.append(_CANONICAL.encode(rest)[1:-1])
     return "{" + ",".join(parts) + "}"
 
 
-_CANONICAL: dict[str, Any] = {
-    "sort_keys": True,
-    "separators": (",", ":"),
-    "ensure_ascii": False,
-    "allow_nan": False,
-}
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

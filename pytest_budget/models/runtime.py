@@ -323,6 +323,16 @@ class ModelRuntime:
         }
 
 
+def _plain(value: Any) -> bool:
+    """Whether ``value`` holds only strings, None, lists and dicts: no number or boolean,
+    which ``==`` would find equal across JSON types (``1 == 1.0 == True``)."""
+    if type(value) is dict:
+        return all(_plain(item) for item in value.values())
+    if type(value) is list:
+        return all(_plain(item) for item in value)
+    return value is None or type(value) is str
+
+
 async def _file_lock(path: str) -> Any:
     """Take the file lock at ``path`` without blocking the event loop (cancellable)."""
     import os
@@ -428,22 +438,24 @@ class RuntimeChatModel:
 
     def _encode(self, body: Mapping[str, Any], tools: Sequence[ToolSpec] | None) -> str:
         """:func:`canonical_body` of ``body``, the tool list's JSON reused while the same
-        ``tools`` object (a planning agent's memoized tuple) builds the same list: a
-        planning turn re-sends its task's tools unchanged, the largest part of its body."""
+        ``tools`` tuple (a planning agent's memoized one) builds an equal list: a planning
+        turn re-sends its task's tools unchanged, the largest part of its body."""
         wire = body.get("tools")
-        if tools is None or not isinstance(wire, list):
+        if type(tools) is not tuple or not isinstance(wire, list):
             return canonical_body(body)
         found = self._tools_json.get(id(tools))
-        # The equality check keeps it exact whatever was mutated or reused meanwhile.
+        # Compared with a copy read back from the JSON itself, holding only strings, None,
+        # lists and dicts: equal then means the same JSON, whatever was changed in place.
         if found is not None and found[0] is tools and found[1] == wire:
-            text = found[2]
-        else:
-            text = canonical_body({"tools": wire})[len('{"tools":') : -1]
+            return canonical_body(body, {"tools": found[2]})
+        tools_text = canonical_body({"tools": wire})[len('{"tools":') : -1]
+        snapshot = json.loads(tools_text)
+        if _plain(snapshot):
             if len(self._tools_json) >= _TOOLS_JSON_SIZE:
                 self._tools_json.clear()
             # The entry holds ``tools`` itself, so its id is not reused while it is here.
-            self._tools_json[id(tools)] = (tools, wire, text)
-        return canonical_body(body, {"tools": text})
+            self._tools_json[id(tools)] = (tools, snapshot, tools_text)
+        return canonical_body(body, {"tools": tools_text})
 
     def _not_recorded(self, body_json: str, repeat: int) -> str:
         """Why replay-only mode has no answer (a cache of the first repeat only, say so)."""
