@@ -310,7 +310,7 @@ class _Loop:
     """Mutable state of one episode (kept off the public observation)."""
 
     env: TravelEnv
-    blocker: Blocker
+    make_blocker: Callable[[], Blocker]
     max_steps: int
     messages: list[dict[str, Any]] = field(default_factory=list)
     calls: list[ToolCallRecord] = field(default_factory=list)
@@ -319,11 +319,23 @@ class _Loop:
     tool_turns: int = 0
     succeeded: set[str] = field(default_factory=set)  # tools that succeeded this segment
     previous_output: str | None = None
+    _blocker: Blocker | None = None
+
+    @property
+    def blocker(self) -> Blocker:
+        """The episode's :class:`Blocker`, made on first use: its ground truth (optimal and
+        greedy paths) is first needed after the first reply, so the episode's first call
+        goes out without waiting for it (the environment is untouched until then, so the
+        Blocker is the one an earlier start would have made)."""
+        if self._blocker is None:
+            self._blocker = self.make_blocker()
+        return self._blocker
 
     def observe(self, agent: object) -> ToolAgentObservation:
-        env, blocker = self.env, self.blocker
+        env = self.env
         view = None
         if getattr(agent, "wants_reference", False) is True:
+            blocker = self.blocker
             optimal_next = None
             if getattr(agent, "wants_optimal_next", False) is True and not env.done:
                 if env.reachable():
@@ -467,8 +479,10 @@ async def run_episode(
     env = env or TravelEnv(
         query.task, refinement_level, query.query_id, ban_longest=ban_longest, seed=seed
     )
-    blocker = Blocker(env, query, mode, block_count, seed=seed, max_steps=max_steps, pool=pool)
-    loop = _Loop(env, blocker, max_steps)
+    make_blocker = functools.partial(
+        Blocker, env, query, mode, block_count, seed=seed, max_steps=max_steps, pool=pool
+    )
+    loop = _Loop(env, make_blocker, max_steps)
     loop.messages = [
         {"role": "system", "content": system_prompt(query.task, refinement_level, max_steps)},
         {"role": "user", "content": user_prompt(query)},
@@ -522,6 +536,7 @@ async def run_episode(
             continue
         loop.notes.append(f"turn {loop.step}: no tool call; episode ended")
         break
+    blocker = loop.blocker
     blocker.finish(loop.step)
     final = blocker.query
     return EpisodeRecord(
