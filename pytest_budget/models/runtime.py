@@ -34,7 +34,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import anyio.lowlevel
@@ -364,6 +364,10 @@ def _charge_meter(usage: TokenUsage, cost: float) -> None:
 
 class RuntimeChatModel:
     """A chat client behind the runtime; has the client's ``complete`` signature."""
+
+    #: Its live calls are bounded by the runtime's limit (``--budget-concurrency``, ranked
+    #: like the cells' limiter); replays and the building of a request take no slot.
+    limits_calls: ClassVar[bool] = True
 
     def __init__(self, client: ChatClient, runtime: ModelRuntime) -> None:
         self.client = client

@@ -483,6 +483,11 @@ async def run_episode(
         Blocker, env, query, mode, block_count, seed=seed, max_steps=max_steps, pool=pool
     )
     loop = _Loop(env, make_blocker, max_steps)
+    if getattr(agent, "limits_own_calls", False) is True:
+        # Its model bounds its live calls (the run's runtime, ranked like this limiter): a
+        # slot held for the whole turn would sit idle while the request is built, and while
+        # it waits for another cell's identical request to be answered, then replays it.
+        limiter = None
     loop.messages = [
         {"role": "system", "content": system_prompt(query.task, refinement_level, max_steps)},
         {"role": "user", "content": user_prompt(query)},
