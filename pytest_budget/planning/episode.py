@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +74,7 @@ __all__ = [
     "read_tools",
     "run_episode",
     "system_prompt",
+    "turns_limiter",
     "user_prompt",
 ]
 
@@ -446,6 +449,30 @@ class _Loop:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
 
+#: Turns in progress (built, waiting for a slot or an identical request, on the wire) per
+#: slot of the cells' limiter, for agents whose model bounds its own calls: enough to keep
+#: every slot fed, few enough that waiting requests stay a few megabytes.
+TURNS_PER_SLOT = 4
+_TURNS: weakref.WeakKeyDictionary[anyio.CapacityLimiter, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def turns_limiter(limiter: anyio.CapacityLimiter) -> anyio.CapacityLimiter:
+    """The limiter of turns in progress beside ``limiter`` (the cells' limit on calls):
+    :data:`TURNS_PER_SLOT` times its tokens, ranked (:data:`~pytest_budget.models.loop.
+    CALL_RANK`) like it; one per limiter, so it spans the cells as that one does."""
+    from pytest_budget.models.loop import ranked_limiter
+
+    total = max(1, math.ceil(limiter.total_tokens)) * TURNS_PER_SLOT
+    found = _TURNS.get(limiter)
+    if found is None:
+        found = _TURNS[limiter] = ranked_limiter(total)
+    elif found.total_tokens != total:
+        found.total_tokens = total
+    return found
+
+
 async def run_episode(
     query: Query,
     refinement_level: int,
@@ -483,11 +510,11 @@ async def run_episode(
         Blocker, env, query, mode, block_count, seed=seed, max_steps=max_steps, pool=pool
     )
     loop = _Loop(env, make_blocker, max_steps)
-    if getattr(agent, "limits_own_calls", False) is True:
+    if limiter is not None and getattr(agent, "limits_own_calls", False) is True:
         # Its model bounds its live calls (the run's runtime, ranked like this limiter): a
         # slot held for the whole turn would sit idle while the request is built, and while
         # it waits for another cell's identical request to be answered, then replays it.
-        limiter = None
+        limiter = turns_limiter(limiter)
     loop.messages = [
         {"role": "system", "content": system_prompt(query.task, refinement_level, max_steps)},
         {"role": "user", "content": user_prompt(query)},
