@@ -15,6 +15,7 @@ from scripted_server import Reply, ScriptedServer  # tests/ is on sys.path (prep
 
 from pytest_budget.llm_agents import make_llm_agent
 from pytest_budget.models import AnthropicChatClient, OpenAIChatClient
+from pytest_budget.models.agents import assistant_message
 from pytest_budget.planning.episode import ONE_TOOL_MESSAGE, run_episode
 from pytest_budget.planning.llm import LLMToolAgent
 from pytest_budget.planning.queries import generate_queries
@@ -165,3 +166,47 @@ def test_a_turn_waiting_for_another_cells_identical_request_takes_no_slot(tmp_pa
     assert len(server.requests) == 2  # A's and D's; B and C replayed A's
     assert runtime.stats.replayed == 2
     assert server.max_in_flight == 2  # D's call was on the wire beside A's
+
+
+def test_the_tool_list_sent_each_turn_is_the_observations_as_costs_change() -> None:
+    # The agent converts the loop's shared tool list once per distinct list (memoized by
+    # identity); a second method reads the observation's own fresh copy every turn, as the
+    # agent once did.  Both send the same bodies, turn by turn, through a cost change.
+    from model_server import ModelServer
+
+    from pytest_budget.models.messages import tool_spec_from_openai
+
+    class CopyingAgent(LLMToolAgent):
+        async def act(self, observation: Any) -> dict[str, Any]:
+            specs = [tool_spec_from_openai(spec) for spec in observation.tools]
+            tools = [spec for spec in specs if spec is not None]
+            result = await self._complete(self.messages(observation), self.max_tokens, tools)
+            return assistant_message(result)
+
+    def answer(body: dict[str, Any]) -> Any:
+        made = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if made < 4:
+            name = body["tools"][made]["function"]["name"]
+            call = {
+                "id": f"c{made}",
+                "type": "function",
+                "function": {"name": name, "arguments": "{}"},
+            }
+            return {"role": "assistant", "content": None, "tool_calls": [call]}
+        return "<answer>00000</answer>"
+
+    bodies = []
+    for kind in (LLMToolAgent, CopyingAgent):
+        with ModelServer(answer) as server:
+            agent = kind(OpenAIChatClient("m", server.url))
+
+            async def go(agent: LLMToolAgent = agent) -> EpisodeRecord:
+                async with agent:
+                    return await run_episode(QUERY, 5, "cost_change", 1, agent)
+
+            record = anyio.run(go)
+        assert record.blocks_applied == 1
+        bodies.append(server.requests)
+    assert len(bodies[0]) == 5
+    assert bodies[0] == bodies[1]
+    assert bodies[0][0]["tools"] != bodies[0][-1]["tools"]  # the costs changed on the way

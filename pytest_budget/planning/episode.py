@@ -174,8 +174,9 @@ def read_tools(observation: ToolAgentObservation) -> Sequence[Mapping[str, Any]]
     loop's shared, memoized list (:func:`~pytest_budget.planning.tool_specs.tool_list_for`,
     a tuple, the same object every turn the list is unchanged) when the agent has not read
     ``tools`` yet, so a turn costs no copy of every tool; otherwise ``observation.tools``."""
-    sources = observation.__dict__.get("_sources")
-    if "tools" not in observation.__dict__ and sources is not None:
+    state = getattr(observation, "__dict__", {})  # any object with ``tools`` will do
+    sources = state.get("_sources")
+    if "tools" not in state and sources is not None:
         return sources["tools"]()  # type: ignore[no-any-return]
     return observation.tools
 
