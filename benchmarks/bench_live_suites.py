@@ -9,9 +9,16 @@ an empty folder with a fresh cache, against :class:`tests.model_server.ModelServ
 OpenAI-compatible server on loopback, role-aware answers, planning turns that call a tool
 four times and then answer, every POST answered after ``d`` seconds) with
 ``--budget-concurrency=c``, under ``-n 0`` and ``-n 2``.  N is the number of POSTs the
-server received; each run is sized (:func:`suite_args`) so that its bound N*d/c is at
-least ``--min-bound`` seconds (30) with enough episodes or rollouts for c calls in flight,
-since pytest's start-up (a few seconds, more with xdist's workers) is a fixed cost.
+server received (identical requests of two cells are sent once, the other replays the
+recording); the bound is max(N*d/c, S*d), S the fewest rounds of c calls that fit the
+requests given which had to go one after another (:func:`request_forest`: a request whose
+messages extend another's was sent after that one's answer - a planning episode's turns,
+a rollout's actor turns; :func:`chain_rounds`).  N*d/c alone assumes every call could
+overlap every other: with episodes of L turns, the last of them leave slots idle however
+they are scheduled (at d = 2 s, c = 8, 30 episodes of ~4 POSTs: S*d ~ 1.2 N*d/c).  Each run
+is sized (:func:`suite_args`) so that N*d/c is at least ``--min-bound`` seconds (30) with
+enough episodes or rollouts for c calls in flight, since pytest's start-up (a few seconds,
+more with xdist's workers) is a fixed cost.
 Printed per run: wall time (the whole pytest process), split into start-up (to the first
 request), wire (first request in to last answer out, at the server) and end (tables,
 report); the bound; wall/bound and wire/bound; the most calls ever in flight.  Targets:
@@ -31,6 +38,7 @@ dependency (``pip install inspect_ai``), never a runtime one.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -154,10 +162,69 @@ def _env() -> dict[str, str]:
     return env
 
 
+def request_forest(requests: list[dict[str, Any]]) -> list[int]:
+    """Each request's parent (-1: none): the request whose messages are the longest proper
+    prefix of its own.  A request whose message list extends another's (that request's
+    messages, its answer, then tool results or a new user turn) could only be made after
+    that one was answered: a planning episode's turns form a chain, a rollout's probes
+    branch off its actor turns.  POSTs only: a turn replayed from another cell's identical
+    request waits for nothing, so its successor hangs from the last POST before it."""
+    keys = [
+        [json.dumps(messages[:end], sort_keys=True) for end in range(1, len(messages) + 1)]
+        for messages in (body.get("messages") or [] for body in requests)
+    ]
+    index: dict[str, int] = {}
+    for i, own in enumerate(keys):
+        if own:
+            index.setdefault(own[-1], i)
+    parents = []
+    for own in keys:
+        found = (index.get(key) for key in reversed(own[:-1]))
+        parents.append(next((j for j in found if j is not None), -1))
+    return parents
+
+
+def chain_rounds(parents: list[int], concurrency: int) -> tuple[int, int]:
+    """(L, S): the longest chain of requests one after another, and the fewest rounds of
+    ``concurrency`` calls that fit them all (each call one round, a request only after its
+    parent): the highest-level-first schedule, optimal for chains and trees of unit jobs
+    (Hu, 1961; run on the reversed forest).  S*d is what any scheduler needs with answers
+    that take d; N*d/c ignores that an episode's turns cannot overlap."""
+    depth = [0] * len(parents)
+    for i in sorted(range(len(parents)), key=lambda i: _ancestors(parents, i)):
+        depth[i] = 1 + (depth[parents[i]] if parents[i] >= 0 else 0)
+    children = [0] * len(parents)
+    for parent in parents:
+        if parent >= 0:
+            children[parent] += 1
+    ready = [i for i in range(len(parents)) if children[i] == 0]
+    rounds = 0
+    while ready:
+        ready.sort(key=lambda i: -depth[i])
+        now, ready = ready[:concurrency], ready[concurrency:]
+        rounds += 1
+        for i in now:
+            parent = parents[i]
+            if parent >= 0:
+                children[parent] -= 1
+                if children[parent] == 0:
+                    ready.append(parent)
+    return max(depth, default=0), rounds
+
+
+def _ancestors(parents: list[int], i: int) -> int:
+    count = 0
+    while parents[i] >= 0:
+        i = parents[i]
+        count += 1
+    return count
+
+
 def _row(
     server: _Timed, delay: float, concurrency: int, started: float, ended: float
 ) -> dict[str, float]:
     calls = len(server.requests)
+    chain, rounds = chain_rounds(request_forest(server.requests), concurrency)
     # Stamped as each answer is made, after the delay: the first request came d earlier.
     first = (server.first - delay) if server.first is not None else started
     last = server.last or ended
@@ -167,7 +234,10 @@ def _row(
         "span": last - first if calls else 0.0,
         "lead": first - started,  # start-up: process start to the first request
         "tail": ended - last,  # last answer to process exit (tables, report)
-        "bound": calls * delay / concurrency,
+        "flat": calls * delay / concurrency,
+        "bound": max(calls * delay / concurrency, rounds * delay),
+        "chain": chain,
+        "rounds": rounds,
         "in_flight": server.max_in_flight,
     }
 
@@ -214,7 +284,8 @@ def _line(label: str, row: dict[str, float]) -> str:
     bound = row["bound"] or float("nan")
     return (
         f"{label:30} N {row['calls']:5d}  wall {row['wall']:6.1f} s (start-up "
-        f"{row['lead']:4.1f}, wire {row['span']:6.1f}, end {row['tail']:4.1f})  bound "
+        f"{row['lead']:4.1f}, wire {row['span']:6.1f}, end {row['tail']:4.1f})  N*d/c "
+        f"{row['flat']:6.1f} s, chain {row['chain']:2d}, rounds {row['rounds']:4d}: bound "
         f"{row['bound']:6.1f} s  wall/bound {row['wall'] / bound:5.2f}  "
         f"wire/bound {row['span'] / bound:5.2f}  most in flight {row['in_flight']:3d}"
     )

@@ -150,3 +150,45 @@ def test_the_backend_times_out_reads_refuses_nothing_quietly_and_sees_the_peer_c
     assert received.startswith(b"HTTP/1.1 200 OK") and received.endswith(b'"object": "model"}]}')
     assert (idle, closed) == (False, True)
     assert 0.09 <= waited < 1.0
+
+
+def test_the_pooled_client_keeps_and_sends_back_the_cookies_servers_set() -> None:
+    # Its jar skips answers without Set-Cookie (no urllib objects per call); one that sets a
+    # cookie (a gateway's sticky session) is kept and sent with the next requests.
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str | None] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Cookie"))
+            self.send_response(200)
+            if self.path == "/set":
+                self.send_header("Set-Cookie", "route=b7; Path=/")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    async def visits() -> dict[str, str]:
+        http = shared_http_client()
+        assert http is not None
+        for path in ("/plain", "/set", "/plain", "/plain"):
+            assert (await http.get(url + path)).text == "ok"
+        return dict(http.cookies)
+
+    try:
+        assert run_on_worker_loop(visits) == {"route": "b7"}
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [None, None, "route=b7", "route=b7"]

@@ -8,6 +8,9 @@ import multiprocessing
 import threading
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from pytest_budget.models.client import ChatResult, ToolCall
 from pytest_budget.models.recorder import (
     CallRecorder,
@@ -257,3 +260,24 @@ def test_a_refresh_sees_what_another_process_recorded_meanwhile(tmp_path: Path) 
     assert second.load("openai", "m", key, body) is None  # not seen without a refresh
     assert second.load("openai", "m", key, body, refresh=True) == result("ok")
     assert second.corrupt == 0
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(), _JSON, max_size=8), st.data())
+def test_a_body_with_values_given_encoded_is_the_same_text(body: dict, data: st.DataObject) -> None:
+    # The runtime passes a planning tool list's JSON, made once; the key and the request
+    # must be the bytes json.dumps gives for the whole body (a second method: json itself).
+    given_keys = data.draw(st.sets(st.sampled_from(sorted(body))) if body else st.just(set()))
+    options = {"sort_keys": True, "separators": (",", ":"), "ensure_ascii": False}
+    encoded = {key: json.dumps(body[key], **options) for key in given_keys}
+    assert canonical_body(body, encoded) == json.dumps(body, **options)

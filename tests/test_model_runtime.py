@@ -434,3 +434,36 @@ def test_progress_line_projects_the_total_from_finished_tests() -> None:
     assert progress_line(config, state, 0, 9).startswith("budget: model calls 1,200 (tests 0/9)")
     # Done: the projection is the count itself.
     assert "1,200/~1,200 (tests 9/9)" in progress_line(config, state, 9, 9)
+
+
+def test_a_tool_list_sent_again_is_encoded_as_it_is_now(
+    server: ModelServer, tmp_path: Path
+) -> None:
+    # The runtime reuses a tool list's JSON while the same tools object builds an equal
+    # list; one changed in place in between is sent (and keyed) as it is now.
+    from pytest_budget.models.chat_types import ToolSpec
+    from pytest_budget.models.recorder import canonical_body
+
+    model = make_runtime(tmp_path).wrap(client(server))
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    tools = (ToolSpec("search", "Finds things.", parameters), ToolSpec("book", "Books."))
+
+    def send(content: str) -> None:
+        anyio.run(
+            lambda: model.complete(
+                [{"role": "user", "content": content}], max_tokens=8, tools=tools
+            )
+        )
+
+    send("one")
+    send("two")
+    parameters["properties"]["city"] = {"type": "string"}
+    send("three")
+    first, second, third = server.requests
+    assert first["tools"] == second["tools"] != third["tools"]
+    assert third["tools"][0]["function"]["parameters"]["properties"] == {"city": {"type": "string"}}
+    # What was sent is json.dumps of the body as the client builds it now (a second method).
+    sent = model.client.request_body(
+        [{"role": "user", "content": "three"}], max_tokens=8, tools=tools
+    )
+    assert canonical_body(third) == canonical_body(sent)

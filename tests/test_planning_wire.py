@@ -15,6 +15,7 @@ from scripted_server import Reply, ScriptedServer  # tests/ is on sys.path (prep
 
 from pytest_budget.llm_agents import make_llm_agent
 from pytest_budget.models import AnthropicChatClient, OpenAIChatClient
+from pytest_budget.models.agents import assistant_message
 from pytest_budget.planning.episode import ONE_TOOL_MESSAGE, run_episode
 from pytest_budget.planning.llm import LLMToolAgent
 from pytest_budget.planning.queries import generate_queries
@@ -124,3 +125,88 @@ def test_requests_without_tools_carry_no_tool_choice() -> None:
         )
     assert not {"tools", "tool_choice", "parallel_tool_calls"} & set(body)
     assert not {"tools", "tool_choice"} & set(anthropic)
+
+
+def test_a_turn_waiting_for_another_cells_identical_request_takes_no_slot(tmp_path: Any) -> None:
+    # Cells B and C open with A's request (same query, tools and costs: their blocks come
+    # later), so they wait for A's answer and replay it.  With two slots, the other task's
+    # cell D must not wait behind them: its call is on the wire beside A's.  Before, B and C
+    # held a slot of the cell limiter while they waited, so D went out after A's answer.
+    from model_server import ModelServer
+
+    from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
+    from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
+    from pytest_budget.planning.evaluate import run_planning_cell
+
+    other = generate_queries("shopping", 1)[0]
+    with ModelServer(lambda body: "<answer>00000</answer>", latency=1.0) as server:
+        runtime = ModelRuntime(RuntimeConfig(cache_dir=str(tmp_path), concurrency=2))
+        agent = LLMToolAgent(runtime.wrap(OpenAIChatClient("m", server.url)))
+        assert agent.limits_own_calls
+
+        async def cells() -> list[Any]:
+            limiter = shared_limiter(2)
+            out: list[Any] = [None] * 4
+            plan = [
+                (QUERY, "ban_tool", 1), (QUERY, "cost_change", 1),
+                (QUERY, "remove_tools", 1), (other, "static", 0),
+            ]  # fmt: skip
+
+            async def one(i: int) -> None:
+                query, mode, blocks = plan[i]
+                out[i] = await run_planning_cell([query], 5, mode, blocks, agent, limiter=limiter)
+
+            async with anyio.create_task_group() as group:
+                for i in range(4):
+                    group.start_soon(one, i)
+            return out
+
+        outcomes = run_on_worker_loop(cells)
+    assert [o.outcome for o in outcomes] == ["ok"] * 4
+    assert len(server.requests) == 2  # A's and D's; B and C replayed A's
+    assert runtime.stats.replayed == 2
+    assert server.max_in_flight == 2  # D's call was on the wire beside A's
+
+
+def test_the_tool_list_sent_each_turn_is_the_observations_as_costs_change() -> None:
+    # The agent converts the loop's shared tool list once per distinct list (memoized by
+    # identity); a second method reads the observation's own fresh copy every turn, as the
+    # agent once did.  Both send the same bodies, turn by turn, through a cost change.
+    from model_server import ModelServer
+
+    from pytest_budget.models.messages import tool_spec_from_openai
+
+    class CopyingAgent(LLMToolAgent):
+        async def act(self, observation: Any) -> dict[str, Any]:
+            specs = [tool_spec_from_openai(spec) for spec in observation.tools]
+            tools = [spec for spec in specs if spec is not None]
+            result = await self._complete(self.messages(observation), self.max_tokens, tools)
+            return assistant_message(result)
+
+    def answer(body: dict[str, Any]) -> Any:
+        made = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if made < 4:
+            name = body["tools"][made]["function"]["name"]
+            call = {
+                "id": f"c{made}",
+                "type": "function",
+                "function": {"name": name, "arguments": "{}"},
+            }
+            return {"role": "assistant", "content": None, "tool_calls": [call]}
+        return "<answer>00000</answer>"
+
+    bodies = []
+    for kind in (LLMToolAgent, CopyingAgent):
+        with ModelServer(answer) as server:
+            agent = kind(OpenAIChatClient("m", server.url))
+
+            async def go(agent: LLMToolAgent = agent) -> EpisodeRecord:
+                async with agent:
+                    return await run_episode(QUERY, 5, "cost_change", 1, agent)
+
+            record = anyio.run(go)
+        assert record.blocks_applied == 1
+        bodies.append(server.requests)
+    assert len(bodies[0]) == 5
+    assert bodies[0] == bodies[1]
+    assert bodies[0][0]["tools"] != bodies[0][-1]["tools"]  # the costs changed on the way

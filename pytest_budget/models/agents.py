@@ -143,6 +143,13 @@ class LLMAgent:
             temperature=0.0 if temperature is None else temperature,
         )
 
+    @property
+    def limits_own_calls(self) -> bool:
+        """Whether its model bounds its own calls in flight (a model behind the run's
+        runtime, :class:`~pytest_budget.models.runtime.RuntimeChatModel`): a cell's
+        limiter then need not hold a slot for the whole agent call."""
+        return getattr(self.model, "limits_calls", False) is True
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(name={self.name!r}, max_tokens={self.max_tokens}, "

@@ -28,6 +28,11 @@ call on a loopback or LAN server.  :class:`AsyncioBackend` is the same interface
   protocol's state (data or EOF arrived) with no system call;
 * TLS is asyncio's own (``loop.start_tls``).
 
+**Cookies.**  httpx hands every answer to the client's cookie jar, which builds
+``urllib`` request and message objects for it whether or not the answer sets a cookie
+(~0.1 ms a call); the pooled client's jar (:class:`_Cookies`) skips answers without a
+``Set-Cookie`` or ``Set-Cookie2`` header, where the jar would find nothing anyway.
+
 Everything above the network layer (the pool, HTTP/1.1 parsing with h11, httpx's client,
 proxies, timeouts and their exceptions) is httpx's and httpcore's own: there is one HTTP
 path, with a cheaper floor under it.  The backend only works under asyncio; the worker
@@ -380,6 +385,27 @@ class _Released(httpx.AsyncByteStream):
                 self._idle.append(pool)
 
 
+class _Cookies(httpx.Cookies):
+    """httpx's cookie jar, which looks at an answer only when it sets a cookie."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        headers = response.headers
+        if "set-cookie" in headers or "set-cookie2" in headers:
+            super().extract_cookies(response)
+
+
+class _PooledClient(httpx.AsyncClient):
+    """``httpx.AsyncClient`` whose cookies live in a :class:`_Cookies` jar."""
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._cheap_cookies
+
+    @cookies.setter
+    def cookies(self, cookies: httpx._types.CookieTypes) -> None:
+        self._cheap_cookies = _Cookies(cookies)
+
+
 def pooled_client() -> httpx.AsyncClient:
     """The ``httpx.AsyncClient`` of a worker loop: :class:`PooledTransport` for every URL
     that goes direct; the proxy variables of the environment (``HTTP_PROXY``,
@@ -391,6 +417,6 @@ def pooled_client() -> httpx.AsyncClient:
         pattern: None if url is None else httpx.AsyncHTTPTransport(proxy=url, limits=limits)
         for pattern, url in get_environment_proxies().items()
     }
-    return httpx.AsyncClient(
-        transport=PooledTransport(), mounts=mounts, limits=limits, timeout=None
-    )
+    client = _PooledClient(transport=PooledTransport(), mounts=mounts, limits=limits, timeout=None)
+    client.cookies = client._cookies  # the jar httpx made (empty), in a _Cookies
+    return client

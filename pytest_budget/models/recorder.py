@@ -78,11 +78,34 @@ _LINE_PREFIX = b'{"format":%d,"key":"' % RECORD_FORMAT
 _HEX = frozenset(b"0123456789abcdef")
 
 
-def canonical_body(body: Mapping[str, Any]) -> str:
-    """The request body as compact JSON with sorted keys: what is hashed, sent and stored."""
-    return json.dumps(
-        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+def canonical_body(body: Mapping[str, Any], encoded: Mapping[str, str] | None = None) -> str:
+    """The request body as compact JSON with sorted keys: what is hashed, sent and stored.
+
+    ``encoded`` gives the canonical JSON of some top-level values already (a tool list sent
+    unchanged turn after turn); the result is the same text as without it."""
+    if not encoded:
+        return _CANONICAL.encode(body)
+    # json.dumps(sort_keys=True) writes the top level as '{' + '"key":value' joined by ','
+    # in key order + '}': the other keys are encoded in one go, the given values spliced in.
+    parts = []
+    rest: dict[str, Any] = {}
+    for key in sorted(body):
+        text = encoded.get(key)
+        if text is None:
+            rest[key] = body[key]
+            continue
+        if rest:
+            parts.append(_CANONICAL.encode(rest)[1:-1])
+            rest = {}
+        parts.append(f"{_CANONICAL.encode(key)}:{text}")
+    if rest:
+        parts.append(_CANONICAL.encode(rest)[1:-1])
+    return "{" + ",".join(parts) + "}"
+
+
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -34,7 +34,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import anyio.lowlevel
@@ -74,6 +74,7 @@ _SHRINK_EVERY_S = 1.0  # at most one halving per second (a burst of 429s is one 
 # reference one, so the estimate is padded.
 _PROMPT_PAD = 1.5
 _FLUSH_EVERY_S = 0.5  # buffered ledger counters (no spend cap) reach the file this often
+_TOOLS_JSON_SIZE = 256  # tool lists whose JSON a model keeps (a few dozen per planning task)
 
 
 @dataclass(frozen=True)
@@ -322,6 +323,16 @@ class ModelRuntime:
         }
 
 
+def _plain(value: Any) -> bool:
+    """Whether ``value`` holds only strings, None, lists and dicts: no number or boolean,
+    which ``==`` would find equal across JSON types (``1 == 1.0 == True``)."""
+    if type(value) is dict:
+        return all(_plain(item) for item in value.values())
+    if type(value) is list:
+        return all(_plain(item) for item in value)
+    return value is None or type(value) is str
+
+
 async def _file_lock(path: str) -> Any:
     """Take the file lock at ``path`` without blocking the event loop (cancellable)."""
     import os
@@ -354,6 +365,10 @@ def _charge_meter(usage: TokenUsage, cost: float) -> None:
 class RuntimeChatModel:
     """A chat client behind the runtime; has the client's ``complete`` signature."""
 
+    #: Its live calls are bounded by the runtime's limit (``--budget-concurrency``, ranked
+    #: like the cells' limiter); replays and the building of a request take no slot.
+    limits_calls: ClassVar[bool] = True
+
     def __init__(self, client: ChatClient, runtime: ModelRuntime) -> None:
         self.client = client
         self.runtime = runtime
@@ -362,6 +377,8 @@ class RuntimeChatModel:
         self.role: str | None = None
         self.provider = client.provider
         self.model = client.model
+        # id(tools argument) -> (it, the body's tool list, that list's canonical JSON).
+        self._tools_json: dict[int, tuple[object, list[Any], str]] = {}
 
     def __repr__(self) -> str:
         return f"RuntimeChatModel({self.client!r})"
@@ -397,7 +414,7 @@ class RuntimeChatModel:
             messages, max_tokens=max_tokens, temperature=temperature, tools=tools
         )
         # Encoded once: hashed for the key, sent as the request, kept in the recording.
-        body_json = canonical_body(body)
+        body_json = self._encode(body, tools)
         repeat = CALL_REPEAT.get()
         key = key_of(self.provider, body_json, repeat)
         recorder = runtime.recorder
@@ -422,6 +439,27 @@ class RuntimeChatModel:
             if recorded is not None:
                 return self._replayed(recorded)
             return await self._live(messages, body, body_json, key, max_tokens, repeat)
+
+    def _encode(self, body: Mapping[str, Any], tools: Sequence[ToolSpec] | None) -> str:
+        """:func:`canonical_body` of ``body``, the tool list's JSON reused while the same
+        ``tools`` tuple (a planning agent's memoized one) builds an equal list: a planning
+        turn re-sends its task's tools unchanged, the largest part of its body."""
+        wire = body.get("tools")
+        if type(tools) is not tuple or not isinstance(wire, list):
+            return canonical_body(body)
+        found = self._tools_json.get(id(tools))
+        # Compared with a copy read back from the JSON itself, holding only strings, None,
+        # lists and dicts: equal then means the same JSON, whatever was changed in place.
+        if found is not None and found[0] is tools and found[1] == wire:
+            return canonical_body(body, {"tools": found[2]})
+        tools_text = canonical_body({"tools": wire})[len('{"tools":') : -1]
+        snapshot = json.loads(tools_text)
+        if _plain(snapshot):
+            if len(self._tools_json) >= _TOOLS_JSON_SIZE:
+                self._tools_json.clear()
+            # The entry holds ``tools`` itself, so its id is not reused while it is here.
+            self._tools_json[id(tools)] = (tools, snapshot, tools_text)
+        return canonical_body(body, {"tools": tools_text})
 
     def _not_recorded(self, body_json: str, repeat: int) -> str:
         """Why replay-only mode has no answer (a cache of the first repeat only, say so)."""

@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,8 +71,10 @@ __all__ = [
     "final_answer",
     "parse_reply",
     "read_messages",
+    "read_tools",
     "run_episode",
     "system_prompt",
+    "turns_limiter",
     "user_prompt",
 ]
 
@@ -163,6 +167,18 @@ def read_messages(observation: ToolAgentObservation) -> Sequence[Mapping[str, An
     if "messages" not in observation.__dict__ and sources is not None:
         return sources["messages"]  # type: ignore[no-any-return]
     return observation.messages
+
+
+def read_tools(observation: ToolAgentObservation) -> Sequence[Mapping[str, Any]]:
+    """The turn's tool list for a reader that never modifies it (the LLM tool agent): the
+    loop's shared, memoized list (:func:`~pytest_budget.planning.tool_specs.tool_list_for`,
+    a tuple, the same object every turn the list is unchanged) when the agent has not read
+    ``tools`` yet, so a turn costs no copy of every tool; otherwise ``observation.tools``."""
+    state = getattr(observation, "__dict__", {})  # any object with ``tools`` will do
+    sources = state.get("_sources")
+    if "tools" not in state and sources is not None:
+        return sources["tools"]()  # type: ignore[no-any-return]
+    return observation.tools
 
 
 def _copy_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -298,7 +314,7 @@ class _Loop:
     """Mutable state of one episode (kept off the public observation)."""
 
     env: TravelEnv
-    blocker: Blocker
+    make_blocker: Callable[[], Blocker]
     max_steps: int
     messages: list[dict[str, Any]] = field(default_factory=list)
     calls: list[ToolCallRecord] = field(default_factory=list)
@@ -307,11 +323,23 @@ class _Loop:
     tool_turns: int = 0
     succeeded: set[str] = field(default_factory=set)  # tools that succeeded this segment
     previous_output: str | None = None
+    _blocker: Blocker | None = None
+
+    @property
+    def blocker(self) -> Blocker:
+        """The episode's :class:`Blocker`, made on first use: its ground truth (optimal and
+        greedy paths) is first needed after the first reply, so the episode's first call
+        goes out without waiting for it (the environment is untouched until then, so the
+        Blocker is the one an earlier start would have made)."""
+        if self._blocker is None:
+            self._blocker = self.make_blocker()
+        return self._blocker
 
     def observe(self, agent: object) -> ToolAgentObservation:
-        env, blocker = self.env, self.blocker
+        env = self.env
         view = None
         if getattr(agent, "wants_reference", False) is True:
+            blocker = self.blocker
             optimal_next = None
             if getattr(agent, "wants_optimal_next", False) is True and not env.done:
                 if env.reachable():
@@ -422,6 +450,30 @@ class _Loop:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
 
+#: Turns in progress (built, waiting for a slot or an identical request, on the wire) per
+#: slot of the cells' limiter, for agents whose model bounds its own calls: enough to keep
+#: every slot fed, few enough that waiting requests stay a few megabytes.
+TURNS_PER_SLOT = 4
+_TURNS: weakref.WeakKeyDictionary[anyio.CapacityLimiter, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def turns_limiter(limiter: anyio.CapacityLimiter) -> anyio.CapacityLimiter:
+    """The limiter of turns in progress beside ``limiter`` (the cells' limit on calls):
+    :data:`TURNS_PER_SLOT` times its tokens, ranked (:data:`~pytest_budget.models.loop.
+    CALL_RANK`) like it; one per limiter, so it spans the cells as that one does."""
+    from pytest_budget.models.loop import ranked_limiter
+
+    total = max(1, math.ceil(limiter.total_tokens)) * TURNS_PER_SLOT
+    found = _TURNS.get(limiter)
+    if found is None:
+        found = _TURNS[limiter] = ranked_limiter(total)
+    elif found.total_tokens != total:
+        found.total_tokens = total
+    return found
+
+
 async def run_episode(
     query: Query,
     refinement_level: int,
@@ -455,8 +507,15 @@ async def run_episode(
     env = env or TravelEnv(
         query.task, refinement_level, query.query_id, ban_longest=ban_longest, seed=seed
     )
-    blocker = Blocker(env, query, mode, block_count, seed=seed, max_steps=max_steps, pool=pool)
-    loop = _Loop(env, blocker, max_steps)
+    make_blocker = functools.partial(
+        Blocker, env, query, mode, block_count, seed=seed, max_steps=max_steps, pool=pool
+    )
+    loop = _Loop(env, make_blocker, max_steps)
+    if limiter is not None and getattr(agent, "limits_own_calls", False) is True:
+        # Its model bounds its live calls (the run's runtime, ranked like this limiter): a
+        # slot held for the whole turn would sit idle while the request is built, and while
+        # it waits for another cell's identical request to be answered, then replays it.
+        limiter = turns_limiter(limiter)
     loop.messages = [
         {"role": "system", "content": system_prompt(query.task, refinement_level, max_steps)},
         {"role": "user", "content": user_prompt(query)},
@@ -510,6 +569,7 @@ async def run_episode(
             continue
         loop.notes.append(f"turn {loop.step}: no tool call; episode ended")
         break
+    blocker = loop.blocker
     blocker.finish(loop.step)
     final = blocker.query
     return EpisodeRecord(

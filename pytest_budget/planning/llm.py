@@ -10,7 +10,7 @@ passed on as the model wrote them); the episode loop scores it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from pytest_budget.models.agents import (
@@ -24,6 +24,8 @@ from pytest_budget.models.agents import (
     tool_spec_from_openai,
 )
 from pytest_budget.models.client import ToolSpec
+from pytest_budget.planning.episode import read_tools
+from pytest_budget.planning.tool_specs import copy_json
 
 __all__ = ["LLM_ROLES", "TOOL_AGENT_SYSTEM", "LLMToolAgent"]
 
@@ -86,17 +88,44 @@ class LLMToolAgent(LLMAgent):
 
     @staticmethod
     def tools(observation: Any) -> list[ToolSpec]:
-        specs = (
-            tool_spec_from_openai(spec)
-            for spec in observation.tools or ()
-            if isinstance(spec, Mapping)
-        )
-        return [spec for spec in specs if spec is not None]
+        return list(_tool_specs(observation))
 
     async def act(self, observation: Any) -> dict[str, Any]:
-        tools = self.tools(observation)
+        # The same tuple every turn the tool list is unchanged: the runtime then encodes it
+        # once (RuntimeChatModel.complete), not on every call.
+        tools = _tool_specs(observation)
         result = await self._complete(self.messages(observation), self.max_tokens, tools or None)
         return assistant_message(result)
+
+
+def _convert(source: Sequence[Any]) -> tuple[ToolSpec, ...]:
+    specs = (tool_spec_from_openai(spec) for spec in source if isinstance(spec, Mapping))
+    return tuple(spec for spec in specs if spec is not None)
+
+
+def _tool_specs(observation: Any) -> tuple[ToolSpec, ...]:
+    """The observation's tools as :class:`ToolSpec`; for the loop's shared tool list (a tuple
+    the planning loop memoizes and never modifies) converted once and memoized by its
+    identity, so a turn costs neither a copy nor a conversion of every tool."""
+    source = read_tools(observation) or ()
+    if type(source) is not tuple:  # an agent's own list: it may change, convert it now
+        return _convert(source)
+    found = _SPECS.get(id(source))
+    if found is not None and found[0] is source:
+        return found[1]
+    # Copied once, so no ToolSpec shares a dict with the loop's shared list.
+    specs = _convert(copy_json(list(source)))
+    if len(_SPECS) >= _SPECS_SIZE:
+        _SPECS.clear()
+    # The entry holds the tuple itself, so its id cannot be reused while it is here.
+    _SPECS[id(source)] = (source, specs)
+    return specs
+
+
+# id(shared tool list) -> (that list, its ToolSpecs).  Plain dict operations only: a race
+# between two threads at worst converts a list twice.
+_SPECS: dict[int, tuple[tuple[Any, ...], tuple[ToolSpec, ...]]] = {}
+_SPECS_SIZE = 1_024
 
 
 #: The role the planning suite's LLM agent fills (read by :mod:`pytest_budget.llm_agents`).
