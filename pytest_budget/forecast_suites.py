@@ -61,6 +61,8 @@ def _recorded(
         return True  # replay only: nothing is sent (a missing recording is an error)
     if mode != "new" or runtime.recorder is None:
         return False
+    if runtime.recorder.is_empty(model.provider, model.model):
+        return False  # nothing to look up: the request body is not built
     body = model.client.request_body(
         messages, max_tokens=cap, temperature=agent.temperature, tools=tools
     )

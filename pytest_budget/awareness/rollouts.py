@@ -25,6 +25,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -114,24 +115,29 @@ class Rollout:
     def dimensions(self) -> tuple[str, ...]:
         return tuple(self.budget)
 
-    def cumulative(self) -> list[dict[str, float]]:
-        """C_1 .. C_T: usage summed over turns 1..k, per budget dimension."""
+    @cached_property
+    def _sums(self) -> tuple[dict[str, float], ...]:
+        # Summed once per rollout: every cell of an environment probes the same rollouts,
+        # and ``total``/``feasible`` are read for each (the rollout is frozen).
         running = dict.fromkeys(self.budget, 0.0)
         out = []
         for turn in self.turns:
             for dim in running:
                 running[dim] += float(turn.usage.get(dim, 0.0))
             out.append(dict(running))
-        return out
+        return tuple(out)
+
+    def cumulative(self) -> list[dict[str, float]]:
+        """C_1 .. C_T: usage summed over turns 1..k, per budget dimension."""
+        return [dict(sums) for sums in self._sums]
 
     def total(self) -> dict[str, float]:
         """C_T per dimension (zeros for a rollout without turns)."""
-        cumulative = self.cumulative()
-        return cumulative[-1] if cumulative else dict.fromkeys(self.budget, 0.0)
+        return dict(self._sums[-1]) if self._sums else dict.fromkeys(self.budget, 0.0)
 
-    @property
+    @cached_property
     def feasible(self) -> bool:
-        total = self.total()
+        total = self._sums[-1] if self._sums else dict.fromkeys(self.budget, 0.0)
         return self.success and all(total[dim] <= cap for dim, cap in self.budget.items())
 
 

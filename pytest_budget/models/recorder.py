@@ -428,6 +428,11 @@ class CallRecorder:
                     cassette = self._cassettes[provider, model] = _Cassette(folder)
         return cassette
 
+    def is_empty(self, provider: str, model: str) -> bool:
+        """Whether nothing is recorded for ``provider`` and ``model`` (as this process read
+        the cassette): :meth:`load` finds no key there."""
+        return not self._cassette(provider, model).index
+
     def folder(self, provider: str, model: str) -> Path:
         """The cassette folder of ``provider`` and ``model``."""
         return _cassette(self.root, provider, model)

@@ -1,0 +1,29 @@
+#!/bin/sh
+# The README's main job, or its cost forecast, as a new user runs it: the package
+# pip-installed (not editable) in the virtualenv VENV, run from a fresh empty folder,
+# -n 0.  Time the whole process from outside, interleaving two virtualenvs (one per
+# checkout, each `python3 -m venv V && V/bin/pip install CHECKOUT`), e.g. with
+# /usr/bin/time -v, pairs taken in turn and medians quoted.  Usage:
+#   sh benchmarks/bench_main_job.sh VENV            # pytest --budget-suite=all -q
+#   sh benchmarks/bench_main_job.sh VENV dry-run    # ... --budget-agent=openai/gpt-4o-mini --budget-dry-run
+#   sh benchmarks/bench_main_job.sh VENV 600        # ... --budget-query-count=600 (planning)
+# Bytecode: pip compiles the package at install; pytest rewrites only the bundled suites,
+# whose rewritten bytecode it caches unless PYTHONDONTWRITEBYTECODE is set (set on the
+# machine these figures were taken on; `env -u PYTHONDONTWRITEBYTECODE` for the other case).
+set -e
+venv="${1:?usage: bench_main_job.sh VENV [main|dry-run|600]}"
+mode="${2:-main}"
+case "$mode" in
+  main) extra="" ;;
+  dry-run) extra="--budget-agent=openai/gpt-4o-mini --budget-dry-run" ;;
+  600) extra="--budget-query-count=600" ;;
+  *) echo "unknown mode $mode (main, dry-run or 600)" >&2; exit 2 ;;
+esac
+dir=$(mktemp -d)
+cd "$dir"
+# -p no:cacheprovider: every run starts from nothing (no rollout cache, no .pytest_cache).
+# shellcheck disable=SC2086
+"$venv/bin/pytest" --budget-suite=all -q -p no:cacheprovider $extra >/dev/null 2>&1 || status=$?
+cd /
+rm -rf "$dir"
+exit "${status:-0}"

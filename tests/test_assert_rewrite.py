@@ -1,0 +1,55 @@
+"""pytest rewrites the asserts of the bundled suites, not those of the core modules.
+
+pytest marks a plugin's whole distribution for assertion rewriting (an installed wheel; an
+editable install is found through its entry point's package, which setuptools' editable
+finder hides); the plugin narrows the mark (``plugin._rewrite_only_test_code``) so the core
+modules load from the bytecode pip compiled, while a suite's failing assert still explains
+itself.  Checked against pytest's own hook, marked as pytest marks a wheel.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _pytest.assertion import AssertionState
+from _pytest.assertion.rewrite import AssertionRewritingHook, assertstate_key
+
+from pytest_budget import plugin
+
+
+def _marked_hook(
+    pytester: pytest.Pytester, *names: str
+) -> tuple[AssertionRewritingHook, pytest.Config]:
+    # A project whose test files are named otherwise: the suites are rewritten by the mark.
+    config = pytester.parseconfig("-p", "no:cacheprovider", "-o", "python_files=check_*.py")
+    config.stash[assertstate_key] = AssertionState(config, "rewrite")
+    hook = AssertionRewritingHook(config)
+    hook.mark_rewrite(*names)
+    config.pluginmanager.rewrite_hook = hook
+    return hook, config
+
+
+def _rewritten(hook: AssertionRewritingHook, config: pytest.Config, name: str) -> bool:
+    return not hook._early_rewrite_bailout(name, config.stash[assertstate_key])
+
+
+def test_only_the_bundled_suites_stay_marked(pytester: pytest.Pytester) -> None:
+    hook, config = _marked_hook(pytester, "pytest_budget", "syrupy")
+    core = (
+        "pytest_budget.gating",
+        "pytest_budget.planning.blocking",
+        "pytest_budget.fixtures.cells",
+    )
+    assert all(_rewritten(hook, config, name) for name in core)  # as pytest marks a wheel
+
+    plugin._rewrite_only_test_code(config.pluginmanager)
+
+    assert [name for name in core if _rewritten(hook, config, name)] == []
+    assert _rewritten(hook, config, "pytest_budget.suites.test_triage")
+    assert _rewritten(hook, config, "pytest_budget.suites.test_awareness")
+    assert _rewritten(hook, config, "syrupy.assertion")  # another plugin's mark is left alone
+
+
+def test_an_unmarked_distribution_is_left_as_pytest_set_it(pytester: pytest.Pytester) -> None:
+    hook, config = _marked_hook(pytester, "syrupy")
+    plugin._rewrite_only_test_code(config.pluginmanager)
+    assert hook._must_rewrite == {"syrupy"}
