@@ -13,6 +13,7 @@ from pytest_budget.awareness.dialogue import (
     ESTIMATION_SYSTEM,
     NO_TEXT,
     WAREHOUSE_ESTIMATION_SYSTEM,
+    estimator_prompt_tokens,
     turn_tokens,
 )
 from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
@@ -20,7 +21,8 @@ from pytest_budget.awareness.probes import Probe, make_probes
 from pytest_budget.awareness.prompts import actor_system
 from pytest_budget.awareness.rollouts import ActorObservation, Rollout, Turn
 from pytest_budget.awareness.sokoban_env import SOKOBAN_PRESETS, generate_puzzles, run_rollout
-from pytest_budget.awareness.trajectories import load_trajectories
+from pytest_budget.awareness.trajectories import bundled_swe_rollouts, load_trajectories
+from pytest_budget.tokens import count_tokens
 
 
 def test_token_split_sources_in_order() -> None:
@@ -225,3 +227,33 @@ def test_warehouse_probe_shows_cash_target_history_and_caps(
     assert positions == sorted(positions)
     caps = ", ".join(f"{d} <= {round(c)}" for d, c in rollout.budget.items())
     assert f"Budgets: {caps}." in question
+
+
+def _built_count(probe: Probe) -> int:
+    """The second method: build the whole chat and count every message."""
+    return sum(count_tokens(message["content"]) for message in probe.messages)
+
+
+def test_counted_estimator_prompts_equal_the_built_ones(
+    warehouse_rollouts: list[Rollout],
+) -> None:
+    sokoban = anyio.run(
+        lambda: generate_env_rollouts("sokoban-6x6", 3, seed=7, actor=ReferenceActor(7))
+    )
+    preset = SOKOBAN_PRESETS["sokoban-6x6"]
+    (level,) = generate_puzzles(preset, 1, seed=3)
+    hostile = anyio.run(  # splits unknown: "unknown" items in the question
+        lambda: run_rollout(level, _HostileReporter(), preset=preset, rollout_id="h")
+    )
+    swe = bundled_swe_rollouts()[:3]  # recorded system prompts, providers' splits
+    # One turn object three times, no text logged: NO_TEXT replayed.
+    silent = Rollout("silent", "sokoban-6x6", {"tokens": 9}, False, (Turn({"tokens": 5.0}),) * 3)
+    own = _own_token_probe()
+    steps = Probe("s-1", "own-env", 1, {"steps": 1}, {"steps": 9}, own.prefix[:1])  # flattened
+    rollouts = [*sokoban, hostile, *warehouse_rollouts, *swe, silent]
+    probes = [probe for rollout in rollouts for probe, _ in make_probes(rollout)]
+    assert len(probes) > 50
+    assert {probe.env for probe in probes} >= {"sokoban-6x6", "warehouse"}
+    # Out of turn order and with repeats: the prefix sums must not depend on the order.
+    mixed = [*probes[::-1], *probes[::3], own, steps]
+    assert estimator_prompt_tokens(mixed) == [_built_count(probe) for probe in mixed]

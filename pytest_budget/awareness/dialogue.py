@@ -67,6 +67,7 @@ __all__ = [
     "actor_system_prompt",
     "answer_format",
     "estimator_messages",
+    "estimator_prompt_tokens",
     "estimator_question",
     "fallback_system",
     "probe_turns",
@@ -215,14 +216,19 @@ def answer_format(dimensions: Sequence[str]) -> str:
     )
 
 
-def token_question(turns: Sequence[ProbeTurn], cap: float) -> str:
-    """The last user message for a token budget (BAGEN §3.4's content and order)."""
-    k = len(turns)
-    usage = "; ".join(
+def _turn_usage(t: ProbeTurn) -> str:
+    return (
         f"Turn {t.index}: input {_count(t.input_tokens)} tokens, output "
         f"{_count(t.output_tokens)} tokens, total {_count(t.total_tokens)} tokens"
-        for t in turns
     )
+
+
+def token_question(turns: Sequence[ProbeTurn], cap: float) -> str:
+    """The last user message for a token budget (BAGEN §3.4's content and order)."""
+    return _token_question(len(turns), "; ".join(_turn_usage(t) for t in turns), cap)
+
+
+def _token_question(k: int, usage: str, cap: float) -> str:
     return "\n".join(
         [
             f"The agent has completed {k} turn{'s' if k != 1 else ''} so far.",
@@ -253,24 +259,41 @@ def _day(weeks: float) -> int:
     return round(weeks * 7)
 
 
+def _warehouse_steps(prefix: Sequence[Turn]) -> list[str]:
+    """Warehouse's per-step history items, one per turn of ``prefix``."""
+    history = []
+    elapsed = 0.0
+    for turn in prefix:
+        item, elapsed = _warehouse_step(elapsed, turn)
+        history.append(item)
+    return history
+
+
+def _warehouse_step(elapsed: float, turn: Turn) -> tuple[str, float]:
+    """One history item of Warehouse's question and the weeks elapsed after its step."""
+    step = {d: max(0.0, float(turn.usage.get(d, 0.0))) for d in _WAREHOUSE_DIMS}
+    elapsed += step["time_weeks"]
+    item = (
+        f"Day {_day(elapsed)}: time +{_whole(step['time_weeks'])} weeks, warehouse "
+        f"+{_whole(step['warehouse_item_weeks'])} item-weeks, cost "
+        f"+{_whole(step['cumulative_cost_usd'])} USD"
+    )
+    return item, elapsed
+
+
 def warehouse_question(probe: Probe) -> str:
     """The last user message for Warehouse (BAGEN §5's content and order)."""
+    history = _warehouse_steps(probe.prefix)
+    return _warehouse_question(probe, "; ".join(history) if history else "none yet")
+
+
+def _warehouse_question(probe: Probe, history: str) -> str:
     dims = [d for d in _WAREHOUSE_DIMS if d in probe.budget] or list(probe.budget)
     k = probe.k
     weeks = probe.used.get("time_weeks", 0.0)
     last = probe.prefix[-1].info if probe.prefix else {}
     cash = _signed(last.get("cash"))  # negative cash is still cash
     target = _signed(probe.task.get("target_cash_usd"))
-    history = []
-    elapsed = 0.0
-    for turn in probe.prefix:
-        step = {d: max(0.0, float(turn.usage.get(d, 0.0))) for d in _WAREHOUSE_DIMS}
-        elapsed += step["time_weeks"]
-        history.append(
-            f"Day {_day(elapsed)}: time +{_whole(step['time_weeks'])} weeks, warehouse "
-            f"+{_whole(step['warehouse_item_weeks'])} item-weeks, cost "
-            f"+{_whole(step['cumulative_cost_usd'])} USD"
-        )
     cash_text = "unknown" if cash is None else f"{_whole(cash)} USD"
     target_text = "not given" if target is None else f"{_whole(target)} USD"
     return "\n".join(
@@ -280,7 +303,7 @@ def warehouse_question(probe: Probe) -> str:
             + ", ".join(f"{d} {_whole(probe.used.get(d, 0.0))}" for d in dims)
             + ".",
             f"Cash now: {cash_text}. Final cash needed to count as finished: {target_text}.",
-            "Usage per step: " + ("; ".join(history) if history else "none yet") + ".",
+            "Usage per step: " + history + ".",
             "Budgets: " + ", ".join(f"{d} <= {_whole(probe.budget[d])}" for d in dims) + ".",
             "",
             "Can the agent end with at least the target cash while staying within all three "
@@ -334,3 +357,54 @@ def estimator_messages(probe: Probe) -> list[dict[str, str]]:
         messages.append({"role": "assistant", "content": turn.action or NO_TEXT})
     messages.append({"role": "user", "content": probe.question})
     return messages
+
+
+def estimator_prompt_tokens(probes: Sequence[Probe]) -> list[int]:
+    """Reference tokens of :func:`estimator_messages` for each probe, without building them.
+
+    Building every probe's chat re-renders all its earlier turns (quadratic in the turns);
+    the dry run only needs the count.  The reference tokenizer's tokens never cross a space
+    or a punctuation mark, and every join below is at one (``"; "`` between items, ``": "``
+    and ``"."`` around the list), so a question's count is its template's count (list left
+    empty) plus the items' counts plus one ``;`` per separator; the replayed turns are
+    separate messages, counted separately anyway.  Per-turn counts are summed along each
+    prefix once (``nodes``: a prefix is its last turn and the prefix before it).
+    """
+    from pytest_budget.tokens import count_tokens
+
+    nodes: dict[tuple[int, int], int] = {}
+    # Per node: (turn messages' tokens, question items' tokens, elapsed weeks) so far.
+    sums: list[tuple[int, int, float]] = [(0, 0, 0.0)]
+    out = []
+    for probe in probes:
+        warehouse = _is_warehouse(probe)
+        if not probe.prefix or not (warehouse or tuple(probe.budget) == ("tokens",)):
+            out.append(sum(count_tokens(m["content"]) for m in estimator_messages(probe)))
+            continue
+        node = 0
+        for index, turn in enumerate(probe.prefix, start=1):
+            key = (node, id(turn))
+            if key not in nodes:
+                said, items, elapsed = sums[node]
+                said += count_tokens(turn.observation or NO_TEXT)
+                said += count_tokens(turn.action or NO_TEXT)
+                if warehouse:
+                    item, elapsed = _warehouse_step(elapsed, turn)
+                else:
+                    read, wrote = turn_tokens(turn)
+                    item = _turn_usage(ProbeTurn(index, None, None, turn.usage, read, wrote))
+                nodes[key] = len(sums)
+                sums.append((said, items + count_tokens(item), elapsed))
+            node = nodes[key]
+        said, items, _ = sums[node]
+        items += len(probe.prefix) - 1  # one ";" per separator
+        if warehouse:
+            system = WAREHOUSE_ESTIMATION_SYSTEM
+            template = _warehouse_question(probe, "")
+        else:
+            system = actor_system_prompt(probe.env, probe.actor_system_prompt) or (
+                fallback_system(probe.env)
+            )
+            template = _token_question(len(probe.prefix), "", probe.budget["tokens"])
+        out.append(count_tokens(system) + said + count_tokens(template) + items)
+    return out
