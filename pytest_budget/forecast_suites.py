@@ -48,10 +48,14 @@ def model_of(agent: object) -> Any:
 
 
 def _recorded(
-    agent: Any, messages: Sequence[Mapping[str, Any]], cap: int, tools: Any, repeat: int = 0
+    agent: Any,
+    messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]],
+    cap: int,
+    tools: Any,
+    repeat: int = 0,
 ) -> bool:
     """Whether this exact request of repeat ``repeat`` will be replayed (free) instead of
-    sent."""
+    sent (``messages`` may be a function building them, called only for the look-up)."""
     from pytest_budget.models.recorder import canonical_body, key_of
 
     model = model_of(agent)
@@ -63,6 +67,8 @@ def _recorded(
         return False
     if runtime.recorder.is_empty(model.provider, model.model):
         return False  # nothing to look up: the request body is not built
+    if callable(messages):
+        messages = messages()
     body = model.client.request_body(
         messages, max_tokens=cap, temperature=agent.temperature, tools=tools
     )
@@ -105,6 +111,26 @@ class ForecastRows:
                 row.recorded += 1
             else:
                 row.add_call(prompt_tokens(messages, tools), cap)
+
+    def call_counted(
+        self,
+        suite: str,
+        role: str,
+        agent: Any,
+        messages: Callable[[], Sequence[Mapping[str, Any]]],
+        prompt: int,
+        cap: int,
+        *,
+        repeated: bool = False,
+    ) -> None:
+        """:meth:`call` for a request whose ``prompt`` tokens are already counted: the
+        messages are built only when a recording must be searched for them."""
+        row = self.row(suite, role, agent)
+        for repeat in range(self.repeat if repeated else 1):
+            if _recorded(agent, messages, cap, None, repeat):
+                row.recorded += 1
+            else:
+                row.add_call(prompt, cap)
 
 
 def agent_names(config: pytest.Config, state: BudgetSession, suite: str, role: str) -> list[str]:

@@ -188,3 +188,28 @@ def test_estimated_calls_take_the_largest_prompt_for_the_worst_case() -> None:
     assert (row.calls, row.calls_worst) == (3, 5)
     assert (row.input_tokens, row.input_worst) == (60, math.ceil(5 * 30 * 1.5))
     assert (row.output_tokens, row.output_worst) == (3 * 100, 5 * 100)  # 150 typical > cap
+
+
+def test_awareness_estimator_prompts_are_forecast_as_sent_and_then_recorded(
+    pytester: pytest.Pytester, server: ModelServer
+) -> None:
+    """Logged rollouts: the counted prompts equal what the server receives, and the
+    recorded requests (looked up from the built messages) cost nothing afterwards."""
+    pytester.makeini(f"[pytest]\nbudget_prices =\n    {PRICES}\n")
+    args = (
+        "--budget-suite=awareness", "--budget-env=swe-synthetic", "--budget-agent=openai:m",
+        f"--budget-base-url={server.url}", "--budget-gate=off", "--budget-cache-dir=cache",
+        "-p", "no:cacheprovider",
+    )  # fmt: skip
+    before = pytester.runpytest_subprocess(*args, "--budget-dry-run")
+    assert server.requests == []
+    pytester.runpytest_subprocess(*args)
+    sent = [_prompt_tokens(body) for body in server.requests]
+    assert len(sent) > 10
+    before.stdout.fnmatch_lines(
+        [f"awareness estimator (openai:m): {len(sent)} calls, input {sum(sent):,}..* tokens, *"]
+    )
+    after = pytester.runpytest_subprocess(*args, "--budget-dry-run")
+    after.stdout.fnmatch_lines(
+        [f"awareness estimator (openai:m): 0 calls, * ({len(sent)} more recorded: free)"]
+    )
