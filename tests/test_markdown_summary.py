@@ -13,6 +13,7 @@ from markdown_it import MarkdownIt
 
 from pytest_budget.markdown_summary import code, escape_cell, render_markdown
 from pytest_budget.written import with_written
+from tests import inprocess
 
 HOSTILE = "evil|agent `rm -rf` <script>alert(1)</script> *bold* [x](y)"
 
@@ -159,7 +160,7 @@ def test_failed_cell_has_its_rerun_command(pytester: pytest.Pytester, tmp_path: 
     """A real gate failure: a baseline recorded with one pool, then a run whose stored
     scores are made unreachable; the summary lists the cell first with its command."""
     base = [*SMALL_TRIAGE, "--budget-snapshot-dir=snaps", "--budget-gate=tolerance"]
-    assert pytester.runpytest_subprocess(*base, "--snapshot-update").ret == 0
+    assert inprocess.run(pytester, *base, "--snapshot-update").ret == 0
     for path in (pytester.path / "snaps").rglob("*"):
         if path.is_file():
             text = path.read_text(encoding="utf-8")
@@ -181,8 +182,8 @@ def test_counted_spend_is_the_same_with_xdist(pytester: pytest.Pytester) -> None
 
     spends = []
     for extra in ([], ["-n", "2"]):
-        result = pytester.runpytest_subprocess(
-            *SMALL_TRIAGE, "--budget-gate=off", "--budget-report=r.json", *extra
+        result = inprocess.run(
+            pytester, *SMALL_TRIAGE, "--budget-gate=off", "--budget-report=r.json", *extra
         )
         assert result.ret == 0
         report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))

@@ -22,6 +22,7 @@ import pytest
 # classes, and a second import under a later test would not match them.
 import trustme
 
+from tests import inprocess
 from tests.chat_logs import write_chat_file
 from tests.model_server import tls_context, trust_authority
 
@@ -157,7 +158,7 @@ def test_awareness_estimator_over_https(
 ) -> None:
     # Hosted APIs are https://: those calls take the httpcore path with certificate checks.
     assert tls_model_server.url.startswith("https://")
-    result = pytester.runpytest_subprocess(
+    result = inprocess.run(pytester,
         "--budget-suite=awareness", write_chat_file(pytester.path),
             "--budget-agent=openai:test-model",
         f"--budget-base-url={tls_model_server.url}/v1", "--budget-gate=off",
@@ -190,7 +191,7 @@ def test_an_untrusted_certificate_is_an_error_not_a_silent_pass(
 def test_triage_planner_and_solver_over_http(
     pytester: pytest.Pytester, model_server: _ModelServer
 ) -> None:
-    result = pytester.runpytest_subprocess(
+    result = inprocess.run(pytester,
         "--budget-suite=triage", "--budget-agent=openai:test-model",
         f"--budget-base-url={model_server.url}/v1", "--budget-pool-size=4",
         "--budget-alpha=0.5", "--budget-unsolvable=0", "--budget-gate=off",
@@ -210,7 +211,7 @@ def test_role_agents_ini_keeps_the_reference_actor(
     pytester: pytest.Pytester, model_server: _ModelServer
 ) -> None:
     pytester.makeini("[pytest]\nbudget_role_agents =\n    actor = reference\n")
-    result = pytester.runpytest_subprocess(
+    result = inprocess.run(pytester,
         "--budget-suite=awareness", "--budget-env=sokoban-6x6", "--budget-rollout-count=4",
         "--budget-agent=openai:test-model", f"--budget-base-url={model_server.url}/v1",
         "--budget-gate=off", "--budget-report=r.json", "-p", "no:cacheprovider",

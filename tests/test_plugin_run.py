@@ -13,13 +13,15 @@ from typing import Any
 
 import pytest
 
+from tests import inprocess
+
 # A small, fast grid for behaviour tests; the full default grid is exercised separately.
 SMALL = ["--budget-pool-size=6", "--budget-alpha=0.5", "--budget-unsolvable=0", "-p", "no:randomly"]
 
 
-def run(pytester: pytest.Pytester, *args: str, subprocess: bool = True) -> pytest.RunResult:
-    runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
-    return runner("--budget-suite=triage", "-p", "no:cacheprovider", *args)
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A triage run in this process (usage errors, which assert on stderr, run in a real one)."""
+    return inprocess.run(pytester, "--budget-suite=triage", "-p", "no:cacheprovider", *args)
 
 
 def report_of(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
@@ -120,7 +122,7 @@ def test_bad_pool_file_names_file_and_line(pytester: pytest.Pytester) -> None:
 
 
 def test_fixtures_are_listed_with_docstrings(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("--fixtures")
+    result = inprocess.run(pytester, "--fixtures")
     for name in (
         "budget_planner", "budget_solver", "budget_estimator", "budget_actor",
         "budget_tool_agent", "budget_cap", "budget_meter", "budget_snapshot",
@@ -275,8 +277,11 @@ class CutPlanner:
 def budget_planner():
     return CutPlanner()
 """)
-    result = run(pytester, *SMALL, "--budget-agent=user", "--budget-gate=off",
-                 "--budget-report=r.json")  # fmt: skip
+    # A real process: in this one the outer run's warning filters (error) would reach the cell.
+    result = pytester.runpytest_subprocess(
+        "--budget-suite=triage", "-p", "no:cacheprovider", *SMALL, "--budget-agent=user",
+        "--budget-gate=off", "--budget-report=r.json",
+    )  # fmt: skip
     result.stdout.fnmatch_lines(["*TruncationWarning*were cut at their token cap*"])
     cells = report_of(pytester, "r.json")["cells"]
     assert cells and all(c["truncated"]["planner"] == 1 for c in cells)

@@ -1,5 +1,6 @@
 """The model runtime end to end: suites run through ``--budget-agent=openai:...`` against a
-real local model server, in a pytest subprocess as a user would run them."""
+real local model server.  Runs whose claim needs a real process (a kill, the process's stderr,
+secrets in its output) start a pytest subprocess; the others run in this process."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from typing import Any
 import jsonschema
 import pytest
 from model_server import Fault, ModelServer
+
+from tests import inprocess
 
 CANARY = "sk-CANARY-e2e-91c2"
 
@@ -70,13 +73,14 @@ def _scores(report: dict[str, Any]) -> dict[str, Any]:
 def test_a_recorded_run_replays_without_the_server(
     pytester: pytest.Pytester, server: ModelServer
 ) -> None:
-    live = pytester.runpytest_subprocess(*_args(pytester, server, "--budget-report=live.json"))
+    live = inprocess.run(pytester, *_args(pytester, server, "--budget-report=live.json"))
     live.assert_outcomes(passed=3)
     calls = len(server.requests)
     assert calls == 27
     server.stop()
-    replay = pytester.runpytest_subprocess(
-        *_args(pytester, server, "--budget-report=replay.json", "--budget-record-mode=none")
+    replay = inprocess.run(
+        pytester,
+        *_args(pytester, server, "--budget-report=replay.json", "--budget-record-mode=none"),
     )
     replay.assert_outcomes(passed=3)
     first, again = _report(pytester, "live.json"), _report(pytester, "replay.json")
@@ -90,8 +94,9 @@ def test_a_killed_run_resumes_without_paying_twice(
 ) -> None:
     with ModelServer(latency=0.15) as server:
         # The reference: an uninterrupted run with its own cache.
-        reference = pytester.runpytest_subprocess(
-            *_args(pytester, server, "--budget-report=ref.json", "--budget-cache-dir=refcache")
+        reference = inprocess.run(
+            pytester,
+            *_args(pytester, server, "--budget-report=ref.json", "--budget-cache-dir=refcache"),
         )
         reference.assert_outcomes(passed=3)
         server.requests.clear()
@@ -107,7 +112,7 @@ def test_a_killed_run_resumes_without_paying_twice(
             process.wait(10)
         paid_before_kill = len(server.requests)
         assert 4 <= paid_before_kill < 27
-        resumed = pytester.runpytest_subprocess(*args)
+        resumed = inprocess.run(pytester, *args)
         resumed.assert_outcomes(passed=3)
     # Every completed call was replayed; at most the one in flight at the kill is paid twice.
     assert len(server.requests) <= 27 + 1
@@ -123,7 +128,7 @@ def test_the_spend_cap_holds_across_workers_and_skips_the_rest(
     # plus the prompt (about 1.3 $), so a 2 $ cap admits a few calls and then closes.
     pytester.makeini("[pytest]\nbudget_prices =\n    m = 1000 1000\n")
     envs = ("e1", "e2", "e3", "e4", "e5", "e6")
-    result = pytester.runpytest_subprocess(
+    result = inprocess.run(pytester,
         "--budget-suite=awareness", _rollouts(pytester.path / "ro.jsonl", envs),
         "--budget-agent=openai:m", f"--budget-base-url={server.url}", "--budget-gate=off",
         "--budget-cache-dir=cache", "-p", "no:cacheprovider", "--budget-max-usd=2",
@@ -164,7 +169,7 @@ def test_secrets_never_reach_any_file_or_output(
 
 
 def test_progress_and_summary_lines(pytester: pytest.Pytester, server: ModelServer) -> None:
-    loud = pytester.runpytest_subprocess(*_args(pytester, server))
+    loud = inprocess.run(pytester, *_args(pytester, server))
     loud.stdout.fnmatch_lines(
         [
             "budget: model calls *(tests */3): *",  # e.g. 9/~27 after one cell of 9 probes
@@ -173,14 +178,14 @@ def test_progress_and_summary_lines(pytester: pytest.Pytester, server: ModelServ
             "1,350 in / 189 out; spent unknown (no price for 27 calls; see budget_prices)",
         ]
     )
-    quiet = pytester.runpytest_subprocess(*_args(pytester, server), "-q")
+    quiet = inprocess.run(pytester, *_args(pytester, server), "-q")
     assert not re.search(r"^budget: model calls \d", quiet.stdout.str(), re.MULTILINE)
     quiet.stdout.fnmatch_lines(["model calls: 0 live, 27 replayed*"])
 
 
 def test_a_server_without_usage_is_reported_as_such(pytester: pytest.Pytester) -> None:
     with ModelServer(report_usage=False) as server:
-        result = pytester.runpytest_subprocess(*_args(pytester, server, "--budget-report=r.json"))
+        result = inprocess.run(pytester, *_args(pytester, server, "--budget-report=r.json"))
     result.assert_outcomes(passed=3)
     models = _report(pytester)["models"]
     assert models["usage_reported"] is False and models["unreported_usage"] == 27

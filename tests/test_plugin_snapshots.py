@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import inprocess
+
 PLANNER = """
 def pytest_budget_planner(config):
     def plan(request):
@@ -22,7 +24,7 @@ ARITH = Path("__budget_snapshots__/triage/arith-u0-a0.5-A-user.json")
 
 def record(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
     pytester.makeconftest(PLANNER)
-    return pytester.runpytest_subprocess(*ARGS, "--snapshot-update", *extra)
+    return inprocess.run(pytester, *ARGS, "--snapshot-update", *extra)
 
 
 def edit_scores(pytester: pytest.Pytester, **changes: float) -> dict[str, float]:
@@ -40,6 +42,7 @@ def test_a_run_without_baselines_says_so_once_and_fails_once(
 ) -> None:
     # Issue 31: every cell used to fail with the same "no stored baseline" message.
     pytester.makeconftest(PLANNER)
+    # A real process: the printed commands are the process's own arguments.
     result = pytester.runpytest_subprocess(*ARGS, *xdist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # CI stays red, for one reason
     assert result.outlines[-1].strip("= ").startswith("2 no baseline in ")
@@ -61,10 +64,10 @@ def test_a_run_without_baselines_says_so_once_and_fails_once(
     assert words(record_command) == [*ARGS, *xdist, "--snapshot-update"]
     assert words(score_command) == [*ARGS, *xdist, "--budget-gate=off"]
     # Both commands work as printed: scoring only passes, recording makes the run pass.
-    pytester.runpytest_subprocess(*words(score_command)).assert_outcomes(passed=2)
+    inprocess.run(pytester, *words(score_command)).assert_outcomes(passed=2)
     assert not (pytester.path / ARITH).exists()
-    pytester.runpytest_subprocess(*words(record_command)).assert_outcomes(passed=2)
-    gated = pytester.runpytest_subprocess(*ARGS, *xdist)
+    inprocess.run(pytester, *words(record_command)).assert_outcomes(passed=2)
+    gated = inprocess.run(pytester, *ARGS, *xdist)
     gated.assert_outcomes(passed=2)
     assert gated.ret == pytest.ExitCode.OK
     assert not [line for line in gated.outlines if "no stored baseline" in line]
@@ -81,7 +84,7 @@ def test_record_then_pass(pytester: pytest.Pytester, xdist: list[str]) -> None:
         assert set(data) == {"ci", "context", "per_query", "scores"}
         assert set(data["ci"]) == set(data["scores"])
         assert data["context"]["seed"] == 42
-    pytester.runpytest_subprocess(*ARGS, *xdist).assert_outcomes(passed=2)
+    inprocess.run(pytester, *ARGS, *xdist).assert_outcomes(passed=2)
 
 
 def test_regression_past_tolerance_fails_and_names_the_metric(pytester: pytest.Pytester) -> None:
@@ -89,8 +92,8 @@ def test_regression_past_tolerance_fails_and_names_the_metric(pytester: pytest.P
     before = json.loads((pytester.path / ARITH).read_text(encoding="utf-8"))["scores"]["eta_u"]
     edit_scores(pytester, eta_u=before + 0.3)
     # The default paired gate compares the items' values, which did not move: it passes.
-    pytester.runpytest_subprocess(*ARGS).assert_outcomes(passed=2)
-    result = pytester.runpytest_subprocess(*ARGS, "--budget-gate=tolerance")
+    inprocess.run(pytester, *ARGS).assert_outcomes(passed=2)
+    result = inprocess.run(pytester, *ARGS, "--budget-gate=tolerance")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         f"*eta_u regressed: stored {before + 0.3:.6g}, new {before:.6g}, tolerance 0.05 "
@@ -102,7 +105,7 @@ def test_small_regression_within_tolerance_and_improvements_pass(pytester: pytes
     record(pytester).assert_outcomes(passed=2)
     scores = json.loads((pytester.path / ARITH).read_text(encoding="utf-8"))["scores"]
     edit_scores(pytester, eta_u=scores["eta_u"] + 0.04, eta_e=scores["eta_e"] - 0.5)
-    pytester.runpytest_subprocess(*ARGS).assert_outcomes(passed=2)
+    inprocess.run(pytester, *ARGS).assert_outcomes(passed=2)
 
 
 def test_ini_tolerance_per_metric(pytester: pytest.Pytester) -> None:
@@ -110,7 +113,7 @@ def test_ini_tolerance_per_metric(pytester: pytest.Pytester) -> None:
     scores = json.loads((pytester.path / ARITH).read_text(encoding="utf-8"))["scores"]
     edit_scores(pytester, eta_u=scores["eta_u"] + 0.3)
     pytester.makeini("[pytest]\nbudget_tolerances =\n    eta_u = 0.5\n")
-    pytester.runpytest_subprocess(*ARGS, "--budget-gate=tolerance").assert_outcomes(passed=2)
+    inprocess.run(pytester, *ARGS, "--budget-gate=tolerance").assert_outcomes(passed=2)
 
 
 def test_update_records_improvements_too(pytester: pytest.Pytester) -> None:
@@ -125,7 +128,7 @@ def test_update_records_improvements_too(pytester: pytest.Pytester) -> None:
 def test_corrupt_snapshot_gives_one_line_fix(pytester: pytest.Pytester) -> None:
     record(pytester).assert_outcomes(passed=2)
     (pytester.path / ARITH).write_text('{"scores": {"eta_u": 0.5,', encoding="utf-8")
-    result = pytester.runpytest_subprocess(*ARGS)
+    result = inprocess.run(pytester, *ARGS)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*snapshot *arith-u0-a0.5-A-user.json is not valid JSON (line 1: *); delete it and "
@@ -137,13 +140,13 @@ def test_corrupt_snapshot_gives_one_line_fix(pytester: pytest.Pytester) -> None:
 def test_snapshot_without_scores_object(pytester: pytest.Pytester) -> None:
     record(pytester).assert_outcomes(passed=2)
     (pytester.path / ARITH).write_text('["not", "a", "snapshot"]', encoding="utf-8")
-    result = pytester.runpytest_subprocess(*ARGS)
+    result = inprocess.run(pytester, *ARGS)
     result.stdout.fnmatch_lines(["*has no 'scores' object; delete it and re-record with*"])
 
 
 def test_baseline_from_another_seed_is_explained(pytester: pytest.Pytester) -> None:
     record(pytester).assert_outcomes(passed=2)
-    result = pytester.runpytest_subprocess(*ARGS, "--budget-seed=7")
+    result = inprocess.run(pytester, *ARGS, "--budget-seed=7")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*was recorded with seed=42 (now 7); re-record with*"])
 

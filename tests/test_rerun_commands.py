@@ -1,5 +1,7 @@
 """Printed node ids run as shown, and every printed command re-runs or re-records exactly the
-cell it names under the run's options (checked by running what the output says)."""
+cell it names under the run's options (checked by running what the output says).  The runs
+that print commands are real processes (a command holds the process's own arguments); the
+printed commands run in this process."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_budget.rerun import map_suite_arg, rerun_command, suite_of_module
+from tests import inprocess
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 SMALL = ("--budget-suite=triage", "-p", "no:cacheprovider", "-p", "no:randomly",
@@ -22,7 +25,7 @@ def run_printed(pytester: pytest.Pytester, command: str) -> pytest.RunResult:
     """Run a command exactly as the output printed it (``pytest ...``)."""
     words = shlex.split(command)
     assert words[0] == "pytest"
-    return pytester.runpytest_subprocess(*words[1:])
+    return inprocess.run(pytester, *words[1:])
 
 
 def failed_ids(result: pytest.RunResult) -> list[str]:
@@ -44,10 +47,10 @@ def test_failed_suite_cell_ids_carry_a_path_and_run_as_printed(pytester: pytest.
     assert all(i.startswith("pytest_budget/suites/test_triage.py::test_triage[") for i in ids)
     # As printed, with no option at all: the default grid holds this cell and its shipped
     # baseline (seed 42) passes.
-    again = pytester.runpytest_subprocess(CELL, "-p", "no:cacheprovider")
+    again = inprocess.run(pytester, CELL, "-p", "no:cacheprovider")
     again.assert_outcomes(passed=1)
     # The same id with --budget-suite runs that cell only, not the whole suite next to it.
-    pytester.runpytest_subprocess(*SMALL, CELL).assert_outcomes(passed=1)
+    inprocess.run(pytester, *SMALL, CELL).assert_outcomes(passed=1)
 
 
 def test_failure_report_prints_the_command_that_reruns_the_cell(pytester: pytest.Pytester) -> None:
@@ -55,7 +58,7 @@ def test_failure_report_prints_the_command_that_reruns_the_cell(pytester: pytest
     (pytester.path / "mine.jsonl").write_text(pool, encoding="utf-8")
     args = (*SMALL, "--budget-pool=mine.jsonl", "--budget-seed=7", "--budget-agent=oracle")
     # The user pool's cell recorded, then its baseline made to disagree (a context change).
-    pytester.runpytest_subprocess(*args, "--snapshot-update").assert_outcomes(passed=1)
+    inprocess.run(pytester, *args, "--snapshot-update").assert_outcomes(passed=1)
     (stored,) = (pytester.path / "__budget_snapshots__" / "triage").glob("*.json")
     data = json.loads(stored.read_text(encoding="utf-8"))
     data["context"]["seed"] = 8
@@ -70,7 +73,7 @@ def test_failure_report_prints_the_command_that_reruns_the_cell(pytester: pytest
     (cell_id,) = failed_ids(result)
     assert command.endswith(shlex.quote(cell_id))
     # The bare id does not exist without the options that made it; the command does.
-    missing = pytester.runpytest_subprocess(cell_id, "-p", "no:cacheprovider")
+    missing = inprocess.run(pytester, cell_id, "-p", "no:cacheprovider")
     assert missing.ret != pytest.ExitCode.OK
     rerun = run_printed(pytester, command)
     rerun.assert_outcomes(failed=1)
@@ -95,7 +98,7 @@ def test_snapshot_hint_rerecords_with_every_option_of_the_run(pytester: pytest.P
     recorded.assert_outcomes(passed=1)
     stored = pytester.path / "__budget_snapshots__" / "triage" / "arith-u0-a0.5-A-oracle.json"
     assert '"seed": 7' in stored.read_text(encoding="utf-8")
-    again = pytester.runpytest_subprocess(*args)
+    again = inprocess.run(pytester, *args)
     again.assert_outcomes(passed=1, failed=7)
     assert CELL not in failed_ids(again)
 
