@@ -62,25 +62,19 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     _rewrite_only_test_code(pluginmanager)
 
 
-#: The plugin's package whose asserts check tests (a snapshot compare explains itself).
-_REWRITTEN = "pytest_budget.suites"
-
-
 def _rewrite_only_test_code(pluginmanager: pytest.PytestPluginManager) -> None:
     """Narrow pytest's assertion rewriting of this distribution to the bundled suites.
 
-    pytest marks every module of a plugin's distribution for rewriting. Our core modules'
-    asserts only narrow types, yet rewriting parses and compiles each module from source on
-    every run where bytecode is not written (PYTHONDONTWRITEBYTECODE=1, read-only
-    site-packages): about 2 s of the main job on a 2-core machine. Without the mark they
-    load from the bytecode pip compiled. Nothing happens if pytest's hook differs.
+    pytest marks every module of a plugin's distribution; rewriting compiles each from source
+    on every run where bytecode is not written (PYTHONDONTWRITEBYTECODE=1): ~2 s of the main
+    job. The core's asserts only narrow types, so they load from pip's bytecode instead.
     """
     hook = getattr(pluginmanager, "rewrite_hook", None)
     marked = getattr(hook, "_must_rewrite", None)
     if not isinstance(marked, set) or "pytest_budget" not in marked:
-        return
+        return  # pytest's hook differs: leave it
     marked.discard("pytest_budget")
-    hook.mark_rewrite(_REWRITTEN)  # type: ignore[union-attr]  # also clears its name cache
+    hook.mark_rewrite("pytest_budget.suites")  # type: ignore[union-attr]  # clears its cache
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
