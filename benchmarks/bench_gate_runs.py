@@ -94,7 +94,7 @@ from pytest_budget.run_gate import (
     pooled_alpha,
     unit_changes,
 )
-from pytest_budget.sequential import STATED_EFFECTS, batch_bounds, mixture_log_e
+from pytest_budget.sequential import STATED_EFFECTS, batch_bounds, log_e_path, pooled_lambda
 from pytest_budget.sizes import COSTBENCH_TEST_SPLIT, SIZES
 
 Array = npt.NDArray[np.float64]
@@ -374,63 +374,82 @@ def gate_suite_wired(
     suite: Suite, stored: Parts, new: Parts, cell_level: float, pooled_level: float, looks: int
 ) -> Outcome:
     """Red runs and calls of one suite under the sequential gate *as wired* into the suites
-    (:mod:`pytest_budget.sequential`): every cell looks at its own batches only and stops on
-    its own data (any metric regressed, or every stated metric "no regression", or its
-    maximum size); the suite's pooled test is the mixture e-process over the units run, in
-    canonical order (cell, batch), each batch's changes computed on its cell's prefix."""
+    (:mod:`pytest_budget.sequential`): every cell looks at its own batches only (bounds on
+    its own units) and stops on its own data (any metric regressed, or every stated metric
+    "no regression", or its maximum size); the suite's pooled test is the e-process over
+    the units run, in canonical order (cell, batch), each batch's changes computed on its
+    cell's prefix and scaled by the prefix's share of the cell (``batch_changes``)."""
     if suite.calls_per_unit == 0 or looks == 1:
         # Triage plans a cell in one call: it runs whole, and so its pooled test is the
         # sign-flip test (the suites send no batches for it).
         return gate_suite(suite, stored, new, cell_level, pooled_level, 1)
     runs = next(iter(new.values()))[0].shape[0]
-    bounds = batch_bounds(suite.units, looks)
-    k_looks = len(bounds)
     metrics = METRICS[suite.name]
     stated = [m for m in metrics if m in STATED_EFFECTS] or list(metrics)
-    stop = np.full((runs, suite.cells), k_looks)
-    done = np.zeros((runs, suite.cells), dtype=np.bool_)
+    assert suite.real_mask is not None
     red = np.zeros(runs, dtype=np.bool_)
-    parts: dict[str, list[Array]] = {m: [] for m in metrics}  # each batch's changes
-    lo = 0
-    for k, upto in enumerate(bounds, start=1):
-        hit = np.zeros((runs, suite.cells), dtype=np.bool_)
-        clear = np.ones((runs, suite.cells), dtype=np.bool_)
-        for metric, direction in metrics.items():
-            d = changes(stored, new, metric, direction, upto)  # runs x cells x units
-            parts[metric].append(d[..., lo:upto])
-            rule = sequential.cell_rule(k_looks, cell_level, metric)
-            s, v = d.sum(-1), (d * d).sum(-1)
-            decision = rule.decide_many(k, s.ravel(), v.ravel()).reshape(s.shape)
-            hit |= decision == 1
-            if metric in stated:
-                clear &= decision == -1
-        newly = ~done & (hit | clear | (k == k_looks))
-        red |= (~done & hit).any(1)
-        stop = np.where(newly, k, stop)
-        done |= newly
-        lo = upto
+    calls = np.full(runs, suite.fixed_calls * suite.cells)
+    pooled: dict[str, list[Array]] = {m: [] for m in metrics}  # per cell: runs x units
+    predicted = {m: np.zeros(runs) for m in metrics}
+    first = {m: np.zeros(runs) for m in metrics}
+    for c in range(suite.cells):
+        size = int(suite.real_mask[c].sum())
+        bounds = batch_bounds(size, looks)
+        k_looks = len(bounds)
+        mine_s = {k: (v[0][c, :size], v[1][c, :size]) for k, v in stored.items()}
+        mine_n = {k: (v[0][:, c, :size], v[1][:, c, :size]) for k, v in new.items()}
+        done = np.zeros(runs, dtype=np.bool_)
+        stop = np.full(runs, k_looks)
+        parts: dict[str, list[Array]] = {m: [] for m in metrics}
+        lo = 0
+        for k, upto in enumerate(bounds, start=1):
+            hit = np.zeros(runs, dtype=np.bool_)
+            clear = np.ones(runs, dtype=np.bool_)
+            for metric, direction in metrics.items():
+                d = changes(mine_s, mine_n, metric, direction, upto)  # runs x units
+                scale = 1.0 if POOLED[0] == "mixture" else upto / size
+                parts[metric].append(d[:, lo:upto] * scale)
+                rule = sequential.cell_rule(k_looks, cell_level, metric)
+                decision = rule.decide_many(k, d.sum(-1), (d * d).sum(-1))
+                hit |= decision == 1
+                if metric in stated:
+                    clear &= decision == -1
+            newly = ~done & (hit | clear | (k == k_looks))
+            red |= ~done & hit
+            stop = np.where(newly, k, stop)
+            done |= newly
+            lo = upto
+        for metric in metrics:
+            ran = [p * (stop >= b)[:, None] for b, p in enumerate(parts[metric], start=1)]
+            pooled[metric].append(np.concatenate(ran, axis=-1))
+            head = parts[metric][0]
+            predicted[metric] += (head * head).sum(-1) * size / bounds[0]
+            first[metric] += (head * head).sum(-1)
+        calls += np.array(bounds)[stop - 1] * suite.calls_per_unit
     threshold = math.log(1 / pooled_level)
     for metric in metrics:
-        ran = [p * (stop >= b)[..., None] for b, p in enumerate(parts[metric], start=1)]
-        x = np.concatenate(ran, axis=-1).reshape(runs, -1)  # cell by cell, batch by batch
-        rho = sequential.RHO_SHARE * (parts[metric][0] ** 2).sum(axis=(1, 2))[:, None]
-        s, v = np.cumsum(x, 1), np.cumsum(x * x, 1)
-        # Only where the e-value's upper bound (Phi <= 1) reaches the threshold.
-        w = v + np.maximum(rho, 1e-300)
-        bound = math.log(2.0) + 0.5 * np.log(np.maximum(rho, 1e-300) / w) + s * s / (2 * w)
-        maybe = (bound >= threshold) & (s > 0)
-        if maybe.any():
-            rows = np.nonzero(maybe)
-            log_e = mixture_log_e(s[rows], v[rows], np.broadcast_to(rho, s.shape)[rows])
-            crossed = np.zeros_like(maybe)
-            crossed[rows] = log_e >= threshold
-            red |= crossed.any(1)
-    width = np.arange(suite.units)
-    limit = np.array(bounds)[stop - 1]  # units run per run and cell
-    assert suite.real_mask is not None
-    real = suite.real_mask[None] * (width[None, None, :] < limit[..., None])
-    calls = real.sum(axis=(1, 2)) * suite.calls_per_unit + suite.fixed_calls * suite.cells
+        x = np.concatenate(pooled[metric], axis=-1)  # cell by cell, batch by batch
+        if POOLED[0] == "mixture":  # session 9's: rho = 0.1 x the first batches' squares
+            rho = 0.1 * first[metric][:, None]
+            log_e = mixture_log_e(np.cumsum(x, 1), np.cumsum(x * x, 1), rho)
+        else:
+            log_e = log_e_path(x, pooled_lambda(predicted[metric], pooled_level)[:, None])
+        red |= (log_e > threshold).any(1) & (predicted[metric] > 0)
     return Outcome(red, calls)
+
+
+#: The pooled e-process of ``--designs wired``: ``matched`` (shipped) or ``mixture``.
+POOLED = ["matched"]
+
+
+def mixture_log_e(s: Array, v: Array, rho: Array) -> Array:
+    """Session 9's pooled e-process, kept to measure against: the half-normal mixture of
+    ``exp(lam s - lam**2 v / 2)`` of precision ``rho`` (closed form), on unscaled changes."""
+    w = v + np.maximum(rho, 1e-300)
+    z = np.maximum(s, 0.0) / np.sqrt(w)
+    phi = 0.5 * (1.0 + np.vectorize(math.erf)(z / math.sqrt(2.0)))
+    out: Array = math.log(2.0) + 0.5 * np.log(np.maximum(rho, 1e-300) / w) + z * z / 2
+    return out + np.log(phi)
 
 
 def clopper_upper(hits: int, trials: int) -> float:
@@ -503,7 +522,23 @@ def main() -> None:
         help="fixed; wired (the sequential gate as the suites run it: per-cell looks, pooled "
         "e-process); seq (run-level looks over every cell together: not what pytest runs)",
     )
+    parser.add_argument(
+        "--pooled",
+        default="matched",
+        choices=("matched", "mixture"),
+        help="the wired design's pooled e-process: matched (lam matched to the level, "
+        "shipped) or mixture (session 9's half-normal mixture on unscaled changes)",
+    )
+    parser.add_argument(
+        "--futility-from",
+        type=int,
+        default=sequential.FUTILITY_FROM,
+        help="the first look that may stop a cell for futility (shipped: "
+        f"{sequential.FUTILITY_FROM}; more than --looks: never)",
+    )
     args = parser.parse_args()
+    POOLED[0] = args.pooled
+    sequential.FUTILITY_FROM = args.futility_from
     rng = np.random.default_rng(args.seed)
     print(
         f"run level {RUN_ALPHA:g}; {args.baselines} baselines x {args.reruns} reruns = "

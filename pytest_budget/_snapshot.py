@@ -310,10 +310,11 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
         for sink in self.sinks:
             changes: dict[str, Any] = {}
             for spec in self.specs:
-                d = batch_changes(theirs, mine, spec, ran)
+                d = batch_changes(theirs, mine, spec, ran, bounds[-1])
                 if d is not None:
                     changes[spec.name] = {
                         "d": [float(x) for x in d], "direction": spec.direction, "first": ran[0],
+                        "total": bounds[-1],
                     }  # fmt: skip
             sink(self.suite, changes)
         return verdict.messages(new["per_query"].get("unit") or "unit", self.family)

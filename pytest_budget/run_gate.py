@@ -169,6 +169,8 @@ class PooledRegression:
     #: ``sign-flip`` (every cell ran whole) or ``e-process`` (the sequential gate's
     #: anytime-valid pooled test, :mod:`pytest_budget.sequential`).
     test: str = "sign-flip"
+    #: The e-process's first crossing of ``1 / alpha`` (unit, cell, look); "" otherwise.
+    crossed: str = ""
 
     @property
     def regressed(self) -> bool:
@@ -181,6 +183,7 @@ class PooledRegression:
             "cells": self.cells, "units": self.units, "p_value": self.p_value,
             "alpha": self.alpha, "pairs": self.pairs, "direction": self.direction,
             "regressed": self.regressed, "test": self.test,
+            **({"crossed": self.crossed} if self.crossed else {}),
         }  # fmt: skip
 
     def message(self) -> str:
@@ -196,6 +199,7 @@ class PooledRegression:
             f"({self.direction} is better) on the same {self.units} units of {self.cells} "
             f"cells, {test} p={self.p_value:.2g} < {self.alpha:.2g} (run level {RUN_ALPHA:g}: "
             f"half split over {self.pairs} pooled kind x metric pairs, Bonferroni)"
+            + (f"; it crossed 1/alpha at {self.crossed}" if self.crossed else "")
         )
 
 

@@ -80,7 +80,7 @@ class RunReporter:
         self._pooled: list[Any] | None = None
         # The same per unit with its cell's test id and first batch, and the (kind, metric)
         # pairs some of whose cells ran sequentially (their pooled test is an e-process).
-        self._gate_batches: dict[tuple[str, str], list[tuple[str, list[float], int, Any]]] = {}
+        self._gate_batches: dict[tuple[str, str], list[tuple[str, list[float], int, Any, int]]] = {}
         self._sequential_kinds: set[tuple[str, str]] = set()
 
     def pytest_sessionstart(self) -> None:
@@ -161,8 +161,11 @@ class RunReporter:
                 # that ran whole is one batch.
                 first = int(value.get("first", len(value["d"])))
                 self._gate_batches.setdefault((data["kind"], metric), []).append(
-                    (str(data.get("cell", report.nodeid)), value["d"], first, value["direction"])
-                )
+                    (
+                        str(data.get("cell", report.nodeid)), value["d"], first,
+                        value["direction"], int(value.get("total", len(value["d"]))),
+                    )
+                )  # fmt: skip
                 if "first" in value:
                     self._sequential_kinds.add((data["kind"], metric))
         record = getattr(report, "budget_cell", None)
