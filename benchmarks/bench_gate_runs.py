@@ -536,8 +536,17 @@ def main() -> None:
         help="the first look that may stop a cell for futility (shipped: "
         f"{sequential.FUTILITY_FROM}; more than --looks: never)",
     )
+    parser.add_argument(
+        "--futility-effect",
+        default="",
+        metavar="METRIC=EFFECT,...",
+        help="override stated effects of the futility stop (sequential.STATED_EFFECTS)",
+    )
     args = parser.parse_args()
     POOLED[0] = args.pooled
+    for item in filter(None, args.futility_effect.split(",")):
+        metric, _, value = item.partition("=")
+        sequential.STATED_EFFECTS[metric] = float(value)
     sequential.FUTILITY_FROM = args.futility_from
     rng = np.random.default_rng(args.seed)
     print(
