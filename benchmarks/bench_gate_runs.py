@@ -51,10 +51,13 @@ call per probe, triage one planner call per cell.
 
 **Sequential as wired** (``--designs wired``, what the suites run under
 ``--budget-sequential``, :mod:`pytest_budget.sequential`): every planning and awareness cell
-runs its units in ``--looks`` batches and stops on its own data (a metric regressed at its
-look's share of the cell's level; every stated metric "no regression" from look 2; or its
-full size); the suite's pooled test is the mixture e-process over the units run, in
-canonical order.  Triage runs whole.  ``--designs wired --only none`` prints each suite's
+runs its own units in ``--looks`` batches (bounds on the cell's own size, as the suites
+do) and stops on its own data (a metric regressed at its look's share of the cell's level;
+every stated metric "no regression" from look 2; or its full size); the suite's pooled
+test is the e-process over the units run, in canonical order, with ``lam`` matched to its
+level (``--pooled mixture``: session 9's half-normal mixture on unscaled changes, to
+measure against).  Triage runs whole.  ``--futility-from`` and ``--futility-effect``
+measure the futility stop's levers.  ``--designs wired --only none`` prints each suite's
 share of its calls for an unchanged agent (the forecast's expected share).
 
 **Sequential, run-level looks** (``--designs seq``; not what pytest runs: it needs every
@@ -70,7 +73,7 @@ draw of the agent, as a user would record it).  Run::
 
     nice -n 10 python benchmarks/bench_gate_runs.py --sizes default,paper --multiples 1,1.5,2,3,5
     nice -n 10 python benchmarks/bench_gate_runs.py --sizes default --designs fixed,wired \
-        --multiples 1,1.5,2,3,5
+        --multiples 1,1.5,2,3,5 --baselines 40
 
 Prints one row per size, design and agent, then the rows again as a Markdown table.
 """
