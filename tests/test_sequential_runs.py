@@ -1,6 +1,8 @@
 """The sequential gate in real runs (issue 30, must-have 4): a noisy tool agent's baseline is
 recorded at the full size; an unchanged rerun stops early, passes, and calls the agent less
-than the full run did; a regressed agent fails, the failure naming the look that decided.
+than the full run did; a regressed agent fails, the failure naming the look that decided; a
+deterministic agent that slips on a few queries of two cells fails the pooled e-process
+only, which names where it crossed.
 
 The tool agent answers like an LLM at temperature > 0: at each step it takes the optimal
 plan's next call with its query's own probability (1.0 for most queries, 0.85 for a fifth
@@ -127,6 +129,69 @@ def test_unchanged_agent_stops_early_and_a_regressed_one_fails_naming_the_look(
          "share of the cell's level 0.001, spent as alpha*t^2 over 4 looks) and past the "
          "tolerance 0.05 (higher is better); level 0.001 = half the run's 0.01 split over "
          "its 5 gated cell x metric pairs (Bonferroni)"]
+    )  # fmt: skip
+
+
+SLIPPING = """
+import os
+import zlib
+
+from pytest_budget.planning.agents import GreedyToolAgent, OracleToolAgent
+
+_GREEDY = GreedyToolAgent()
+
+
+class SlippingToolAgent(OracleToolAgent):
+    # Deterministic: with SLIP set, the queries whose crc32 falls below it take greedy's
+    # pick at every step; the others follow the optimal plan.
+    name = "slipping-tool-agent"
+
+    def choose(self, observation, view):
+        if (zlib.crc32(observation.query_id.encode()) % 1000) / 1000 < float(
+            os.environ.get("SLIP", "0")
+        ):
+            return _GREEDY.choose(observation, view)
+        return super().choose(observation, view)
+
+
+def pytest_budget_tool_agent(config):
+    return SlippingToolAgent()
+"""
+
+
+def test_a_pooled_regression_names_where_the_e_process_crossed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two 60-query cells; the rerun slips on the queries below crc 0.15 (no randomness):
+    # too few changed queries for either cell's own test (each runs all 4 looks), enough
+    # for the pooled e-process over both, which says where it crossed 1/alpha.
+    pytester.makeconftest(SLIPPING)
+    args = ("--budget-suite=planning", "--budget-agent=user",
+            "--budget-task=accommodation,attraction", "--budget-scenario=static@2",
+            "--budget-query-count=60", "--budget-ci-resamples=0", "-p", "no:cacheprovider",
+            "-p", "no:randomly")  # fmt: skip
+    pytester.runpytest_subprocess(*args, "--snapshot-update").assert_outcomes(passed=2)
+    monkeypatch.setenv("SLIP", "0.15")
+    result = pytester.runpytest_subprocess(
+        *args, "--budget-sequential=on", "--budget-report=r.json"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2)  # every cell passed its own test
+    report = json.loads((pytester.path / "r.json").read_text())
+    jsonschema.validate(report, json.loads(SCHEMA.read_text(encoding="utf-8")))
+    assert [c["sequential"]["look"] for c in report["cells"]] == [4, 4]
+    emr = {t["metric"]: t for t in report["pooled_gate"]}["emr"]
+    assert emr["test"] == "e-process" and emr["regressed"] and emr["units"] == 120
+    cell = "pytest_budget/suites/test_planning.py::test_planning[attraction-static-L2-user]"
+    assert emr["crossed"] == (
+        f"unit 104 of the 120 run in canonical order (cells by test id, then batch): {cell}, "
+        "look 3 of 4 (45 of 60 units)"
+    )
+    result.stdout.fnmatch_lines(
+        ["planning emr regressed over the suite: mean change -0.15 (higher is better) on the "
+         "same 120 units of 2 cells, pooled anytime-valid e-process over the cells' batches "
+         "(sequential gate) p=0.00045 < 0.001 (run level 0.01: half split over 5 pooled kind "
+         f"x metric pairs, Bonferroni); it crossed 1/alpha at {emr['crossed']}"]
     )  # fmt: skip
 
 
