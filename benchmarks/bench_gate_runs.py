@@ -55,7 +55,7 @@ runs its own units in ``--looks`` batches (bounds on the cell's own size, as the
 do) and stops on its own data (a metric regressed at its look's share of the cell's level;
 every stated metric "no regression" from look 2; or its full size); the suite's pooled
 test is the e-process over the units run, in canonical order, with ``lam`` matched to its
-level (``--pooled mixture``: session 9's half-normal mixture on unscaled changes, to
+level (``--pooled mixture``: the previous design's half-normal mixture on unscaled changes, to
 measure against).  Triage runs whole.  ``--futility-from`` and ``--futility-effect``
 measure the futility stop's levers.  ``--designs wired --only none`` prints each suite's
 share of its calls for an unchanged agent (the forecast's expected share).
@@ -432,7 +432,7 @@ def gate_suite_wired(
     threshold = math.log(1 / pooled_level)
     for metric in metrics:
         x = np.concatenate(pooled[metric], axis=-1)  # cell by cell, batch by batch
-        if POOLED[0] == "mixture":  # session 9's: rho = 0.1 x the first batches' squares
+        if POOLED[0] == "mixture":  # the previous design's: rho = 0.1 x the first batches' squares
             rho = 0.1 * first[metric][:, None]
             log_e = mixture_log_e(np.cumsum(x, 1), np.cumsum(x * x, 1), rho)
         else:
@@ -446,7 +446,7 @@ POOLED = ["matched"]
 
 
 def mixture_log_e(s: Array, v: Array, rho: Array) -> Array:
-    """Session 9's pooled e-process, kept to measure against: the half-normal mixture of
+    """The previous pooled e-process, kept to measure against: the half-normal mixture of
     ``exp(lam s - lam**2 v / 2)`` of precision ``rho`` (closed form), on unscaled changes."""
     w = v + np.maximum(rho, 1e-300)
     z = np.maximum(s, 0.0) / np.sqrt(w)
@@ -530,7 +530,7 @@ def main() -> None:
         default="matched",
         choices=("matched", "mixture"),
         help="the wired design's pooled e-process: matched (lam matched to the level, "
-        "shipped) or mixture (session 9's half-normal mixture on unscaled changes)",
+        "shipped) or mixture (the previous design's half-normal mixture on unscaled changes)",
     )
     parser.add_argument(
         "--futility-from",

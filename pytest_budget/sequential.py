@@ -38,7 +38,7 @@ probability at most ``alpha``, whatever each cell's stopping rule did; the test'
 whole, predicted from the cells' first batches (which always run: a quantity fixed under
 the null).  At ``V_t = V*`` it rejects exactly where the fixed gate's Hoeffding bound
 does, and at ``V_t = r V*`` its threshold on ``S`` is ``(1 + r) / (2 sqrt(r))`` times the
-fixed one (1.06 at r = 0.5 or 2).  Session 9's half-normal mixture over ``lam`` on unscaled
+fixed one (1.06 at r = 0.5 or 2).  The previous half-normal mixture over ``lam`` on unscaled
 changes (a 9-query cell's first batch weighed 3x its last) caught planning EMR -0.20 in
 94.8% of the bench's runs; this one in 99.7% (docs/how-to/gate-ci.md).
 """
@@ -98,8 +98,9 @@ DEFAULT_EFFECT = 0.10
 #: The first look that may stop a cell for futility: a batch of a quarter of a small cell
 #: (3 of 9 planning queries) often has no changed unit under a regression too, and an early
 #: futility stop takes its units out of the suite's pooled test.  Measured (bench, 1,200
-#: runs): from look 3 planning EMR -0.15 is caught in 84% of runs instead of 78% (-0.20:
-#: 100% / 99.8%) but an unchanged agent spends 2,751 calls instead of 2,393 (fixed 3,207).
+#: runs, interval_score futility then at 0.15): from look 3 planning EMR -0.15 is caught in
+#: 84% of runs instead of 78% (-0.20: 100% / 99.8%), but an unchanged agent spent 2,751
+#: calls instead of 2,393 (fixed 3,207).
 FUTILITY_FROM = 2
 
 
