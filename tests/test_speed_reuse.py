@@ -32,7 +32,7 @@ def _cells(path: Path) -> list[dict[str, Any]]:
 
 def test_cached_search_rollouts_start_no_server(pytester: pytest.Pytester) -> None:
     args = ("--budget-suite=awareness", "--budget-env=search", "--budget-rollout-count=4",
-            "--budget-agent=oracle", "--budget-gate=off", "--setup-show", "-p", "no:randomly")  # fmt: skip
+            "--budget-agent=oracle", "--budget-gate=off", "--setup-show")  # fmt: skip
     first = pytester.runpytest_subprocess(*args, "--budget-report=a.json")
     first.assert_outcomes(passed=1)
     assert any("awareness_search_url" in line for line in first.outlines)
