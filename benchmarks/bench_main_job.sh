@@ -7,6 +7,10 @@
 #   sh benchmarks/bench_main_job.sh VENV            # pytest --budget-suite=all -q
 #   sh benchmarks/bench_main_job.sh VENV dry-run    # ... --budget-agent=openai/gpt-4o-mini --budget-dry-run
 #   sh benchmarks/bench_main_job.sh VENV 600        # ... --budget-query-count=600 (planning)
+#   sh benchmarks/bench_main_job.sh VENV warm       # a rerun: same folder, rollout cache kept
+#   sh benchmarks/bench_main_job.sh VENV warm-n2    # the same with -n 2
+# The warm modes run in one folder per venv and mode under /tmp (made, and the cache filled,
+# by the first run: farm-bench's warm-up run, which is not counted).
 # Bytecode: pip compiles the package at install; pytest rewrites only the bundled suites,
 # whose rewritten bytecode it caches unless PYTHONDONTWRITEBYTECODE is set (set on the
 # machine these figures were taken on; `env -u PYTHONDONTWRITEBYTECODE` for the other case).
@@ -17,7 +21,18 @@ case "$mode" in
   main) extra="" ;;
   dry-run) extra="--budget-agent=openai/gpt-4o-mini --budget-dry-run" ;;
   600) extra="--budget-query-count=600" ;;
-  *) echo "unknown mode $mode (main, dry-run or 600)" >&2; exit 2 ;;
+  warm) extra="" ;;
+  warm-n2) extra="-n 2" ;;
+  *) echo "unknown mode $mode (main, dry-run, 600, warm or warm-n2)" >&2; exit 2 ;;
+esac
+case "$mode" in
+  warm*)
+    dir="/tmp/bench-main-job-$mode-$(echo "$venv" | tr -c 'A-Za-z0-9\n' _)"
+    mkdir -p "$dir"
+    cd "$dir"
+    # shellcheck disable=SC2086
+    "$venv/bin/pytest" --budget-suite=all -q $extra >/dev/null 2>&1 || status=$?
+    exit "${status:-0}" ;;
 esac
 dir=$(mktemp -d)
 cd "$dir"

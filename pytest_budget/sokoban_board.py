@@ -118,7 +118,7 @@ class SolveResult:
 class _Board:
     """Integer-encoded static board: neighbour table, targets and dead squares."""
 
-    __slots__ = ("dead", "height", "neighbours", "targets", "width")
+    __slots__ = ("dead", "dead_mask", "height", "neighbours", "target_mask", "targets", "width")
 
     def __init__(
         self, width: int, height: int, walls: frozenset[Cell], targets: frozenset[Cell]
@@ -148,6 +148,9 @@ class _Board:
         self.targets: frozenset[int] = frozenset(r * width + c for r, c in targets)
         # Non-target cells with walls on two orthogonal sides: a box there can never move.
         self.dead: frozenset[int] = frozenset(dead)
+        # The same sets as bit masks (bit i = cell i): the solver's states are integers.
+        self.target_mask = sum(1 << i for i in self.targets)
+        self.dead_mask = sum(1 << i for i in self.dead)
 
     def index(self, cell: Cell) -> int:
         return cell[0] * self.width + cell[1]
@@ -324,8 +327,6 @@ def step(level: Level, action: str) -> tuple[Level, float, bool]:
 
 # --------------------------------------------------------------------------- solver
 
-_State = tuple[int, tuple[int, ...]]
-
 
 def solve(level: Level, *, max_states: int = 200_000) -> SolveResult:
     """Breadth-first search over ``(player, boxes)``; the result is shortest in moves.
@@ -337,41 +338,53 @@ def solve(level: Level, *, max_states: int = 200_000) -> SolveResult:
         return SolveResult(moves=(), expanded=0, exhausted=False)
     board = _board_of(level)
     nbr = board.neighbours
-    dead = board.dead
-    targets = board.targets
-    start: _State = (board.index(level.player), tuple(sorted(board.index(b) for b in level.boxes)))
-    parents: dict[_State, tuple[_State, int] | None] = {start: None}
-    queue: deque[_State] = deque([start])
+    dead = board.dead_mask
+    targets = board.target_mask
+    # A state is one integer: the boxes' bit mask above the player's cell index (hashing
+    # and comparing it is several times cheaper than a (player, sorted boxes) tuple; the
+    # search visits states in the same order either way).
+    bits = len(nbr).bit_length()
+    low = (1 << bits) - 1
+    start = (sum(1 << board.index(b) for b in level.boxes) << bits) | board.index(level.player)
+    parents: dict[int, tuple[int, int] | None] = {start: None}
+    queue: deque[int] = deque([start])
     expanded = 0
     while queue:
         if expanded >= max_states:
             return SolveResult(moves=None, expanded=expanded, exhausted=False)
         state = queue.popleft()
         expanded += 1
-        player, boxes = state
-        moves_from = nbr[player]
+        boxes = state >> bits
+        moves_from = nbr[state & low]
         for a in range(4):
             nxt = moves_from[a]
             if nxt < 0:
                 continue
-            new_boxes = boxes
-            if nxt in boxes:
+            if boxes >> nxt & 1:
                 beyond = nbr[nxt][a]
-                if beyond < 0 or beyond in boxes or beyond in dead:
+                if beyond < 0 or (boxes | dead) >> beyond & 1:
                     continue
-                new_boxes = tuple(sorted(beyond if b == nxt else b for b in boxes))
-            child: _State = (nxt, new_boxes)
-            if child in parents:
-                continue
-            parents[child] = (state, a)
-            # Goal test on generation is still shortest: BFS generates nodes in depth order.
-            if new_boxes is not boxes and all(b in targets for b in new_boxes):
-                return SolveResult(moves=_path(parents, child), expanded=expanded, exhausted=False)
+                new_boxes = boxes ^ (1 << nxt) ^ (1 << beyond)
+                child = (new_boxes << bits) | nxt
+                if child in parents:
+                    continue
+                parents[child] = (state, a)
+                # Goal test on generation is still shortest: BFS generates nodes in depth
+                # order.
+                if new_boxes & targets == new_boxes:
+                    return SolveResult(
+                        moves=_path(parents, child), expanded=expanded, exhausted=False
+                    )
+            else:
+                child = (boxes << bits) | nxt
+                if child in parents:
+                    continue
+                parents[child] = (state, a)
             queue.append(child)
     return SolveResult(moves=None, expanded=expanded, exhausted=True)
 
 
-def _path(parents: dict[_State, tuple[_State, int] | None], end: _State) -> tuple[str, ...]:
+def _path(parents: dict[int, tuple[int, int] | None], end: int) -> tuple[str, ...]:
     actions: list[str] = []
     link = parents[end]
     while link is not None:

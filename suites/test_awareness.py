@@ -211,14 +211,15 @@ def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] 
     params = item.callspec.params  # type: ignore[attr-defined]
     cell, name, options = params["awareness_cell"], params["budget_agent"], state.options
     logged = bool(options.of(AwarenessOptions).rollouts) or cell.env in LOGGED_ENVS
-    if cell.env == "search" and not logged and not options.of(AwarenessOptions).search_url:
-        return None  # the search server the suite starts is the test's fixture
     estimator = role_agent_for(item.config, options, name, "estimator", options.seed)
     actor = None if logged else role_agent_for(item.config, options, name, "actor", options.seed)
     search_url = (
         options.of(AwarenessOptions).search_url if cell.env == "search" and not logged else None
     )
     rollouts_of = AwarenessRollouts(state)
+    if cell.env == "search" and not logged and not search_url:
+        if not rollouts_of.stored(cell, actor):
+            return None  # the search server the suite starts is the test's fixture
     return (
         lambda: _cell(rollouts_of, cell, actor, search_url, estimator, options, item)
     ), _identity(estimator, actor)
@@ -243,7 +244,11 @@ def test_awareness(
     budget_actor = None if logged else request.getfixturevalue("budget_actor")
     search_url = None
     if awareness_cell.env == "search" and not logged:
-        search_url = request.getfixturevalue("awareness_search_url")
+        # The bundled server (corpus, index) starts only when the rollouts must be generated.
+        if budget_options.of(AwarenessOptions).search_url or not awareness_rollouts.stored(
+            awareness_cell, budget_actor
+        ):
+            search_url = request.getfixturevalue("awareness_search_url")
     try:
         rollouts, outcome, plan = cell_result(
             request,

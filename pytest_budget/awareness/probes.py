@@ -161,6 +161,19 @@ def probe_prompt(
 
 def make_probes(rollout: Rollout) -> list[tuple[Probe, ProbeTruth]]:
     """Probes k = 1..T-1 of ``rollout`` with their ground truth, in turn order."""
+    # Built once per rollout (it is frozen): every cell of an environment, its repeats and
+    # its test ask for the same probes (and a shared probe builds its prompt text once).
+    made: tuple[tuple[Probe, ProbeTruth], ...] | None = rollout.__dict__.get(_MADE)
+    if made is None:
+        made = tuple(_make_probes(rollout))
+        rollout.__dict__[_MADE] = made  # as functools.cached_property stores its value
+    return list(made)
+
+
+_MADE = "_pytest_budget_probes"
+
+
+def _make_probes(rollout: Rollout) -> list[tuple[Probe, ProbeTruth]]:
     cumulative = rollout.cumulative()
     total = rollout.total()
     feasible = rollout.feasible

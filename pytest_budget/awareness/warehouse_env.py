@@ -92,6 +92,9 @@ class WarehouseEnv:
                     value = base + cfg.demand_noise * sd * float(noise[r, s, t])
                     self.demand[r, s, t] = max(0, math.floor(value + 0.5))
         self.prices = panel.price_cents()
+        # Python copies for the per-step loops (a numpy element read costs ~10x a list's).
+        self._price_rows: list[list[int]] = self.prices.tolist()
+        self._demand_rows: list[list[list[int]]] = self.demand.tolist()
         self.state = WarehouseState(
             step=0,
             cash_cents=cfg.initial_cash_cents,
@@ -106,7 +109,7 @@ class WarehouseEnv:
 
     def price(self, retailer: str, sku: str) -> int:
         """Wholesale price in cents."""
-        return int(self.prices[self.config.retailer_index(retailer), self.config.sku_index(sku)])
+        return self._price_rows[self.config.retailer_index(retailer)][self.config.sku_index(sku)]
 
     def quote(self, sku: str, qty: int, mode: str = "ocean") -> OrderQuote:
         """Price a production order: ``qty`` rounded down to 1x/2x/3x MOQ (tier 0 = none)."""
@@ -295,6 +298,7 @@ class WarehouseEnv:
         revenue = 0
         demand_seen: dict[str, dict[str, int]] = {}
         for r_index, retailer in enumerate(cfg.retailers):
+            demand_row, price_row = self._demand_rows[r_index], self._price_rows[r_index]
             stock = st.dc[retailer.name]
             for name in sku_names:
                 stock[name] += received[retailer.name][name]
@@ -306,12 +310,12 @@ class WarehouseEnv:
             billed = 0
             demand_seen[retailer.name] = {}
             for s_index, name in enumerate(sku_names):
-                wanted = int(self.demand[r_index, s_index, t])
+                wanted = demand_row[s_index][t]
                 demand_seen[retailer.name][name] = wanted
                 sold = min(wanted, stock[name])
                 stock[name] -= sold
                 inv[retailer.name][name]["out"] += sold
-                price = int(self.prices[r_index, s_index])
+                price = price_row[s_index]
                 billed += sold * price
                 unfilled = wanted - sold
                 if unfilled:

@@ -11,7 +11,7 @@ import math
 import os
 import random
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -100,10 +100,33 @@ class WarehouseConfig:
         return self.steps * self.weeks_per_step
 
     def sku_index(self, name: str) -> int:
-        return [sku.name for sku in self.skus].index(name)
+        return _position(self._sku_positions, name)
 
     def retailer_index(self, name: str) -> int:
-        return [retailer.name for retailer in self.retailers].index(name)
+        return _position(self._retailer_positions, name)
+
+    # Name -> position, built once (the environment looks names up ~50,000 times a run).
+    @cached_property
+    def _sku_positions(self) -> dict[str, int]:
+        return _positions([sku.name for sku in self.skus])
+
+    @cached_property
+    def _retailer_positions(self) -> dict[str, int]:
+        return _positions([retailer.name for retailer in self.retailers])
+
+
+def _positions(names: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for index, name in enumerate(names):
+        out.setdefault(name, index)  # the first, as list.index finds it
+    return out
+
+
+def _position(positions: dict[str, int], name: str) -> int:
+    try:
+        return positions[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"{name!r} is not in list") from None
 
 
 DEFAULT_CONFIG = WarehouseConfig()
