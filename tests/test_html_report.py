@@ -287,6 +287,16 @@ def test_same_report_renders_the_same_bytes() -> None:
     assert _render([("r", _report(copy.deepcopy(cells)))]) == first
 
 
+def test_figures_drawn_in_workers_or_here_give_the_same_page(full_page: str) -> None:
+    from pytest_budget.html import render_html
+    from pytest_budget.html.batch import default_workers
+
+    # full_page was drawn the default way: here the other way (workers, or this process)
+    other = 1 if default_workers(15) > 1 else 2
+    assert render_html([("hand-made", _report(_full_cells()))], workers=other) == full_page
+    assert "\x00" not in full_page  # every figure's placeholder filled
+
+
 def test_null_scores_render_as_a_dash() -> None:
     cells = [_triage_cell("mine", 0.5, 0.0, eta_e=None, regret_e=None)]
     page = _render([("r", _report(cells))])

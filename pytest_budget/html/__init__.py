@@ -48,16 +48,18 @@ def render_html(
     *,
     compare: bool = False,
     sample_cap: int | None = None,
+    workers: int | None = None,
 ) -> str:
     """The page for ``(label, report document)`` pairs (see :func:`render_page`);
     ``sample_cap``: samples per cell on the page (default
-    :data:`~pytest_budget.html.samples.SAMPLE_CAP`)."""
+    :data:`~pytest_budget.html.samples.SAMPLE_CAP`); ``workers``: processes drawing the
+    figures (default: every core this process may use, up to 4; the page is the same)."""
     require_matplotlib()
     from pytest_budget.html.page import render_page
     from pytest_budget.html.samples import SAMPLE_CAP
 
     cap = SAMPLE_CAP if sample_cap is None else sample_cap
-    return render_page(reports, compare=compare, sample_cap=cap)
+    return render_page(reports, compare=compare, sample_cap=cap, workers=workers)
 
 
 def write_html_report(

@@ -62,6 +62,8 @@ RC: dict[str, Any] = {
     "figure.facecolor": "white",
     "savefig.facecolor": "white",
     "path.simplify": False,
+    "figure.autolayout": False,
+    "figure.constrained_layout.use": False,
     "svg.hashsalt": "pytest-budget",
 }
 
@@ -86,6 +88,8 @@ class Chart:
     note: str | None = None
     #: The drawn figure, kept unencoded inside :func:`deferred` (see :func:`finish_pair`).
     figure: Any = field(default=None, compare=False, repr=False)
+    #: Recorded, not yet drawn (:mod:`pytest_budget.html.batch`): its placeholder.
+    pending: str | None = None
 
 
 def number(value: object) -> float | None:
@@ -115,9 +119,11 @@ def panel_grid(count: int, max_cols: int = 3) -> tuple[int, int]:
 
 def new_figure(rows: int, cols: int, panel_w: float, panel_h: float) -> tuple[Figure, list[Axes]]:
     """A figure of ``rows`` x ``cols`` panels (inches each), axes in reading order."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(panel_w * cols, panel_h * rows), dpi=_CSS_DPI)
+    FigureCanvasAgg(fig)  # its renderer measures the layout (no throw-away print)
     grid = fig.subplots(rows, cols, squeeze=False)
     axes = [ax for row in grid for ax in row]
     return fig, axes
@@ -148,8 +154,41 @@ def finish(fig: Figure, handles: Sequence[Any] = (), labels: Sequence[str] = ())
         top = 1.0 - band / fig.get_figheight()
     else:
         top = 1.0
-    fig.tight_layout(rect=(0.0, 0.0, 1.0, top), h_pad=1.6, w_pad=1.4)
+    with _measured_once(fig):
+        fig.tight_layout(rect=(0.0, 0.0, 1.0, top), h_pad=1.6, w_pad=1.4)
+    # Laid out for good: without this, savefig would draw the whole figure once more
+    # (rendering switched off) for the placeholder engine tight_layout leaves behind.
+    fig.set_layout_engine(None)
     return fig
+
+
+@contextlib.contextmanager
+def _measured_once(fig: Figure) -> Iterator[None]:
+    """Measure each panel once while laying the figure out.
+
+    Given a ``rect``, tight_layout runs its fitting twice, measuring every panel (ticks,
+    labels, titles: most of its time) both times with nothing moved in between; the
+    second measurement is the first one again, so it is taken from here.  Only for the
+    duration of the layout, on this figure's axes; the layout is the same to the pixel.
+    """
+    patched = []
+    for ax in fig.axes:
+        measure = ax.get_tightbbox
+        seen: dict[tuple[Any, ...], Any] = {}
+
+        def once(*args: Any, _measure: Any = measure, _seen: Any = seen, **kwargs: Any) -> Any:
+            key = (*map(id, args), *((k, id(v)) for k, v in sorted(kwargs.items())))
+            if key not in _seen:
+                _seen[key] = _measure(*args, **kwargs)
+            return _seen[key]
+
+        setattr(ax, "get_tightbbox", once)  # noqa: B010 - this instance only
+        patched.append(ax)
+    try:
+        yield
+    finally:
+        for ax in patched:
+            delattr(ax, "get_tightbbox")
 
 
 def encode(fig: Figure) -> tuple[str, int, int]:
@@ -175,6 +214,8 @@ def encode(fig: Figure) -> tuple[str, int, int]:
 Drawing = Callable[[], "Figure | str"]
 
 _DEFER: contextvars.ContextVar[bool] = contextvars.ContextVar("defer_encoding", default=False)
+#: The page's :class:`~pytest_budget.html.batch.Batch` while one is being assembled.
+BATCH: contextvars.ContextVar[Any] = contextvars.ContextVar("figure_batch", default=None)
 
 
 @contextlib.contextmanager
@@ -193,6 +234,16 @@ def _note(exc: Exception) -> str:
 
 
 def draw_chart(key: str, title: str, caption: str, draw: Drawing) -> Chart:
+    """The figure ``draw`` draws (see :func:`drawn_chart`); inside a page's batch only
+    recorded, to be drawn with the page's other figures."""
+    batch = BATCH.get()
+    if batch is not None and not _DEFER.get():
+        chart: Chart = batch.add(key, title, caption, draw)
+        return chart
+    return drawn_chart(key, title, caption, draw)
+
+
+def drawn_chart(key: str, title: str, caption: str, draw: Drawing) -> Chart:
     """Run ``draw`` in the fixed style; a string result or an exception becomes a note.
 
     A figure that fails to draw must not lose the rest of the page (the tables and the

@@ -129,6 +129,10 @@ def num_class(columns: Sequence[Column], cells: Sequence[Cell], index: int) -> s
 
 
 def chart_html(chart: Chart, prefix: str) -> str:
+    if chart.pending is not None:  # drawn with the page's other figures, then put here
+        from pytest_budget.html.batch import placeholder
+
+        return placeholder(chart, prefix)
     key = chart.key[len(prefix) :] if chart.key.startswith(prefix) else chart.key
     caption = (
         f"<figcaption><strong>{escape(chart.title)}</strong>{escape(chart.caption)}</figcaption>"

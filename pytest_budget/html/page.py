@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from pytest_budget.html.batch import batched
 from pytest_budget.html.compare_page import compare_page
 from pytest_budget.html.layout import (
     Cell,
@@ -203,16 +204,24 @@ def render_page(
     *,
     compare: bool = False,
     sample_cap: int = SAMPLE_CAP,
+    workers: int | None = None,
 ) -> str:
     """The whole page for ``(label, report)`` pairs: one after the other, or (``compare``,
     exactly two) side by side with the deltas of the second against the first.
     ``sample_cap``: samples per cell drawn into the page (the rest are left out, with a
-    note pointing at the JSON report)."""
+    note pointing at the JSON report); ``workers``: processes drawing the figures
+    (default: :func:`~pytest_budget.html.batch.default_workers`; the page is the same)."""
     store = SampleStore(cap=sample_cap)
     if compare:
         if len(reports) != 2:
             raise ValueError(f"--compare takes exactly two reports, got {len(reports)}")
         return compare_page(reports[0], reports[1], store)
+    with batched(workers) as batch:
+        page = _reports_page(reports, store)
+    return batch.fill(page, chart_html)
+
+
+def _reports_page(reports: Sequence[tuple[str, Report]], store: SampleStore) -> str:
     groups = [suites_of(report) for _, report in reports]
     order = suite_order(groups)
     body: list[str] = ["<h1>pytest-budget report</h1>"]
