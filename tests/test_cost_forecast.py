@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from pytest_budget.forecast import (
@@ -25,6 +23,7 @@ from pytest_budget.forecast import (
 from pytest_budget.models.prices import ModelPrice, PriceTable
 from pytest_budget.tokens import count_tokens
 from tests.model_server import ModelServer
+from tests.schemas import validate_report
 
 #: Three items that carry their Phase 0 baselines: no solver call, one planner call per cell.
 POOL = [
@@ -147,8 +146,7 @@ def test_stop_at_cap_runs_and_a_cap_above_the_worst_case_runs(
         "--budget-cache-dir=other", "--budget-report=r2.json",
     )  # fmt: skip
     report = json.loads((pytester.path / "r2.json").read_text())
-    schema = Path(__file__).parent.parent / "docs" / "reference" / "report.schema.json"
-    jsonschema.validate(report, json.loads(schema.read_text(encoding="utf-8")))
+    validate_report(report)
     models = report["models"]
     assert models["cap_reached"] is True
     assert models["spent_usd"] <= 0.0002 + 1e-12
