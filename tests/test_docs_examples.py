@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import pytest_budget.hookspecs
+from tests import inprocess
 from tests.schemas import validate, validate_report
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -38,8 +39,15 @@ FAST = ("-p", "no:hypothesispytest")
 pytestmark = pytest.mark.hypothesis_plugin
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(*FAST, *args)
+def run(pytester: pytest.Pytester, *args: str, rewrite_asserts: bool = False) -> pytest.RunResult:
+    """A run of the documented command, in-process with plain asserts (tests/inprocess.py;
+    hypothesis's plugin is already off in FAST).  ``rewrite_asserts``: in a subprocess, as a
+    user runs it: a failed snapshot's explanation of what regressed is pytest's assertion
+    rewriting's, which an in-process run leaves out."""
+    if rewrite_asserts:
+        return pytester.runpytest_subprocess(*FAST, *args)
+    inprocess.import_the_plugin()
+    return pytester.runpytest_inprocess(*FAST, *args, "--assert=plain")
 
 
 def use_example(pytester: pytest.Pytester, name: str, as_name: str = "conftest.py") -> str:
@@ -339,7 +347,7 @@ def test_awareness_snapshots_gate_the_estimator(pytester: pytest.Pytester) -> No
     assert '</answer>"' in text
     # BAGEN's parser ignores text after the answer tag; an unclosed tag is invalid
     pytester.makeconftest(text.replace('</answer>"', '"'))
-    worse = run(pytester, *gated)
+    worse = run(pytester, *gated, rewrite_asserts=True)
     worse.assert_outcomes(failed=2)
     worse.stdout.fnmatch_lines(
         [
@@ -906,7 +914,8 @@ def test_planning_snapshots_gate_the_tool_agent(pytester: pytest.Pytester) -> No
     assert recorded + cell in gate_doc
     assert "round(float(price) * 100)" in text
     pytester.makeconftest(text.replace("round(float(price) * 100)", "100"))  # price-blind
-    worse = run(pytester, *gated, "-vv")  # -vv: the three long lines, not truncated
+    # -vv: the three long lines, not truncated
+    worse = run(pytester, *gated, "-vv", rewrite_asserts=True)
     worse.assert_outcomes(failed=1)
     # Three changed queries can never reach the paired test's level: interval overlap decides.
     FEW = (
