@@ -225,6 +225,11 @@ def base_environment() -> dict[str, str]:
     env |= {"GIT_AUTHOR_NAME": "Docs Reader", "GIT_AUTHOR_EMAIL": "reader@example.invalid"}
     env |= {"GIT_COMMITTER_NAME": "Docs Reader", "GIT_COMMITTER_EMAIL": "reader@example.invalid"}
     env["COLUMNS"] = "80"  # pytest's rules and headers as a terminal of 80 columns draws them
+    # The pages' user installs pytest-budget (`pip install .`), not this project's dev extra:
+    # hypothesis's pytest plugin (here for the project's own tests) is not theirs, and it
+    # imports all of hypothesis at the end of every run (~1 s of CPU a command; the pages
+    # run ~75).  A block that exports its own PYTEST_ADDOPTS replaces this.
+    env["PYTEST_ADDOPTS"] = "-p no:hypothesispytest"
     return env
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 
 from pytest_budget.awareness.answers import Impossible, Interval, IntervalMap, Invalid
@@ -30,6 +31,7 @@ from pytest_budget.awareness.rollouts import (
     rollout_from_dict,
     write_rollouts,
 )
+from tests.schemas import validate
 
 
 def _rollout(rid: str, usages: list[float], success: bool, cap: float = 700) -> Rollout:
@@ -346,11 +348,6 @@ def test_interval_map_objects_are_accepted() -> None:
 
 
 def test_written_rollouts_match_the_published_schema(tmp_path: Path) -> None:
-    import jsonschema
-
-    schema = json.loads(
-        (Path(__file__).parent.parent / "docs/reference/rollout.schema.json").read_text()
-    )
     rich = Rollout(
         "r", "warehouse", {"time_weeks": 22, "cost": 5.5}, False,
         (Turn({"time_weeks": 2, "cost": 1.5}, "shown", "did", {"reward": -0.1}),),
@@ -358,11 +355,11 @@ def test_written_rollouts_match_the_published_schema(tmp_path: Path) -> None:
     )  # fmt: skip
     path = write_rollouts(tmp_path / "r.jsonl", [A, rich])
     for line in path.read_text().splitlines():
-        jsonschema.validate(json.loads(line), schema)
+        validate(json.loads(line), "rollout.schema.json")
     bad = json.loads(path.read_text().splitlines()[0])
     bad["turns"][0]["usage"]["tokens"] = -1
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, schema)
+        validate(bad, "rollout.schema.json")
 
 
 def test_task_meta_is_shown_to_the_estimator() -> None:

@@ -1,19 +1,17 @@
 """The cost forecast of a live run (issue 21, item 4): printed before any call, a dry run,
 the spend cap's refusal, and the forecast beside the spend afterwards.
 
-Real pytest runs in subprocesses against :class:`tests.model_server.ModelServer` on loopback
-(it counts every POST and GET); expected figures are computed by hand in the tests from
-what the server received.
+Real pytest runs (in-process, tests/inprocess.py) against
+:class:`tests.model_server.ModelServer` on loopback (it counts every POST and GET); expected
+figures are computed by hand in the tests from what the server received.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from pytest_budget.forecast import (
@@ -24,7 +22,9 @@ from pytest_budget.forecast import (
 )
 from pytest_budget.models.prices import ModelPrice, PriceTable
 from pytest_budget.tokens import count_tokens
+from tests import inprocess
 from tests.model_server import ModelServer
+from tests.schemas import validate_report
 
 #: Three items that carry their Phase 0 baselines: no solver call, one planner call per cell.
 POOL = [
@@ -43,7 +43,7 @@ def _run(pytester: pytest.Pytester, server: ModelServer, *extra: str) -> Any:
     pool = pytester.path / "pool.jsonl"
     pool.write_text("".join(json.dumps(item) + "\n" for item in POOL))
     pytester.makeini(f"[pytest]\nbudget_prices =\n    {PRICES}\n")
-    return pytester.runpytest_subprocess(
+    return inprocess.run(pytester,
         "--budget-suite=triage", "--budget-agent=openai:m", f"--budget-base-url={server.url}",
         f"--budget-pool={pool}", "--budget-alpha=0.5,1", "--budget-unsolvable=0",
         "--budget-gate=off", "--budget-cache-dir=cache", "-p", "no:cacheprovider", *extra,
@@ -147,8 +147,7 @@ def test_stop_at_cap_runs_and_a_cap_above_the_worst_case_runs(
         "--budget-cache-dir=other", "--budget-report=r2.json",
     )  # fmt: skip
     report = json.loads((pytester.path / "r2.json").read_text())
-    schema = Path(__file__).parent.parent / "docs" / "reference" / "report.schema.json"
-    jsonschema.validate(report, json.loads(schema.read_text(encoding="utf-8")))
+    validate_report(report)
     models = report["models"]
     assert models["cap_reached"] is True
     assert models["spent_usd"] <= 0.0002 + 1e-12
@@ -201,15 +200,15 @@ def test_awareness_estimator_prompts_are_forecast_as_sent_and_then_recorded(
         f"--budget-base-url={server.url}", "--budget-gate=off", "--budget-cache-dir=cache",
         "-p", "no:cacheprovider",
     )  # fmt: skip
-    before = pytester.runpytest_subprocess(*args, "--budget-dry-run")
+    before = inprocess.run(pytester, *args, "--budget-dry-run")
     assert server.requests == []
-    pytester.runpytest_subprocess(*args)
+    inprocess.run(pytester, *args)
     sent = [_prompt_tokens(body) for body in server.requests]
     assert len(sent) > 10
     before.stdout.fnmatch_lines(
         [f"awareness estimator (openai:m): {len(sent)} calls, input {sum(sent):,}..* tokens, *"]
     )
-    after = pytester.runpytest_subprocess(*args, "--budget-dry-run")
+    after = inprocess.run(pytester, *args, "--budget-dry-run")
     after.stdout.fnmatch_lines(
         [f"awareness estimator (openai:m): 0 calls, * ({len(sent)} more recorded: free)"]
     )

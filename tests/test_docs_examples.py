@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 
 import pytest_budget.hookspecs
+from tests import inprocess
+from tests.schemas import validate, validate_report
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 EXAMPLES = DOCS / "examples"
@@ -37,8 +39,15 @@ FAST = ("-p", "no:hypothesispytest")
 pytestmark = pytest.mark.hypothesis_plugin
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(*FAST, *args)
+def run(pytester: pytest.Pytester, *args: str, rewrite_asserts: bool = False) -> pytest.RunResult:
+    """A run of the documented command, in-process with plain asserts (tests/inprocess.py;
+    hypothesis's plugin is already off in FAST).  ``rewrite_asserts``: in a subprocess, as a
+    user runs it: a failed snapshot's explanation of what regressed is pytest's assertion
+    rewriting's, which an in-process run leaves out."""
+    if rewrite_asserts:
+        return pytester.runpytest_subprocess(*FAST, *args)
+    inprocess.import_the_plugin()
+    return pytester.runpytest_inprocess(*FAST, *args, "--assert=plain")
 
 
 def use_example(pytester: pytest.Pytester, name: str, as_name: str = "conftest.py") -> str:
@@ -169,7 +178,6 @@ def awareness_cells(pytester: pytest.Pytester, name: str = "report.json") -> dic
 
 def test_rollouts_example_with_the_reference_estimators(pytester: pytest.Pytester) -> None:
     """replay-logged-rollouts.md: the example file, every reference estimator, the schemas."""
-    jsonschema = pytest.importorskip("jsonschema")
     use_example(pytester, "rollouts_example.jsonl", as_name="rollouts_example.jsonl")
     result = run(pytester, *AWARENESS, ROLLOUTS, "--budget-report=report.json")
     result.assert_outcomes(passed=12)  # 2 env labels x 6 reference estimators
@@ -200,13 +208,9 @@ def test_rollouts_example_with_the_reference_estimators(pytester: pytest.Pyteste
     assert oracle["interval_score_tokens"] == oracle["interval_score_tool_calls"] == 1.0
     assert oracle["reward"] == pytest.approx(0.84)  # (2 x 1.8 + 3 x 0.2) / 5
     report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
-    schema = json.loads((DOCS / "reference" / "report.schema.json").read_text(encoding="utf-8"))
-    jsonschema.validate(report, schema)
-    rollout_schema = json.loads(
-        (DOCS / "reference" / "rollout.schema.json").read_text(encoding="utf-8")
-    )
+    validate_report(report)
     for line in (EXAMPLES / "rollouts_example.jsonl").read_text(encoding="utf-8").splitlines():
-        jsonschema.validate(json.loads(line), rollout_schema)
+        validate(json.loads(line), "rollout.schema.json")
 
 
 def test_estimator_example_on_logged_rollouts(pytester: pytest.Pytester) -> None:
@@ -261,7 +265,7 @@ def test_awareness_tutorial_reference_table(pytester: pytest.Pytester) -> None:
     expected = {line for line in shown if "doubling" not in line}
     assert len(expected) == 40  # 30 cells and 2 summary lines per environment
     assert expected <= set(result.outlines)
-    validate_report(pytester)
+    validate_report_of(pytester)
     report = report_of(pytester)
     cell = next(
         c for c in report["cells"] if c["cell"] == "sokoban-8x8" and c["agent"] == "linear-knows-T"
@@ -343,7 +347,7 @@ def test_awareness_snapshots_gate_the_estimator(pytester: pytest.Pytester) -> No
     assert '</answer>"' in text
     # BAGEN's parser ignores text after the answer tag; an unclosed tag is invalid
     pytester.makeconftest(text.replace('</answer>"', '"'))
-    worse = run(pytester, *gated)
+    worse = run(pytester, *gated, rewrite_asserts=True)
     worse.assert_outcomes(failed=2)
     worse.stdout.fnmatch_lines(
         [
@@ -432,7 +436,7 @@ def test_chat_transcripts_example_imported_with_history_excluded(
     assert len(shown) == 11  # 6 rows and 2 summary lines at the median; 2 rows, 1 line at 1000
     assert set(shown[:8]) <= set(median.outlines)
     assert set(shown[8:]) <= set(capped.outlines)
-    validate_report(pytester)
+    validate_report_of(pytester)
 
     found = awareness_cells(pytester, "median.json")
     oracle = found["swe-support-7b/oracle"]
@@ -597,7 +601,7 @@ def test_own_retrieval_server_with_the_suite(pytester: pytest.Pytester) -> None:
     assert set(shown[:8]) <= set(result.outlines)
     tutorial = documented_lines("tutorial/first-awareness-run.md", "search:")
     assert shown[8:] == tutorial[:2]  # checked against a real run with the tutorial
-    validate_report(pytester)
+    validate_report_of(pytester)
 
     # The built-in ranking behind --budget-search-url: the same rollouts, so the shipped
     # baseline still passes.
@@ -661,10 +665,8 @@ def report_of(pytester: pytest.Pytester) -> dict[str, Any]:
     return data
 
 
-def validate_report(pytester: pytest.Pytester) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((DOCS / "reference" / "report.schema.json").read_text(encoding="utf-8"))
-    jsonschema.validate(report_of(pytester), schema)
+def validate_report_of(pytester: pytest.Pytester) -> None:
+    validate_report(report_of(pytester))
 
 
 def glob_escape(text: str) -> str:
@@ -699,7 +701,7 @@ def test_planning_tutorial_reference_table(pytester: pytest.Pytester) -> None:
     expected = {line for line in shown if "pipeline" not in line}
     assert len(expected) == 20
     assert expected <= set(result.outlines)
-    validate_report(pytester)
+    validate_report_of(pytester)
     tutorial = (DOCS / "tutorial" / "first-planning-run.md").read_text(encoding="utf-8")
     summary = report_of(pytester)["summary"]
     assert summary == {"cells": 20, "outcomes": {"ok": 20}, "tests": {"passed": 20}}
@@ -733,7 +735,7 @@ def test_pipeline_agent_example(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     shown = documented_lines("tutorial/first-planning-run.md", "dining  static-L1  pipeline")
     assert len(shown) == 1 and shown[0] in result.outlines
-    validate_report(pytester)
+    validate_report_of(pytester)
     cell = cells(pytester)["dining-static-L1/pipeline"]
     assert cell["nodeid"].endswith("test_planning[dining-static-L1-user]")
     scores = cell["scores"]
@@ -773,7 +775,7 @@ def test_tool_agent_example_in_every_mode(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=5)
     shown = documented_lines("how-to/bring-your-own-tool-agent.md", "dining  ", "task    ")
     assert len(shown) == 6 and set(shown) <= set(result.outlines)
-    validate_report(pytester)
+    validate_report_of(pytester)
     found = cells(pytester)
     assert len(found) == 5
     for cell in found.values():
@@ -853,7 +855,7 @@ def test_queries_example_with_the_reference_agents(pytester: pytest.Pytester) ->
     result.assert_outcomes(passed=4)  # one dining cell x the four reference agents
     shown = documented_lines("how-to/bring-your-own-queries.md", "dining  static-L1")
     assert len(shown) == 4 and set(shown) <= set(result.outlines)
-    validate_report(pytester)
+    validate_report_of(pytester)
     found = cells(pytester)
     oracle = found["dining-static-L1/oracle"]
     assert oracle["queries"] == 3  # --budget-query-count does not apply to files
@@ -912,7 +914,8 @@ def test_planning_snapshots_gate_the_tool_agent(pytester: pytest.Pytester) -> No
     assert recorded + cell in gate_doc
     assert "round(float(price) * 100)" in text
     pytester.makeconftest(text.replace("round(float(price) * 100)", "100"))  # price-blind
-    worse = run(pytester, *gated, "-vv")  # -vv: the three long lines, not truncated
+    # -vv: the three long lines, not truncated
+    worse = run(pytester, *gated, "-vv", rewrite_asserts=True)
     worse.assert_outcomes(failed=1)
     # Three changed queries can never reach the paired test's level: interval overlap decides.
     FEW = (

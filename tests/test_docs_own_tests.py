@@ -1,10 +1,13 @@
 """A user's own tests and agents: fixtures outside the suites, async tests, agent errors.
 
-Every test runs pytest in a subprocess on a pytester directory, as a user's project would:
-the documented example files (docs/examples/test_own_agents*.py) with and without a suite,
-under pytest-asyncio (strict and auto mode) and anyio's plugin; agents that raise (their
+Every test runs pytest on a pytester directory, as a user's project would: the documented
+example files (docs/examples/test_own_agents*.py) with and without a suite, under
+pytest-asyncio (strict and auto mode) and anyio's plugin; agents that raise (their
 traceback in the failure report), return what their role cannot read, or raise
-``BaseException``.
+``BaseException``.  The runs are in-process (tests/inprocess.py: no interpreter start-up a
+run), except those of agents raising ``BaseException`` or ``KeyboardInterrupt``, which run
+in a subprocess as a user's would: what they check is that the run survives or stops
+cleanly, which an in-process run shares with the test's own process.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests import inprocess
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
 SMALL = (
@@ -77,7 +82,7 @@ def test_every_role_fixture_gives_its_own_roles_agent(
     pytester: pytest.Pytester, args: tuple[str, ...], roles: str, estimator: str
 ) -> None:
     pytester.makepyfile(test_mine=AGENT_NAMES)
-    result = pytester.runpytest_subprocess("-s", *SMALL, *args)
+    result = inprocess.run(pytester, "-s", *SMALL, *args)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [f"*ROLES {roles} ReferenceSolver ReferenceActor*", f"*ESTIMATOR {estimator} *"]
@@ -95,7 +100,7 @@ def pytest_budget_estimator(config):
     return Mine()
 """)
     pytester.makepyfile(test_mine=AGENT_NAMES)
-    result = pytester.runpytest_subprocess("-s", *SMALL)
+    result = inprocess.run(pytester, "-s", *SMALL)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         ["*ROLES cheapest-first CheapestFirstPlanner Mine GreedyToolAgent*", "*ESTIMATOR user *"]
@@ -112,8 +117,8 @@ def test_own_agents_example(
 ) -> None:
     """docs/examples/test_own_agents_example.py, as documented (with a suite: 8 more cells)."""
     example(pytester, "test_own_agents_example.py")
-    result = pytester.runpytest_subprocess(
-        "test_own_agents_example.py", *SMALL, *args, "--budget-gate=off"
+    result = inprocess.run(
+        pytester, "test_own_agents_example.py", *SMALL, *args, "--budget-gate=off"
     )
     result.assert_outcomes(**outcomes)
 
@@ -129,7 +134,7 @@ def pytest_budget_planner(config):
         return {"plan": []}
     return lazy
 """)
-    result = pytester.runpytest_subprocess("test_own_agents_example.py", *SMALL)
+    result = inprocess.run(pytester, "test_own_agents_example.py", *SMALL)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["FAILED *::test_planner_scores_on_a_bundled_pool*"])
 
@@ -153,12 +158,12 @@ def test_async_example_under_each_async_plugin(pytester: pytest.Pytester, mode: 
         text = text.replace(MARKER, "pytestmark = pytest.mark.anyio")
     pytester.makeini(ini)
     example(pytester, ASYNC_EXAMPLE, text)
-    first = pytester.runpytest_subprocess(ASYNC_EXAMPLE, *SMALL, "--snapshot-update")
+    first = inprocess.run(pytester, ASYNC_EXAMPLE, *SMALL, "--snapshot-update")
     first.assert_outcomes(passed=4)
     # One snapshot, named after its test (under anyio too: not "asyncio").
     stored = sorted(p.name for p in (pytester.path / "__budget_snapshots__/triage").iterdir())
     assert stored == ["test_async_planner_on_a_bundled_pool.json"]
-    again = pytester.runpytest_subprocess(ASYNC_EXAMPLE, *SMALL, "--budget-report=report.json")
+    again = inprocess.run(pytester, ASYNC_EXAMPLE, *SMALL, "--budget-report=report.json")
     again.assert_outcomes(passed=4)
     (cell,) = cells(pytester)
     assert cell["agent"] == "shortest-first" and cell["outcome"] == "ok"
@@ -182,12 +187,12 @@ async def test_sized(budget_snapshot, size):
     assert budget_snapshot("mine") == {"scores": {"x": float(size)}, "context": {}}
 """
     )
-    pytester.runpytest_subprocess(*SMALL, "--snapshot-update").assert_outcomes(passed=4)
+    inprocess.run(pytester, *SMALL, "--snapshot-update").assert_outcomes(passed=4)
     folder = pytester.path / "__budget_snapshots__" / "mine"
     assert sorted(p.name for p in folder.iterdir()) == [
         "3.json", "4.json", "test_first.json", "test_second.json",
     ]  # fmt: skip
-    pytester.runpytest_subprocess(*SMALL).assert_outcomes(passed=4)
+    inprocess.run(pytester, *SMALL).assert_outcomes(passed=4)
 
 
 # ----------------------------------------------------------- agent errors (16.4, 20.8)
@@ -208,8 +213,8 @@ def pytest_budget_planner(config):
 
 def test_agent_exception_shows_the_users_traceback(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(RAISING_PLANNER)
-    result = pytester.runpytest_subprocess(
-        *SMALL, *TRIAGE, "--budget-gate=off", "--budget-report=report.json"
+    result = inprocess.run(
+        pytester, *SMALL, *TRIAGE, "--budget-gate=off", "--budget-report=report.json"
     )
     result.assert_outcomes(passed=1, failed=1)  # the sokoban cell still ran
     conftest = str(pytester.path / "conftest.py")
@@ -254,8 +259,8 @@ def pytest_budget_planner(config):
         {body}
     return plan
 """)
-    result = pytester.runpytest_subprocess(
-        *SMALL, *TRIAGE, "--budget-gate=off", "--budget-report=report.json"
+    result = inprocess.run(
+        pytester, *SMALL, *TRIAGE, "--budget-gate=off", "--budget-report=report.json"
     )
     result.assert_outcomes(passed=2)
     for cell in cells(pytester):
@@ -273,19 +278,19 @@ def pytest_budget_planner(config):
     return plan
 """)
     args = (*SMALL, *TRIAGE, "--budget-gate=off", "--budget-report=report.json")
-    pytester.runpytest_subprocess(*args).assert_outcomes(passed=2)
+    inprocess.run(pytester, *args).assert_outcomes(passed=2)
     assert {cell["outcome"] for cell in cells(pytester)} == {"ok"}
     pytester.makeini("[pytest]\nbudget_max_output_chars = 2000\n")  # the solver's fit
-    pytester.runpytest_subprocess(*args).assert_outcomes(passed=2)
+    inprocess.run(pytester, *args).assert_outcomes(passed=2)
     for cell in cells(pytester):
         assert cell["outcome"] == "invalid"
         assert cell["reason"].startswith("planner returned str of 2,74")  # 2,741 or 2,742
         assert "over the 2,000-character limit for raw outputs" in cell["reason"]
-    pytester.runpytest_subprocess(*args, "--budget-max-output-chars=3000").assert_outcomes(
+    inprocess.run(pytester, *args, "--budget-max-output-chars=3000").assert_outcomes(
         passed=2
     )  # the option wins over the ini value
     assert {cell["outcome"] for cell in cells(pytester)} == {"ok"}
-    bad = pytester.runpytest_subprocess(*args, "--budget-max-output-chars=lots")
+    bad = inprocess.run(pytester, *args, "--budget-max-output-chars=lots")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["ERROR: --budget-max-output-chars: 'lots' is not a whole number"])
     assert "Traceback" not in bad.stderr.str()

@@ -12,12 +12,11 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
-from pathlib import Path
 
-import jsonschema
 import pytest
 
 import pytest_budget
+from tests.schemas import validate_report
 
 CONFTEST = """
 import math
@@ -59,7 +58,6 @@ ARGS = ("--budget-suite=triage", "--budget-pool=mine.jsonl", "--budget-alpha=0.5
 # nothing) and without hypothesis's plugin, each re-imported per run otherwise (~10 s each).
 # The pooled tests of this pool: no unsolvable item, so detection and waste are undefined
 # (no pooled test), but the level still splits over the 6 metrics counted at collection.
-SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "reference" / "report.schema.json"
 METRICS = ("eta_u", "eta_e", "regret_u", "regret_e")
 INPROCESS = ("--assert=plain", "-p", "no:hypothesispytest")
 
@@ -132,7 +130,7 @@ def test_a_noisy_agent_passes_twenty_reruns_and_a_regressed_one_fails(
          "over 6 pooled kind x metric pairs, Bonferroni)"]
     )  # fmt: skip
     report = json.loads((pytester.path / "w.json").read_text())
-    jsonschema.validate(report, json.loads(SCHEMA.read_text(encoding="utf-8")))
+    validate_report(report)
     pooled = {t["metric"]: t for t in report["pooled_gate"]}
     assert pooled["eta_e"]["regressed"] and pooled["eta_e"]["p_value"] < pooled["eta_e"]["alpha"]
     assert pooled["eta_e"]["mean_change_worse"] > 0

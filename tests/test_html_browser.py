@@ -42,7 +42,8 @@ FRONTIER_FIGURES = [f"{suite}-frontier" for suite in EXPECTED_FIGURES]
 # Small but complete: every figure has data (several alphas and unsolvable ratios, a
 # three-budget environment, two static levels and two blocking families).
 RUN_ARGS = (
-    "-p", "no:cacheprovider", "-q", "--budget-gate=off", "--budget-suite=all",
+    "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+    "-q", "--budget-gate=off", "--budget-suite=all",
     "--budget-pool-size=6", "--budget-alpha=0.25,0.5,1", "--budget-unsolvable=0,0.5,1",
     "--budget-env=sokoban-6x6,warehouse", "--budget-rollout-count=8",
     "--budget-task=dining,shopping", "--budget-query-count=2",

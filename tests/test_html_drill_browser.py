@@ -53,13 +53,15 @@ def budget_estimator():
 """
 
 AWARENESS_ARGS = (
-    "-p", "no:cacheprovider", "-q", "--budget-gate=off", "--budget-suite=awareness",
+    "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+    "-q", "--budget-gate=off", "--budget-suite=awareness",
     "--budget-env=sokoban-6x6", "--budget-rollout-count=6", "--budget-report=r.json",
     "--budget-html=page.html",
 )  # fmt: skip
 
 ALL_ARGS = (
-    "-p", "no:cacheprovider", "-q", "--budget-gate=off", "--budget-suite=all",
+    "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+    "-q", "--budget-gate=off", "--budget-suite=all",
     "--budget-pool-size=6", "--budget-alpha=0.5", "--budget-env=sokoban-6x6",
     "--budget-rollout-count=4", "--budget-task=dining,shopping", "--budget-query-count=2",
     "--budget-scenario=static@1,ban_tool:1@3", "--budget-report=all.json",

@@ -27,8 +27,7 @@ from pytest_budget.report import load_report_json
 from pytest_budget.samples import clip, scrub, scrubber
 from pytest_budget.triage.samples import item_samples
 from pytest_budget.triage.types import Baseline, Item, Plan, PlanEntry
-
-SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "reference" / "report.schema.json"
+from tests.schemas import validate, validate_report
 
 
 def _same(text: str) -> str:
@@ -252,7 +251,8 @@ def test_pool_the_solver_solved_nothing_of_gets_a_note() -> None:
 # --------------------------------------------------------------------------- saved runs
 
 SMALL = [
-    "-p", "no:cacheprovider", "-q", "--budget-gate=off", "--budget-suite=triage,awareness,planning",
+    "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+    "-q", "--budget-gate=off", "--budget-suite=triage,awareness,planning",
     "--budget-pool-size=6", "--budget-alpha=0.5", "--budget-env=sokoban-6x6",
     "--budget-rollout-count=4", "--budget-task=dining", "--budget-scenario=static@1",
     "--budget-query-count=2",
@@ -288,20 +288,13 @@ def test_saved_run_and_merged_shards_render_the_same_samples(tmp_path: Path) -> 
 
     report("merge", "s1.json", "s2.json", "-o", "merged.json", "--html", "merged.html")
     report("render", "full.json", "-o", "rendered.html")
-    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     for name in ("full.json", "merged.json"):  # the files as written (samples pooled)
-        jsonschema.validate(json.loads((tmp_path / name).read_text(encoding="utf-8")), schema)
+        validate_report(json.loads((tmp_path / name).read_text(encoding="utf-8")))
     full = load_report_json(tmp_path / "full.json")  # samples decoded
     merged = load_report_json(tmp_path / "merged.json")
-    sample_schema = {"$defs": schema["$defs"], "$ref": "#/$defs/sample"}
-    # One validator for every sample: jsonschema.validate checks the (large) schema itself on
-    # each call, ~0.8 s, which made this loop most of the test's time.
-    validator_class = jsonschema.validators.validator_for(sample_schema)
-    validator_class.check_schema(sample_schema)
-    sample_validator = validator_class(sample_schema)
     for cell in full["cells"]:
         for sample in cell.get("samples") or []:
-            sample_validator.validate(sample)
+            validate(sample, "report.schema.json", "sample")
     suites = {c["suite"] for c in full["cells"] if c.get("samples")}
     assert suites == {"triage", "awareness", "planning"}
     assert merged["sample_rollouts"] == full["sample_rollouts"]
@@ -318,7 +311,7 @@ def test_saved_run_and_merged_shards_render_the_same_samples(tmp_path: Path) -> 
     broken = json.loads(json.dumps(full["cells"][0]["samples"][0]))
     del broken["tags"]
     with pytest.raises(jsonschema.ValidationError):
-        sample_validator.validate(broken)
+        validate(broken, "report.schema.json", "sample")
 
 
 def test_page_with_samples_is_self_contained() -> None:

@@ -19,7 +19,6 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from pytest_budget.cli import main as budget_report
@@ -29,8 +28,7 @@ from pytest_budget.records import cell_to_json
 from pytest_budget.report import build_report, write_report
 from pytest_budget.shard import Shard
 from pytest_budget.triage.options import TriageOptions
-
-SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "reference" / "report.schema.json"
+from tests.schemas import validate_report
 
 # Every suite, small: triage 2 pools x 2 ratios x 2 alphas x 4 agents = 32 cells,
 # awareness 1 env x 6 estimators = 6, planning 2 tasks x 2 scenarios x 4 agents = 16.
@@ -46,6 +44,8 @@ SMALL_RUN = [
     "--budget-gate=off",
     "-p",
     "no:cacheprovider",
+    "-p",
+    "no:hypothesispytest",  # its plugin imports all of hypothesis at the end of a run (~1 s)
 ]
 CELLS = 54
 
@@ -113,7 +113,7 @@ def test_sharded_runs_merged_equal_the_unsharded_run(tmp_path: Path) -> None:
     )
     assert merge.returncode == 0, merge.stderr
     merged = _load(tmp_path / "merged.json")
-    jsonschema.validate(merged, json.loads(SCHEMA.read_text(encoding="utf-8")))
+    validate_report(merged)
 
     # Same cells in the same order; only the test call's duration differs.
     assert [_without(c, "duration_s") for c in merged["cells"]] == [

@@ -7,12 +7,20 @@ from typing import Any
 
 import pytest
 
+from tests import inprocess
+
 SMALL = ["--budget-pool-size=6", "--budget-alpha=0.5", "--budget-unsolvable=0"]
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "--budget-suite=triage", "-p", "no:cacheprovider", "--budget-report=report.json", *args
+    """A triage run, in-process (tests/inprocess.py)."""
+    return inprocess.run(
+        pytester,
+        "--budget-suite=triage",
+        "-p",
+        "no:cacheprovider",
+        "--budget-report=report.json",
+        *args,
     )
 
 
@@ -198,7 +206,7 @@ def test_capped(budget_cap, budget_meter):
 def test_uncapped(budget_cap):
     assert budget_cap is None
 """)
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
+    inprocess.run(pytester, "-p", "no:cacheprovider").assert_outcomes(passed=2)
 
 
 def test_allocations_over_budget_are_scored_and_counted(pytester: pytest.Pytester) -> None:
@@ -278,7 +286,7 @@ def pytest_budget_solver(config):
 
 def test_phase0_cache_defaults_to_pytest_cache_dir(pytester: pytest.Pytester) -> None:
     args = ("--budget-suite=triage", *SMALL, "--budget-gate=off", "--budget-agent=oracle")
-    pytester.runpytest_subprocess(*args).assert_outcomes(passed=2)
+    inprocess.run(pytester, *args).assert_outcomes(passed=2)
     cached = list(
         (pytester.path / ".pytest_cache" / "d" / "pytest_budget" / "phase0").rglob("*.json")
     )

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests import inprocess
+
 
 def write_rollouts(path: Path, n: int = 24, seed: int = 3, env: str = "my-agent") -> Path:
     rng = random.Random(seed)
@@ -26,9 +28,12 @@ def write_rollouts(path: Path, n: int = 24, seed: int = 3, env: str = "my-agent"
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "--budget-suite=awareness", "-p", "no:cacheprovider", "-p", "no:randomly", *args
-    )
+    """An awareness run: in-process (tests/inprocess.py), but a subprocess under ``-n``
+    (its workers are processes anyway, and xdist's controller is best kept out of this one)."""
+    args = ("--budget-suite=awareness", "-p", "no:cacheprovider", "-p", "no:randomly", *args)
+    if "-n" in args:
+        return pytester.runpytest_subprocess(*args)
+    return inprocess.run(pytester, *args)
 
 
 def report_of(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:

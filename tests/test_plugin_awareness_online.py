@@ -1,5 +1,6 @@
 """The online mode through the plugin (collection by mode, options, the report) and the HTTP
-online actor against the loopback OpenAI-/Anthropic-compatible test server."""
+online actor against the loopback OpenAI-/Anthropic-compatible test server.  The pytest runs
+are in-process (tests/inprocess.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 from pytest_budget.awareness.online.cell import run_online_cell
 from pytest_budget.awareness.online.protocol import budget_block
 from pytest_budget.tokens import count_tokens
+from tests import inprocess
 from tests.model_server import ModelServer
+from tests.schemas import validate_report
 
 ESTIMATE = "<estimate>[100, 400]</estimate>"
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +35,8 @@ def _play(body: dict[str, Any]) -> str:
 
 
 def _collected(pytester: pytest.Pytester, *args: str) -> list[str]:
-    result = pytester.runpytest_subprocess(
+    result = inprocess.run(
+        pytester,
         "--budget-suite=awareness",
         "--budget-env=sokoban-6x6",
         "--collect-only",
@@ -73,14 +77,15 @@ def test_the_mode_chooses_which_cells_are_collected(pytester: pytest.Pytester) -
 def test_bad_online_options_are_one_line_usage_errors(
     pytester: pytest.Pytester, option: str, message: str
 ) -> None:
-    result = pytester.runpytest_subprocess("--budget-suite=awareness", option)
+    result = inprocess.run(pytester, "--budget-suite=awareness", option)
     assert result.ret == 4
     assert message in result.stderr.str()
     assert "Traceback" not in result.stderr.str()
 
 
 def test_offline_online_run_records_budget_split_and_protocol(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess(
+    result = inprocess.run(
+        pytester,
         "--budget-suite=awareness",
         "--budget-awareness-mode=online",
         "--budget-env=sokoban-6x6",
@@ -95,9 +100,7 @@ def test_offline_online_run_records_budget_split_and_protocol(pytester: pytest.P
     result.assert_outcomes(passed=2)
     assert "awareness online: acting under a cap while estimating" in result.stdout.str()
     report = json.loads((pytester.path / "r.json").read_text())
-    jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((ROOT / "docs" / "reference" / "report.schema.json").read_text())
-    jsonschema.validate(report, schema)  # the published schema covers the online cells
+    validate_report(report)  # the published schema covers the online cells
     cells = report["cells"]
     assert [c["budget"] for c in cells] == [{"tokens": 1250.0}, {"tokens": 2500.0}]
     for cell in cells:
@@ -147,7 +150,8 @@ def test_http_online_actor_over_the_plugin_with_two_call_protocol(
     pytester: pytest.Pytester,
 ) -> None:
     with ModelServer(_play, input_tokens=400, output_tokens=30) as server:
-        result = pytester.runpytest_subprocess(
+        result = inprocess.run(
+            pytester,
             "--budget-suite=awareness",
             "--budget-awareness-mode=online",
             "--budget-env=sokoban-6x6",

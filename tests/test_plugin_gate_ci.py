@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.schemas import validate_report
+
 FAST = ("-p", "no:hypothesispytest", "-p", "no:cacheprovider")
 # The runs name hypothesis's plugin off on their command line, and the re-run commands they
 # check repeat it: conftest.py must not also put it in PYTEST_ADDOPTS.
@@ -29,7 +31,6 @@ SMALL = (
     "--budget-task=dining", "--budget-scenario=static@2,ban_tool:1@5", "--budget-query-count=6",
     "--budget-agent=cheapest-first,random,linear-knows-T,greedy,random-valid",
 )  # fmt: skip
-SCHEMA = Path(__file__).resolve().parent.parent / "docs" / "reference" / "report.schema.json"
 
 PLANNER = """
 from pathlib import Path
@@ -82,9 +83,8 @@ def use(pytester: pytest.Pytester, variant: str) -> None:
 
 
 def test_every_cell_of_every_suite_has_an_interval_per_score(pytester: pytest.Pytester) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
     data = report(pytester, *SMALL)
-    jsonschema.validate(data, json.loads(SCHEMA.read_text(encoding="utf-8")))
+    validate_report(data)
     units = {"triage": ("item", 12), "awareness": ("rollout", 12), "planning": ("query", 6)}
     seen = set()
     for cell in data["cells"]:
@@ -294,13 +294,12 @@ def test_repeats_of_deterministic_agents_have_no_spread(pytester: pytest.Pyteste
 
 
 def test_repeats_of_stochastic_agents_spread(pytester: pytest.Pytester) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
     pytester.makeconftest(STOCHASTIC)
     args = ("--budget-suite=awareness,triage", "--budget-env=sokoban-8x8",
             "--budget-rollout-count=12", "--budget-alpha=0.5", "--budget-unsolvable=0",
             "--budget-gate=off", "--budget-repeat=3")  # fmt: skip
     data = report(pytester, *args)  # your estimator; triage: the reference planners
-    jsonschema.validate(data, json.loads(SCHEMA.read_text(encoding="utf-8")))
+    validate_report(data)
     cells = data["cells"]
     mine = next(c for c in cells if c["suite"] == "awareness" and c["agent"] == "jittery")
     spread = mine["repeat"]["scores"]["interval_score"]

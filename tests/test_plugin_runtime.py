@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from model_server import Fault, ModelServer
 
 from tests import inprocess
+from tests.schemas import validate_report
 
 CANARY = "sk-CANARY-e2e-91c2"
 
@@ -159,8 +159,7 @@ def test_secrets_never_reach_any_file_or_output(
     result.assert_outcomes(passed=3)
     report = _report(pytester)
     assert report["models"]["retries"] == 2
-    schema_path = Path(__file__).parent.parent / "docs" / "reference" / "report.schema.json"
-    jsonschema.validate(report, json.loads(schema_path.read_text(encoding="utf-8")))
+    validate_report(report)
     written = [path for path in pytester.path.rglob("*") if path.is_file()]
     assert any("models" in path.parts for path in written)  # recordings were written
     for path in written:

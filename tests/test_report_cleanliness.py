@@ -8,10 +8,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
-SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "reference" / "report.schema.json"
+from tests.schemas import validator
+
 SMALL = (
     "--budget-suite=all", "-p", "no:cacheprovider", "-p", "no:randomly",
     "--budget-alpha=0.5", "--budget-unsolvable=0,0.5", "--budget-pool-size=6",
@@ -24,10 +24,8 @@ SMALL = (
 def check_report(path: Path) -> dict[str, Any]:
     """The report at ``path``, validated against the schema (every error listed)."""
     report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
-    validator = jsonschema.Draft202012Validator(schema)
-    validator.check_schema(schema)
-    errors = [f"{e.json_path}: {e.message}" for e in validator.iter_errors(report)]
+    checked = validator("report.schema.json")  # built and checked once a process
+    errors = [f"{e.json_path}: {e.message}" for e in checked.iter_errors(report)]
     assert not errors, "\n".join(errors[:20])
     return report
 

@@ -3,8 +3,9 @@
 run without a key, the forecast against the calls the run then makes in every suite, and
 bad input.
 
-Real pytest runs in subprocesses against :class:`tests.model_server.ModelServer` on
-loopback (it counts every request); expected counts are worked out by hand in each test.
+Real pytest runs (in-process, tests/inprocess.py) against
+:class:`tests.model_server.ModelServer` on loopback (it counts every request); expected counts
+are worked out by hand in each test.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from pytest_budget.models.prices import PriceTable, library_price
 from pytest_budget.sizes import SIZES, parse_size
+from tests import inprocess
 from tests.model_server import ModelServer, role_answer
 
 PRICES = "m = 2 8"  # USD per 1M tokens: input 2, output 8
@@ -31,7 +33,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def _run(pytester: pytest.Pytester, server: ModelServer, *extra: str, ini: str = "") -> Any:
     pytester.makeini(f"[pytest]\nbudget_prices =\n    {PRICES}\n{ini}")
-    return pytester.runpytest_subprocess(
+    return inprocess.run(pytester,
         "--budget-agent=openai:m", f"--budget-base-url={server.url}", "--budget-gate=off",
         "--budget-cache-dir=cache", "-p", "no:cacheprovider", *extra,
     )  # fmt: skip
@@ -93,7 +95,7 @@ def test_a_dry_run_needs_no_key_and_prices_from_genai_prices(
 ) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    result = pytester.runpytest_subprocess(
+    result = inprocess.run(pytester,
         "--budget-suite=triage", "--budget-agent=openai:gpt-4o-mini", "--budget-dry-run",
         "--budget-pool-size=4", "--budget-alpha=0.5", "-p", "no:cacheprovider",
     )  # fmt: skip
@@ -120,7 +122,7 @@ def test_a_model_with_no_known_price_gets_one_line_saying_how(
     pytester: pytest.Pytester, server: ModelServer
 ) -> None:
     pytester.makeini("[pytest]\n")
-    result = pytester.runpytest_subprocess(
+    result = inprocess.run(pytester,
         "--budget-suite=triage", "--budget-agent=openai:m", f"--budget-base-url={server.url}",
         "--budget-pool-size=4", "--budget-alpha=0.5", "--budget-dry-run", "-p", "no:cacheprovider",
     )  # fmt: skip

@@ -63,7 +63,7 @@ def default_identities(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(folder)}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--budget-suite=all", "--collect-only", "-q",
-         "-p", "no:cacheprovider", "-p", "record_ids"],
+         "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "record_ids"],
         cwd=folder, env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
