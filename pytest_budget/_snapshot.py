@@ -202,7 +202,9 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
             # The interval rule needs only the stored value, so an older baseline still
             # gates; it just cannot show its own interval.
             stored_ci = None
-            if warn:
+            # Re-recording helps only when this run makes intervals: cells that never have
+            # any (online awareness) fall back to the tolerance rule and say so per failure.
+            if warn and new.get("ci"):
                 _notice(
                     f"baseline {path} stores no intervals (recorded by an older "
                     "pytest-budget or with --budget-ci-resamples=0); "

@@ -172,3 +172,22 @@ def test_http_online_actor_over_the_plugin_with_two_call_protocol(
     # separate estimate calls went out with the estimator's prompt
     assert any("How much more will the agent use" in json.dumps(c) for c in calls)
     assert cell["scores"]["estimation_tokens"] > 0 and cell["scores"]["acting_tokens"] > 0
+
+
+def test_default_online_run_gates_against_shipped_baselines_without_warnings(
+    pytester: pytest.Pytester,
+) -> None:
+    # Online cells carry no intervals (new or stored), so the default gate compares them
+    # with the tolerance: no warning that asks to re-record (re-recording adds none).
+    result = inprocess.run(
+        pytester,
+        "--budget-suite=awareness",
+        "--budget-awareness-mode=online",
+        "--budget-env=sokoban-6x6",
+        "--budget-agent=random",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(passed=3)  # one cell per cap: 0.5, 1 and 2
+    assert "warnings" not in result.parseoutcomes()
+    assert "BudgetBaselineWarning" not in result.stdout.str() + result.stderr.str()
