@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from pytest_budget.session import BudgetSession
 
 __all__ = [
-    "FORECAST_KEY",
     "ForecastRows",
     "agent_names",
     "build_forecast",
@@ -172,10 +171,6 @@ def build_forecast(config: pytest.Config, state: BudgetSession) -> Forecast:
     return Forecast(list(rows.rows.values()), price_table(options), rows.notes, options.size)
 
 
-#: Key of the run's forecast in the session memo (the controller's).
-FORECAST_KEY = "cost-forecast"
-
-
 def forecast_before_run(
     config: pytest.Config, state: BudgetSession, write: Callable[[str], None]
 ) -> None:
@@ -201,7 +196,7 @@ def forecast_before_run(
                 "--budget-max-usd-mode=stop-at-cap to run until the cap is reached"
             ) from None
         return
-    state.memo[FORECAST_KEY] = forecast
+    state.forecast = forecast
     for line in forecast.lines():
         write(line)
     from pytest_budget.sequential import forecast_lines
@@ -239,7 +234,7 @@ def forecast_before_run(
 
 def forecast_after_run(state: BudgetSession, ledger: Any) -> list[str]:
     """The forecast beside what the run spent (terminal lines; empty without a forecast)."""
-    forecast: Forecast | None = state.memo.get(FORECAST_KEY)
+    forecast = state.forecast
     if forecast is None or ledger is None:
         return []
     spent = None if ledger.count("unpriced") else ledger.spent_usd
@@ -250,5 +245,5 @@ def forecast_after_run(state: BudgetSession, ledger: Any) -> list[str]:
 
 def forecast_report(state: BudgetSession) -> dict[str, Any] | None:
     """The report's ``models.forecast`` block (None without a forecast)."""
-    forecast: Forecast | None = state.memo.get(FORECAST_KEY)
+    forecast = state.forecast
     return None if forecast is None else forecast.as_dict()

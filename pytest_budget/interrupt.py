@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_budget.session import BudgetSession
 
 __all__ = ["WorkerInterrupt"]
 
@@ -26,19 +29,19 @@ __all__ = ["WorkerInterrupt"]
 class WorkerInterrupt:
     """The worker's Ctrl-C hook (see the module doc)."""
 
-    def __init__(self, memo: dict[str, Any]) -> None:
-        self.memo = memo
+    def __init__(self, session: BudgetSession) -> None:
+        self.session = session
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self) -> None:
-        scheduler = self.memo.get("cell-scheduler")
+        scheduler = self.session.cell_scheduler
         if scheduler is not None:
             scheduler.cancel_all()
         loop_module = sys.modules.get("pytest_budget.models.loop")
         if loop_module is not None:
             loop_module.cancel_worker_loop()
             loop_module.close_worker_loop()
-        runtime = self.memo.get("model-runtime-factory")
+        runtime = self.session.model_runtime
         if runtime is not None:
             runtime.flush()  # after the loop: no call adds to the counters any more
         for stream in (sys.stdout, sys.stderr):

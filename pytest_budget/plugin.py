@@ -413,7 +413,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     from pytest_budget.plugin_state import budget_session
 
     state = budget_session(item.config)
-    if "model-runtime-factory" in state.memo:
+    if state.model_runtime is not None:
         from pytest_budget.fixtures.cells import schedule_ahead
 
         schedule_ahead(item, state)
@@ -561,7 +561,7 @@ def _stop_if_endpoint_down(item: pytest.Item) -> None:
     from pytest_budget.plugin_state import SESSION_KEY
 
     state = item.config.stash.get(SESSION_KEY, None)
-    runtime = state.memo.get("model-runtime-factory") if state is not None else None
+    runtime = state.model_runtime if state is not None else None
     reason = runtime.endpoint_down() if runtime is not None else None
     if reason and not item.session.shouldstop:
         item.session.shouldstop = f"budget: {reason}"
@@ -575,8 +575,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from pytest_budget.plugin_state import SESSION_KEY
 
     state = session.config.stash.get(SESSION_KEY, None)
-    runtime = state.memo.get("model-runtime-factory") if state is not None else None
-    scheduler = state.memo.get("cell-scheduler") if state is not None else None
+    runtime = state.model_runtime if state is not None else None
+    scheduler = state.cell_scheduler if state is not None else None
     if scheduler is not None:
         scheduler.cancel_all()  # cells started ahead whose tests did not run (-x, Ctrl-C)
     if runtime is not None:

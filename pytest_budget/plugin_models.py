@@ -144,13 +144,13 @@ def set_up_model_runtime(config: pytest.Config, session: BudgetSession) -> None:
         )
         if options.suites:
             # After the cost forecast (pytest_sessionstart): a dry run sends nothing at all.
-            session.memo["preflight"] = (agents, runtime_config)
-    session.memo["model-runtime-config"] = runtime_config
-    session.memo["model-runtime-factory"] = ModelRuntime(runtime_config, price_table(options))
+            session.preflight = (agents, runtime_config)
+    session.model_runtime_config = runtime_config
+    session.model_runtime = ModelRuntime(runtime_config, price_table(options))
     if is_worker(config):  # Ctrl-C: the worker stops at once (pytest_budget.interrupt)
         from pytest_budget.interrupt import WorkerInterrupt
 
-        config.pluginmanager.register(WorkerInterrupt(session.memo), "budget-worker-interrupt")
+        config.pluginmanager.register(WorkerInterrupt(session), "budget-worker-interrupt")
 
 
 def preflight(options: BudgetOptions, agents: list[tuple[str, str]], runtime_config: Any) -> None:

@@ -86,7 +86,7 @@ class RunReporter:
     def pytest_sessionstart(self) -> None:
         # config.cache exists only after every plugin's pytest_configure has run.
         self.session.options = _with_cache_dir(self.session.options, self.config)
-        pending = self.session.memo.pop("preflight", None)
+        pending, self.session.preflight = self.session.preflight, None
         if pending is not None and not is_worker(self.config):
             from pytest_budget.forecast_suites import forecast_before_run
 
@@ -101,7 +101,7 @@ class RunReporter:
     def pytest_configure_node(self, node: Any) -> None:
         """xdist: every worker gets the controller's runtime settings (one ledger, one
         record-mode decision)."""
-        runtime_config = self.session.memo.get("model-runtime-config")
+        runtime_config = self.session.model_runtime_config
         if runtime_config is not None:
             from pytest_budget.models.run import config_to_payload
 
@@ -109,7 +109,7 @@ class RunReporter:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         # Every process (xdist workers too) splits the run's alpha over the same pairs.
-        self.session.memo["gate-pairs"] = _gate_pairs(
+        self.session.gate_pairs = _gate_pairs(
             [item.nodeid for item in session.items], self.session.options
         )
         if not is_worker(self.config) and session.items:
@@ -124,18 +124,18 @@ class RunReporter:
         (:mod:`pytest_budget.distribute`).  None: xdist's own scheduler."""
         from pytest_budget.distribute import make_scheduler
 
-        live = "model-runtime-config" in self.session.memo
+        live = self.session.model_runtime_config is not None
         return make_scheduler(config, log, self.session.options, live=live)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.tests_total = max(self.tests_total, len(ids))
-        self.session.memo["gate-pairs"] = _gate_pairs(ids, self.session.options)
+        self.session.gate_pairs = _gate_pairs(ids, self.session.options)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if is_worker(self.config):
             return
-        if report.skipped and "model-runtime-config" in self.session.memo:
+        if report.skipped and self.session.model_runtime_config is not None:
             from pytest_budget.models.run import SPEND_SKIP_MARK
 
             if SPEND_SKIP_MARK in str(report.longrepr):
@@ -212,10 +212,10 @@ class RunReporter:
         )
 
     def _ledger_state(self) -> Any:
-        runtime = self.session.memo.get("model-runtime-factory")
+        runtime = self.session.model_runtime
         if runtime is not None:
             runtime.flush()  # this process's own buffered counters (no xdist)
-        runtime_config = self.session.memo.get("model-runtime-config")
+        runtime_config = self.session.model_runtime_config
         if runtime_config is None or runtime_config.ledger_path is None:
             return None, None
         from pytest_budget.models.ledger import SpendLedger
@@ -225,7 +225,7 @@ class RunReporter:
     def _progress(self, nodeid: str = "") -> None:
         """A live line of model calls, tokens and spend, and the finished cell's own
         (:mod:`pytest_budget.progress`: one per cell off a terminal; silent under -q)."""
-        if self.config.get_verbosity() < 0 or "model-runtime-config" not in self.session.memo:
+        if self.config.get_verbosity() < 0 or self.session.model_runtime_config is None:
             return
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None:
@@ -302,7 +302,7 @@ class RunReporter:
             from pytest_budget.run_gate import pooled_tests
             from pytest_budget.sequential import pooled_sequential_tests
 
-            pairs = int(self.session.memo.get("gate-pairs", (0, 0))[1])
+            pairs = int(self.session.gate_pairs[1])
             seq = self._sequential_kinds
             fixed = {k: v for k, v in self._gate_changes.items() if k not in seq}
             batches = {k: v for k, v in self._gate_batches.items() if k in seq}

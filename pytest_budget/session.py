@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from pytest_budget.options import BudgetOptions
 from pytest_budget.records import CellRecord, as_record
@@ -19,7 +19,20 @@ from pytest_budget.report import build_report, cell_sort_key, write_report
 from pytest_budget.suite_registry import suite_report_blocks
 from pytest_budget.summary_tables import tables
 
-__all__ = ["BudgetSession", "tables"]
+if TYPE_CHECKING:  # the model layer is imported only by runs that call a model
+    from pytest_budget.forecast import Forecast
+    from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
+
+__all__ = ["BudgetSession", "Stoppable", "tables"]
+
+S = TypeVar("S")
+
+
+class Stoppable(Protocol):
+    """What the session needs of the cell scheduler (fixtures/cells.py, a layer above):
+    cancel the cells started ahead whose tests will not run."""
+
+    def cancel_all(self) -> None: ...
 
 
 @dataclass
@@ -27,10 +40,33 @@ class BudgetSession:
     options: BudgetOptions
     started: float = field(default_factory=time.perf_counter)
     cells: dict[str, CellRecord] = field(default_factory=dict)
-    # Per-worker memo for expensive shared work (pools, Phase 0), keyed by the caller.
-    memo: dict[Any, Any] = field(default_factory=dict)
+    # A run that calls a model: its settings (the controller's, handed to xdist workers)
+    # and this process's runtime (record/replay, retries, spend counters).
+    model_runtime_config: RuntimeConfig | None = None
+    model_runtime: ModelRuntime | None = None
+    # The controller's endpoint check, pending until the cost forecast has been printed:
+    # (the (provider, model) agents, the runtime settings).
+    preflight: tuple[list[tuple[str, str]], RuntimeConfig] | None = None
+    # (gated pairs, pooled pairs) the run's alpha is split over (set after collection).
+    gate_pairs: tuple[int, int] = (0, 0)
+    # The controller's cost forecast (printed before the run, compared after it).
+    forecast: Forecast | None = None
+    # The agents conftest hooks supply, by role (asked once per process).
+    hook_agents: dict[str, object] = field(default_factory=dict)
+    # The cells started ahead in a live run (fixtures/cells.py), once the first test starts.
+    cell_scheduler: Stoppable | None = None
+    # Each suite's per-process state (pools, rollouts ...), by its type: see state_of.
+    _suite_states: dict[type, object] = field(default_factory=dict, repr=False)
     # Run-level report blocks besides the cells (e.g. ``models``: calls, tokens, spend).
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def state_of(self, kind: type[S]) -> S:
+        """This process's one ``kind()`` (a suite's own state class, made on first use), so
+        the shared session names no suite."""
+        found = self._suite_states.get(kind)
+        if found is None:  # setdefault: two threads asking at once get the same one
+            found = self._suite_states.setdefault(kind, kind())
+        return cast(S, found)
 
     def add_cell(self, record: CellRecord | Mapping[str, Any]) -> None:
         """Keep the latest record per node id (a rerun replaces the earlier one); a JSON

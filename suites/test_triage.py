@@ -18,6 +18,7 @@ from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
 from pytest_budget.fixtures.triage import (
     TriageCell,
     TriageGroundTruth,
+    TriageRunState,
     ground_truth_for,
     triage_cells,
 )
@@ -25,6 +26,7 @@ from pytest_budget.models.loop import shared_limiter
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin_state import budget_session
 from pytest_budget.roles import agent_name
+from pytest_budget.session import BudgetSession
 from pytest_budget.triage.evaluate import (
     CellOutcome,
     TruncationWarning,
@@ -124,7 +126,9 @@ def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] 
         # The summary's plan-free tables, computed while the planner call is in flight.
         # (V_oracle, V_random per resample: shared by the cell's plans, same cache entry.)
         in_background(
-            lambda: warm_shared(**_shared_inputs(pool, phase0, cell, options, "triage", state.memo))
+            lambda: warm_shared(
+                **_shared_inputs(pool, phase0, cell, options, "triage", _bootstrap_cache(state))
+            )
         )
         return await _plan(pool, phase0, cell, planner, options)
 
@@ -137,7 +141,7 @@ def _shared_inputs(
     cell: TriageCell,
     options: BudgetOptions,
     suite: str,
-    memo: dict[Any, Any],
+    cache: dict[Any, Any],
 ) -> dict[str, Any]:
     """What the cell's summary and its tables computed ahead both take: the same
     arguments, so they meet in the same cache entry."""
@@ -149,8 +153,13 @@ def _shared_inputs(
         "cell_id": cell.id,
         "resamples": options.ci_resamples,
         "suite": suite,
-        "cache": memo.setdefault("triage-bootstrap", {}),
+        "cache": cache,
     }
+
+
+def _bootstrap_cache(state: BudgetSession) -> dict[Any, Any]:
+    """The process's bootstrap draws, shared by the cells and their tables computed ahead."""
+    return state.state_of(TriageRunState).bootstrap_cache
 
 
 def _fail_on_error(outcomes: Sequence[CellOutcome]) -> None:
@@ -226,13 +235,13 @@ def test_triage(
             lambda planner: _plan(pool, phase0, triage_cell, planner, budget_options),
         ),
     ]
-    memo = budget_session(request.config).memo
+    cache = _bootstrap_cache(budget_session(request.config))
     # Scores (the mean over repeats), their bootstrap intervals and the repeat spread.
     summary = cell_summary(
         outcomes,
         level=budget_options.ci_level,
         seeds=repeat_seeds(budget_options),
-        **_shared_inputs(pool, phase0, triage_cell, budget_options, "triage", memo),
+        **_shared_inputs(pool, phase0, triage_cell, budget_options, "triage", cache),
     )
     scores = outcome.scores
     calls = sum(source != "file" for source in phase0.sources.values())

@@ -273,13 +273,14 @@ def test_xdist_workers_load_the_pools_the_controller_generated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pytest_budget.fixtures import triage as fixtures
+    from pytest_budget.session import BudgetSession
     from pytest_budget.triage import pools
 
     def session() -> Any:
         runtime = SimpleNamespace(ledger_path=str(tmp_path / "runs" / "r1.json"))
         triage = SimpleNamespace(pools=(), pool_size=7)
         options = SimpleNamespace(seed=4, of=lambda kind: triage)
-        return SimpleNamespace(options=options, memo={"model-runtime-config": runtime})
+        return BudgetSession(options, model_runtime_config=runtime)  # type: ignore[arg-type]
 
     controller = session()
     made = fixtures._base_pools(controller)
@@ -296,9 +297,9 @@ def test_xdist_workers_load_the_pools_the_controller_generated(
     monkeypatch.setattr(pools, "unsolvable_supply", never)
     worker = session()
     assert fixtures._base_pools(worker) == made
-    assert worker.memo[("injected", "arith", 0.5)] == injected
+    assert worker.state_of(fixtures.TriageRunState).injected[("arith", 0.5)] == injected
     # Without a run folder (an offline run) nothing is written or read.
-    offline = SimpleNamespace(options=controller.options, memo={})
+    offline = BudgetSession(controller.options)
     fixtures.export_pools(offline)
     monkeypatch.undo()
     assert fixtures._base_pools(offline) == made
