@@ -313,3 +313,38 @@ _OUTFLOWS = (
     "opex",
     "interest",
 )
+
+
+@dataclass
+class _StepBook:
+    """One step's running accounts, shared by the parts of :meth:`WarehouseEnv._advance`."""
+
+    state: WarehouseState
+    t: int
+    d0: int  # the step's first day; d1 is the next step's
+    d1: int
+    sku_names: list[str]
+    inv: dict[str, dict[str, dict[str, int]]]  # location -> SKU -> before/arrivals/out/lost
+    inflows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_INFLOWS, 0))
+    outflows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_OUTFLOWS, 0))
+    notes: list[str] = field(default_factory=list)
+    item_days: float = 0  # unit-days in the Acme warehouse (holding cost)
+    lost_units: int = 0
+
+    @classmethod
+    def open(cls, cfg: WarehouseConfig, st: WarehouseState) -> _StepBook:
+        names = [s.name for s in cfg.skus]
+        row = {"arrivals": 0, "out": 0, "lost": 0}
+        inv = {"acme": {n: {"before": st.acme[n], **row} for n in names}}
+        for r in cfg.retailers:
+            inv[r.name] = {n: {"before": st.dc[r.name][n], **row} for n in names}
+        d0 = st.step * cfg.days_per_step
+        return cls(st, st.step, d0, d0 + cfg.days_per_step, names, inv)
+
+    def receive(self, kind: str, cents: int) -> None:
+        self.state.cash_cents += cents
+        self.inflows[kind] += cents
+
+    def pay(self, kind: str, cents: int) -> None:
+        self.state.cash_cents -= cents
+        self.outflows[kind] += cents

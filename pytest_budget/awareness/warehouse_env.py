@@ -12,8 +12,6 @@ from typing import Any
 import numpy as np
 
 from pytest_budget.awareness.warehouse_actions import (
-    _INFLOWS,
-    _OUTFLOWS,
     ActionError,
     InTransit,
     Invoice,
@@ -22,6 +20,7 @@ from pytest_budget.awareness.warehouse_actions import (
     StepReport,
     WarehouseAction,
     WarehouseState,
+    _StepBook,
     action_from_dict,
     parse_action,
 )
@@ -141,36 +140,23 @@ class WarehouseEnv:
         return self._advance(action, error)
 
     def _advance(self, action: WarehouseAction, error: str | None) -> StepReport:
-        cfg, st = self.config, self.state
-        t = st.step
-        d0 = t * cfg.days_per_step
-        d1 = d0 + cfg.days_per_step
-        inflows = dict.fromkeys(_INFLOWS, 0)
-        outflows = dict.fromkeys(_OUTFLOWS, 0)
-        notes: list[str] = []
-        cash_before = st.cash_cents
-        sku_names = [s.name for s in cfg.skus]
-        inv: dict[str, dict[str, dict[str, int]]] = {"acme": {}}
-        for name in sku_names:
-            inv["acme"][name] = {"before": st.acme[name], "arrivals": 0, "out": 0, "lost": 0}
-        for r in cfg.retailers:
-            inv[r.name] = {
-                n: {"before": st.dc[r.name][n], "arrivals": 0, "out": 0, "lost": 0}
-                for n in sku_names
-            }
+        """One step in the paper's order: (1) financing, (2) production orders, (3) shipments
+        to the DCs, (4) dated events, (5) sales, (6) holding, OpEx and interest."""
+        book = _StepBook.open(self.config, self.state)
+        cash_before = self.state.cash_cents
+        self._finance(action, book)
+        self._place_orders(action, book)
+        received = self._ship(action, book)
+        self._run_events(book)
+        revenue = self._sell(received, book)
+        return self._close(action, error, book, revenue, cash_before)
 
-        def receive(kind: str, cents: int) -> None:
-            st.cash_cents += cents
-            inflows[kind] += cents
-
-        def pay(kind: str, cents: int) -> None:
-            st.cash_cents -= cents
-            outflows[kind] += cents
-
-        # (1) financing
+    def _finance(self, action: WarehouseAction, book: _StepBook) -> None:
+        """(1) Credit draw, factoring of the receivables, credit repayment."""
+        cfg, st, notes = self.config, self.state, book.notes
         draw = min(_cents(action.credit_draw * 100), cfg.credit_limit_cents - st.credit_cents)
         if draw > 0:
-            receive("credit_draw", draw)
+            book.receive("credit_draw", draw)
             st.credit_cents += draw
         if draw < _cents(action.credit_draw * 100):
             notes.append(f"credit draw clipped to the unused line ({_money(max(draw, 0))})")
@@ -178,29 +164,33 @@ class WarehouseEnv:
             for invoice in st.receivables:
                 face = _cents(invoice.amount_cents * action.factor)
                 invoice.amount_cents -= face
-                receive("factoring", face)
-                pay("factoring_fee", _cents(face * cfg.factoring_fee))
+                book.receive("factoring", face)
+                book.pay("factoring_fee", _cents(face * cfg.factoring_fee))
             st.receivables = [i for i in st.receivables if i.amount_cents > 0]
         repay = min(_cents(action.credit_repay * 100), st.credit_cents, max(st.cash_cents, 0))
         if repay > 0:
-            pay("credit_repay", repay)
+            book.pay("credit_repay", repay)
             st.credit_cents -= repay
         if repay < _cents(action.credit_repay * 100):
             notes.append(f"credit repayment clipped to {_money(repay)} (balance or cash)")
 
-        # (2) production orders
+    def _place_orders(self, action: WarehouseAction, book: _StepBook) -> None:
+        """(2) Production orders: rounded to an MOQ tier, the deposit paid now."""
+        cfg, st = self.config, self.state
         for order in action.orders:
             quote = self.quote(order.sku, order.qty, order.mode)
             if quote.tier == 0:
                 if order.qty > 0:
                     spec = cfg.skus[cfg.sku_index(order.sku)]
-                    notes.append(f"order {order.sku} {order.qty} is below MOQ {spec.moq}: skipped")
+                    book.notes.append(
+                        f"order {order.sku} {order.qty} is below MOQ {spec.moq}: skipped"
+                    )
                 continue
             if quote.qty != order.qty:
-                notes.append(f"order {order.sku} {order.qty} rounded to MOQ tier {quote.qty}")
-            pay("mfg_deposit", quote.deposit_cents)
+                book.notes.append(f"order {order.sku} {order.qty} rounded to MOQ tier {quote.qty}")
+            book.pay("mfg_deposit", quote.deposit_cents)
             s = cfg.sku_index(order.sku)
-            transit = int((self._air if order.mode == "air" else self._ocean)[t, s])
+            transit = int((self._air if order.mode == "air" else self._ocean)[book.t, s])
             spec = cfg.skus[s]
             st.production.append(
                 ProductionOrder(
@@ -208,7 +198,7 @@ class WarehouseEnv:
                     order.sku,
                     quote.qty,
                     order.mode,
-                    d0 + spec.lead_days,
+                    book.d0 + spec.lead_days,
                     quote.balance_cents,
                     quote.freight_cents,
                     transit,
@@ -216,8 +206,11 @@ class WarehouseEnv:
             )
             st.next_order_id += 1
 
-        # (3) shipments to retailer DCs leave on day 0 and arrive within the step
-        received = {r.name: dict.fromkeys(sku_names, 0) for r in cfg.retailers}
+    def _ship(self, action: WarehouseAction, book: _StepBook) -> dict[str, dict[str, int]]:
+        """(3) Shipments to retailer DCs: leave on day 0, arrive within the step (the units
+        received per retailer and SKU)."""
+        cfg, st = self.config, self.state
+        received = {r.name: dict.fromkeys(book.sku_names, 0) for r in cfg.retailers}
         for ship in action.shipments:
             retailer = cfg.retailers[cfg.retailer_index(ship.retailer)]
             space = (
@@ -227,21 +220,23 @@ class WarehouseEnv:
             )
             qty = max(0, min(ship.qty, st.acme[ship.sku], space))
             if qty < ship.qty:
-                notes.append(
+                book.notes.append(
                     f"shipment {ship.retailer}/{ship.sku} {ship.qty} clipped to {qty} "
                     "(Acme stock or DC space)"
                 )
             if qty == 0:
                 continue
             st.acme[ship.sku] -= qty
-            inv["acme"][ship.sku]["out"] += qty
+            book.inv["acme"][ship.sku]["out"] += qty
             received[ship.retailer][ship.sku] += qty
             spec = cfg.skus[cfg.sku_index(ship.sku)]
-            pay("domestic_freight", qty * spec.domestic_freight_cents)
+            book.pay("domestic_freight", qty * spec.domestic_freight_cents)
+        return received
 
-        # (4) dated events in day order
-        item_days = sum(st.acme.values()) * cfg.days_per_step
-        lost_units = 0
+    def _run_events(self, book: _StepBook) -> None:
+        """(4) Dated events in day order: collections, completed orders, arrivals."""
+        cfg, st, d0, d1 = self.config, self.state, book.d0, book.d1
+        book.item_days = sum(st.acme.values()) * cfg.days_per_step
         heap: list[tuple[int, int, int, object]] = []
         seq = 0
         for invoice in st.receivables:
@@ -261,20 +256,20 @@ class WarehouseEnv:
         while heap:
             day, _, _, event = heapq.heappop(heap)
             if isinstance(event, Invoice):
-                receive("collections", event.amount_cents)
+                book.receive("collections", event.amount_cents)
                 st.receivables.remove(event)
             elif isinstance(event, ProductionOrder):
                 due = event.balance_cents + event.freight_cents
                 if st.cash_cents < due:
                     if not event.stalled:
-                        notes.append(
+                        book.notes.append(
                             f"order #{event.order_id} ({event.sku}) is waiting: "
                             f"{_money(due)} due on completion exceeds cash"
                         )
                     event.stalled = True
                     continue
-                pay("mfg_balance", event.balance_cents)
-                pay("intl_freight", event.freight_cents)
+                book.pay("mfg_balance", event.balance_cents)
+                book.pay("intl_freight", event.freight_cents)
                 st.production.remove(event)
                 arrival = InTransit(event.order_id, event.sku, event.qty, day + event.transit_days)
                 st.transit.append(arrival)
@@ -285,31 +280,35 @@ class WarehouseEnv:
                 space = max(0, cfg.warehouse_capacity - sum(st.acme.values()))
                 accepted = min(event.qty, space)
                 st.acme[event.sku] += accepted
-                row = inv["acme"][event.sku]
+                row = book.inv["acme"][event.sku]
                 row["arrivals"] += event.qty
                 row["lost"] += event.qty - accepted
-                lost_units += event.qty - accepted
-                item_days += accepted * (d1 - day)
+                book.lost_units += event.qty - accepted
+                book.item_days += accepted * (d1 - day)
                 st.transit.remove(event)
-        if lost_units:
-            notes.append(f"{lost_units} arriving units refused: the Acme warehouse was full")
+        if book.lost_units:
+            book.notes.append(
+                f"{book.lost_units} arriving units refused: the Acme warehouse was full"
+            )
 
-        # (5) deliveries, overstock, sales and invoices
+    def _sell(self, received: dict[str, dict[str, int]], book: _StepBook) -> int:
+        """(5) Deliveries, overstock, sales and invoices (the revenue billed, in cents)."""
+        cfg, st, t, inv = self.config, self.state, book.t, book.inv
         revenue = 0
         demand_seen: dict[str, dict[str, int]] = {}
         for r_index, retailer in enumerate(cfg.retailers):
             demand_row, price_row = self._demand_rows[r_index], self._price_rows[r_index]
             stock = st.dc[retailer.name]
-            for name in sku_names:
+            for name in book.sku_names:
                 stock[name] += received[retailer.name][name]
                 inv[retailer.name][name]["arrivals"] += received[retailer.name][name]
             line = math.floor(cfg.overstock_threshold * retailer.dc_capacity)
             over = sum(stock.values()) - line
             if over > 0:
-                pay("overstock_chargeback", over * retailer.overstock_fee_cents)
+                book.pay("overstock_chargeback", over * retailer.overstock_fee_cents)
             billed = 0
             demand_seen[retailer.name] = {}
-            for s_index, name in enumerate(sku_names):
+            for s_index, name in enumerate(book.sku_names):
                 wanted = demand_row[s_index][t]
                 demand_seen[retailer.name][name] = wanted
                 sold = min(wanted, stock[name])
@@ -319,19 +318,31 @@ class WarehouseEnv:
                 billed += sold * price
                 unfilled = wanted - sold
                 if unfilled:
-                    pay("stockout_chargeback", _cents(unfilled * price * retailer.stockout_rate))
+                    book.pay(
+                        "stockout_chargeback", _cents(unfilled * price * retailer.stockout_rate)
+                    )
             if billed:
-                due = d0 + cfg.invoice_day + cfg.net_days
+                due = book.d0 + cfg.invoice_day + cfg.net_days
                 st.receivables.append(Invoice(retailer.name, billed, due))
             revenue += billed
         st.demand_history.append(demand_seen)
+        return revenue
 
-        # (6) holding, OpEx, interest
-        pay("holding", _cents(item_days / 7.0 * cfg.holding_cents_per_unit_week))
-        pay("opex", _cents(cfg.opex_cents_per_week * cfg.weeks_per_step))
-        pay("interest", _cents(st.credit_cents * cfg.credit_rate))
-
-        # reward (eq. 5) and the two-stage floor
+    def _close(
+        self,
+        action: WarehouseAction,
+        error: str | None,
+        book: _StepBook,
+        revenue: int,
+        cash_before: int,
+    ) -> StepReport:
+        """(6) Holding, OpEx and interest; the reward (eq. 5), the two-stage floor and the
+        step's report."""
+        cfg, st, outflows, notes = self.config, self.state, book.outflows, book.notes
+        item_days = book.item_days
+        book.pay("holding", _cents(item_days / 7.0 * cfg.holding_cents_per_unit_week))
+        book.pay("opex", _cents(cfg.opex_cents_per_week * cfg.weeks_per_step))
+        book.pay("interest", _cents(st.credit_cents * cfg.credit_rate))
         profit = revenue - outflows["holding"] - outflows["opex"]
         penalties = outflows["stockout_chargeback"] + outflows["overstock_chargeback"]
         reward = (profit - penalties) / 100.0
@@ -342,15 +353,14 @@ class WarehouseEnv:
         if st.cash_cents < cfg.bankruptcy_floor_cents:
             st.bankrupt = True
             notes.append("cash fell below the bankruptcy floor: the episode ends")
-
-        for location, per_sku in inv.items():
-            for name in sku_names:
+        for location, per_sku in book.inv.items():
+            for name in book.sku_names:
                 per_sku[name]["after"] = (
                     st.acme[name] if location == "acme" else st.dc[location][name]
                 )
         cost = sum(v for k, v in outflows.items() if k != "credit_repay")
         report = StepReport(
-            step=t,
+            step=book.t,
             action=action,
             error=error,
             notes=tuple(notes),
@@ -363,10 +373,10 @@ class WarehouseEnv:
             revenue_cents=revenue,
             cash_before_cents=cash_before,
             cash_after_cents=st.cash_cents,
-            inflows=inflows,
+            inflows=book.inflows,
             outflows=outflows,
-            inventory=inv,
-            lost_units=lost_units,
+            inventory=book.inv,
+            lost_units=book.lost_units,
             done=self.done,
             bankrupt=st.bankrupt,
             credit_after_cents=st.credit_cents,
