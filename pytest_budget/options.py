@@ -248,12 +248,10 @@ def parse_options(
     rootdir: str | os.PathLike[str],
     invocation_dir: str | os.PathLike[str],
 ) -> BudgetOptions:
-    """Build :class:`BudgetOptions` from raw option/ini getters (values as pytest gives them)."""
-    from pytest_budget.agents import (
-        UnknownAgentError,
-        normalize_agent_name,
-        validate_agent_name,
-    )
+    """Build :class:`BudgetOptions` from raw option/ini getters (values as pytest gives them).
+
+    The options are read, and a bad one reported, in a fixed order: one reader per group.
+    """
     from pytest_budget.suite_registry import registered_suites
 
     own_options = {
@@ -272,172 +270,39 @@ def parse_options(
     # Every registered suite's options are read (a bad value is an error even when the
     # suite is not selected this run, as it was before suites owned their options).
     per_suite = {name: spec.parse(reader) for name, spec in own_options.items()}
-    agent_value = get_option("budget_agent")
-    agents: tuple[str, ...] = ()
-    if agent_value:
-        names = (name.strip() for name in str(agent_value).split(","))
-        try:
-            # provider/model and provider:model are one agent (one cell, one baseline).
-            agents = tuple(dict.fromkeys(normalize_agent_name(name) for name in names if name))
-        except UnknownAgentError as exc:
-            raise OptionError(str(exc)) from None
-        for name in agents:
-            try:
-                validate_agent_name(name)
-            except UnknownAgentError as exc:
-                raise OptionError(str(exc)) from None
-    seed_value = get_option("budget_seed")
-    try:
-        seed = int(seed_value) if seed_value is not None else DEFAULT_SEED
-    except ValueError:
-        raise OptionError(f"--budget-seed: {seed_value!r} is not an integer") from None
-
-    snapshot_dir = str(
-        get_option("budget_snapshot_dir")
-        or get_ini("budget_snapshot_dir")
-        or "__budget_snapshots__"
-    )
-    snapshot_path = Path(snapshot_dir)
-    if not snapshot_path.is_absolute():
-        snapshot_path = Path(rootdir) / snapshot_path
-    check_directory_option("--budget-snapshot-dir", str(snapshot_path))
-
-    from pytest_budget.gating import parse_tolerances
-    from pytest_budget.metrics import gated_metric_names
-
-    try:
-        tolerances = parse_tolerances(get_ini("budget_tolerances") or (), gated_metric_names())
-    except ValueError as exc:
-        raise OptionError(str(exc)) from None
-
-    cache_option = get_option("budget_cache_dir")
-    cache_value = cache_option or get_ini("budget_cache_dir")
-    cache_dir: str | None = None
-    if cache_value:
-        cache_path = Path(str(cache_value))
-        # A command-line path is relative to where pytest was started, an ini one to rootdir.
-        anchor = Path(invocation_dir) if cache_option else Path(rootdir)
-        cache_dir = str(cache_path if cache_path.is_absolute() else anchor / cache_path)
-        check_directory_option("--budget-cache-dir", cache_dir)
-
-    report_value = get_option("budget_report")
-    report_path = str((base / report_value).resolve()) if report_value else None
-    html_value = get_option("budget_html")
-    html_path = str((base / html_value).resolve()) if html_value else None
-    if report_path:
-        check_output_file("--budget-report", report_path)
-    if html_path:
-        from pytest_budget.html import MissingReportExtra, require_matplotlib
-
-        try:
-            require_matplotlib()
-        except MissingReportExtra as exc:
-            raise OptionError(f"--budget-html: {exc}") from None
-        check_output_file("--budget-html", html_path)  # now, not after every cell has run
-
-    max_usd_value = get_option("budget_max_usd")
-    max_usd = None if max_usd_value is None else _dollars("--budget-max-usd", max_usd_value)
-    default_value = get_option("budget_max_usd_default") or get_ini("budget_max_usd_default")
-    max_usd_default = (
-        _dollars("--budget-max-usd-default", default_value)
-        if default_value
-        else DEFAULT_MAX_USD_DEFAULT
-    )
+    agents = _agents(get_option("budget_agent"))
+    seed = _seed(get_option("budget_seed"))
+    snapshot_dir = _snapshot_dir(get_option, get_ini, Path(rootdir))
+    tolerances = _tolerances(get_ini)
+    cache_dir = _cache_dir(get_option, get_ini, Path(rootdir), base)
+    report_path, html_path = _output_paths(get_option, base)
+    max_usd, max_usd_default = _spend_limits(get_option, get_ini)
     size = reader.size()
-    record_mode = str(
-        get_option("budget_record_mode") or get_ini("budget_record_mode") or "new"
-    ).strip()
-    if record_mode not in RECORD_MODES:
-        raise OptionError(
-            f"--budget-record-mode: unknown mode {record_mode!r}; choose from "
-            f"{', '.join(RECORD_MODES)}"
-        )
-    price_value = get_option("budget_price_file") or get_ini("budget_price_file")
-    price_file = str((base / price_value).resolve()) if price_value else None
-    if price_file and not Path(price_file).is_file():
-        raise OptionError(f"--budget-price-file: no such file {price_file}")
-    prices = tuple(str(line) for line in (get_ini("budget_prices") or ()))
-    if prices or price_file:  # (the model layer is imported only when there is a table)
-        from pytest_budget.models.prices import PriceTableError, load_price_table
-
-        try:
-            load_price_table(prices, price_file)  # a typo is a usage error before anything runs
-        except PriceTableError as exc:
-            raise OptionError(str(exc)) from None
+    record_mode = _record_mode(get_option, get_ini)
+    price_file, prices = _price_table(get_option, get_ini, base)
     retries = positive_int(
         "--budget-retries",
         get_option("budget_retries") or get_ini("budget_retries") or DEFAULT_RETRIES,
         minimum=0,
     )
-    retry_value = get_option("budget_retry_max_s") or get_ini("budget_retry_max_s") or 300
-    try:
-        retry_max_s = float(retry_value)
-    except ValueError:
-        raise OptionError(f"--budget-retry-max-s: {retry_value!r} is not seconds") from None
-    if not math.isfinite(retry_max_s) or retry_max_s < 0:
-        raise OptionError(f"--budget-retry-max-s: must be >= 0, got {retry_value}")
-    role_agents: dict[str, str] = {}
-    for line in get_ini("budget_role_agents") or ():
-        text = str(line).strip()
-        if not text or text.startswith("#"):
-            continue
-        role, sep, name = (part.strip() for part in text.partition("="))
-        if not sep or role not in ROLE_NAMES or not name:
-            raise OptionError(
-                f"budget_role_agents (ini): {text!r} is not 'ROLE = AGENT' with ROLE one of "
-                f"{', '.join(ROLE_NAMES)}, e.g. 'solver = openai:gpt-4o-mini'"
-            )
-        if name != "reference":  # the role's built-in agent
-            try:
-                name = normalize_agent_name(name)
-                validate_agent_name(name)
-            except UnknownAgentError as exc:
-                raise OptionError(f"budget_role_agents (ini): {exc}") from None
-        role_agents[role] = name
-    timeout_value = get_option("budget_model_timeout") or get_ini("budget_model_timeout") or 60
-    try:
-        model_timeout = float(timeout_value)
-    except ValueError:
-        raise OptionError(f"--budget-model-timeout: {timeout_value!r} is not seconds") from None
-    if not math.isfinite(model_timeout) or model_timeout <= 0:
-        raise OptionError(f"--budget-model-timeout: must be positive, got {timeout_value}")
+    retry_max_s = _retry_max_s(get_option("budget_retry_max_s") or get_ini("budget_retry_max_s"))
+    role_agents = _role_agents(get_ini("budget_role_agents"))
+    model_timeout = _model_timeout(
+        get_option("budget_model_timeout") or get_ini("budget_model_timeout")
+    )
     agent_timeout = _agent_timeout(
         get_option("budget_agent_timeout") or get_ini("budget_agent_timeout")
     )
-    gate_given = bool(get_option("budget_gate"))
-    gate = str(get_option("budget_gate") or "tolerance").strip()
-    if gate not in GATE_MODES:
-        raise OptionError(
-            f"--budget-gate: unknown mode {gate!r}; choose from {', '.join(GATE_MODES)}"
-        )
-    ci_level = _ci_level(
-        get_option("budget_ci_level") or get_ini("budget_ci_level") or DEFAULT_LEVEL
-    )
-    ci_resamples = positive_int(
-        "--budget-ci-resamples",
-        first_set(
-            get_option("budget_ci_resamples"), get_ini("budget_ci_resamples"), DEFAULT_RESAMPLES
-        ),
-        minimum=0,
-    )
-    if gate in ("ci", "overlap") and ci_resamples == 0:
-        raise OptionError(
-            f"--budget-gate={gate} needs confidence intervals: drop --budget-ci-resamples=0 "
-            "(or give a positive number of resamples)"
-        )
+    gate, ci_level, ci_resamples = _gate(get_option, get_ini)
     repeat = positive_int(
         "--budget-repeat", get_option("budget_repeat") or get_ini("budget_repeat") or 1
     )
-    sequential = str(get_option("budget_sequential") or get_ini("budget_sequential") or "auto")
-    if sequential.strip() not in ("auto", "on", "off"):
-        raise OptionError(
-            f"budget_sequential: unknown mode {sequential!r}; choose from auto, on, off"
-        )
+    sequential = _sequential(get_option("budget_sequential") or get_ini("budget_sequential"))
 
     return BudgetOptions(
         gate=gate,
-        gate_given=gate_given,
-        sequential=sequential.strip(),
+        gate_given=bool(get_option("budget_gate")),
+        sequential=sequential,
         suites=suites,
         agents=agents,
         agents_explicit=bool(agents),
@@ -446,7 +311,7 @@ def parse_options(
         report_path=report_path,
         html_path=html_path,
         allow_partial=bool(get_option("budget_allow_partial")),
-        snapshot_dir=str(snapshot_path),
+        snapshot_dir=snapshot_dir,
         tolerances=tolerances,
         default_tolerance=_tolerance_value(get_ini("budget_tolerance") or ""),
         cache_dir=cache_dir,
@@ -478,6 +343,214 @@ def parse_options(
         ),
         per_suite=per_suite,
     )
+
+
+#: pytest's getters of a flag's value and of an ini value.
+_Getter = Callable[[str], Any]
+
+
+def _agents(value: Any) -> tuple[str, ...]:
+    """``--budget-agent``: comma-separated names, normalised, each checked, no repeats."""
+    from pytest_budget.agents import UnknownAgentError, normalize_agent_name, validate_agent_name
+
+    agents: tuple[str, ...] = ()
+    if value:
+        names = (name.strip() for name in str(value).split(","))
+        try:
+            # provider/model and provider:model are one agent (one cell, one baseline).
+            agents = tuple(dict.fromkeys(normalize_agent_name(name) for name in names if name))
+        except UnknownAgentError as exc:
+            raise OptionError(str(exc)) from None
+        for name in agents:
+            try:
+                validate_agent_name(name)
+            except UnknownAgentError as exc:
+                raise OptionError(str(exc)) from None
+    return agents
+
+
+def _seed(value: Any) -> int:
+    try:
+        return int(value) if value is not None else DEFAULT_SEED
+    except ValueError:
+        raise OptionError(f"--budget-seed: {value!r} is not an integer") from None
+
+
+def _snapshot_dir(get_option: _Getter, get_ini: _Getter, rootdir: Path) -> str:
+    snapshot_dir = str(
+        get_option("budget_snapshot_dir")
+        or get_ini("budget_snapshot_dir")
+        or "__budget_snapshots__"
+    )
+    snapshot_path = Path(snapshot_dir)
+    if not snapshot_path.is_absolute():
+        snapshot_path = rootdir / snapshot_path
+    check_directory_option("--budget-snapshot-dir", str(snapshot_path))
+    return str(snapshot_path)
+
+
+def _tolerances(get_ini: _Getter) -> dict[str, float]:
+    from pytest_budget.gating import parse_tolerances
+    from pytest_budget.metrics import gated_metric_names
+
+    try:
+        return parse_tolerances(get_ini("budget_tolerances") or (), gated_metric_names())
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
+
+
+def _cache_dir(get_option: _Getter, get_ini: _Getter, rootdir: Path, base: Path) -> str | None:
+    cache_option = get_option("budget_cache_dir")
+    cache_value = cache_option or get_ini("budget_cache_dir")
+    if not cache_value:
+        return None
+    cache_path = Path(str(cache_value))
+    # A command-line path is relative to where pytest was started, an ini one to rootdir.
+    anchor = base if cache_option else rootdir
+    cache_dir = str(cache_path if cache_path.is_absolute() else anchor / cache_path)
+    check_directory_option("--budget-cache-dir", cache_dir)
+    return cache_dir
+
+
+def _output_paths(get_option: _Getter, base: Path) -> tuple[str | None, str | None]:
+    """(``--budget-report``, ``--budget-html``), absolute and checked writable now."""
+    report_value = get_option("budget_report")
+    report_path = str((base / report_value).resolve()) if report_value else None
+    html_value = get_option("budget_html")
+    html_path = str((base / html_value).resolve()) if html_value else None
+    if report_path:
+        check_output_file("--budget-report", report_path)
+    if html_path:
+        from pytest_budget.html import MissingReportExtra, require_matplotlib
+
+        try:
+            require_matplotlib()
+        except MissingReportExtra as exc:
+            raise OptionError(f"--budget-html: {exc}") from None
+        check_output_file("--budget-html", html_path)  # now, not after every cell has run
+    return report_path, html_path
+
+
+def _spend_limits(get_option: _Getter, get_ini: _Getter) -> tuple[float | None, float]:
+    """(``--budget-max-usd`` or None, ``--budget-max-usd-default``)."""
+    max_usd_value = get_option("budget_max_usd")
+    max_usd = None if max_usd_value is None else _dollars("--budget-max-usd", max_usd_value)
+    default_value = get_option("budget_max_usd_default") or get_ini("budget_max_usd_default")
+    if not default_value:
+        return max_usd, DEFAULT_MAX_USD_DEFAULT
+    return max_usd, _dollars("--budget-max-usd-default", default_value)
+
+
+def _record_mode(get_option: _Getter, get_ini: _Getter) -> str:
+    record_mode = str(
+        get_option("budget_record_mode") or get_ini("budget_record_mode") or "new"
+    ).strip()
+    if record_mode not in RECORD_MODES:
+        raise OptionError(
+            f"--budget-record-mode: unknown mode {record_mode!r}; choose from "
+            f"{', '.join(RECORD_MODES)}"
+        )
+    return record_mode
+
+
+def _price_table(
+    get_option: _Getter, get_ini: _Getter, base: Path
+) -> tuple[str | None, tuple[str, ...]]:
+    """(``--budget-price-file``, ini ``budget_prices`` lines), the table read once to check it."""
+    price_value = get_option("budget_price_file") or get_ini("budget_price_file")
+    price_file = str((base / price_value).resolve()) if price_value else None
+    if price_file and not Path(price_file).is_file():
+        raise OptionError(f"--budget-price-file: no such file {price_file}")
+    prices = tuple(str(line) for line in (get_ini("budget_prices") or ()))
+    if prices or price_file:  # (the model layer is imported only when there is a table)
+        from pytest_budget.models.prices import PriceTableError, load_price_table
+
+        try:
+            load_price_table(prices, price_file)  # a typo is a usage error before anything runs
+        except PriceTableError as exc:
+            raise OptionError(str(exc)) from None
+    return price_file, prices
+
+
+def _retry_max_s(value: Any) -> float:
+    value = value or 300
+    try:
+        retry_max_s = float(value)
+    except ValueError:
+        raise OptionError(f"--budget-retry-max-s: {value!r} is not seconds") from None
+    if not math.isfinite(retry_max_s) or retry_max_s < 0:
+        raise OptionError(f"--budget-retry-max-s: must be >= 0, got {value}")
+    return retry_max_s
+
+
+def _role_agents(lines: Any) -> dict[str, str]:
+    """ini ``budget_role_agents``: ``ROLE = AGENT`` lines."""
+    from pytest_budget.agents import UnknownAgentError, normalize_agent_name, validate_agent_name
+
+    role_agents: dict[str, str] = {}
+    for line in lines or ():
+        text = str(line).strip()
+        if not text or text.startswith("#"):
+            continue
+        role, sep, name = (part.strip() for part in text.partition("="))
+        if not sep or role not in ROLE_NAMES or not name:
+            raise OptionError(
+                f"budget_role_agents (ini): {text!r} is not 'ROLE = AGENT' with ROLE one of "
+                f"{', '.join(ROLE_NAMES)}, e.g. 'solver = openai:gpt-4o-mini'"
+            )
+        if name != "reference":  # the role's built-in agent
+            try:
+                name = normalize_agent_name(name)
+                validate_agent_name(name)
+            except UnknownAgentError as exc:
+                raise OptionError(f"budget_role_agents (ini): {exc}") from None
+        role_agents[role] = name
+    return role_agents
+
+
+def _model_timeout(value: Any) -> float:
+    value = value or 60
+    try:
+        model_timeout = float(value)
+    except ValueError:
+        raise OptionError(f"--budget-model-timeout: {value!r} is not seconds") from None
+    if not math.isfinite(model_timeout) or model_timeout <= 0:
+        raise OptionError(f"--budget-model-timeout: must be positive, got {value}")
+    return model_timeout
+
+
+def _gate(get_option: _Getter, get_ini: _Getter) -> tuple[str, float, int]:
+    """(``--budget-gate``, ``--budget-ci-level``, ``--budget-ci-resamples``), consistent."""
+    gate = str(get_option("budget_gate") or "tolerance").strip()
+    if gate not in GATE_MODES:
+        raise OptionError(
+            f"--budget-gate: unknown mode {gate!r}; choose from {', '.join(GATE_MODES)}"
+        )
+    ci_level = _ci_level(
+        get_option("budget_ci_level") or get_ini("budget_ci_level") or DEFAULT_LEVEL
+    )
+    ci_resamples = positive_int(
+        "--budget-ci-resamples",
+        first_set(
+            get_option("budget_ci_resamples"), get_ini("budget_ci_resamples"), DEFAULT_RESAMPLES
+        ),
+        minimum=0,
+    )
+    if gate in ("ci", "overlap") and ci_resamples == 0:
+        raise OptionError(
+            f"--budget-gate={gate} needs confidence intervals: drop --budget-ci-resamples=0 "
+            "(or give a positive number of resamples)"
+        )
+    return gate, ci_level, ci_resamples
+
+
+def _sequential(value: Any) -> str:
+    sequential = str(value or "auto")
+    if sequential.strip() not in ("auto", "on", "off"):
+        raise OptionError(
+            f"budget_sequential: unknown mode {sequential!r}; choose from auto, on, off"
+        )
+    return sequential.strip()
 
 
 def _model_headers(values: Any) -> tuple[str, ...]:
