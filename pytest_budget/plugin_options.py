@@ -32,6 +32,30 @@ def add_options(parser: pytest.Parser) -> None:
         INI_DEFAULTS[name] = default
         parser.addini(name, help_text, type=type, default=default)
 
+    _add_run_flags(group)
+    _add_gate_flags(group)
+    _add_model_flags(group)
+    _add_limit_flags(group)
+    from pytest_budget.plugin_markdown import add_markdown_options
+
+    add_markdown_options(group, parser.addini)  # --budget-markdown, --budget-step-summary
+    # Each registered suite's own flags and ini keys.
+    for suite in registered_suites().values():
+        if suite.options is not None:
+            suite.options.add(group.addoption, add_ini)
+    add_ini(
+        "budget_snapshot_dir",
+        "directory for score snapshots, relative to rootdir",
+        default="__budget_snapshots__",
+    )
+    for name, help_text in _INI_VALUES:
+        add_ini(name, help_text, default="")
+    for name, help_text in _INI_LINE_LISTS:
+        add_ini(name, help_text, type="linelist", default=[])
+
+
+def _add_run_flags(group: pytest.OptionGroup) -> None:
+    """What to run, with which agents, and where its results go."""
     group.addoption(
         "--budget-suite",
         help=f"run the installed suite(s): {', '.join(suite_names())}, all, or a comma list",
@@ -66,6 +90,10 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="where score snapshots live (default: ini budget_snapshot_dir)",
     )
+
+
+def _add_gate_flags(group: pytest.OptionGroup) -> None:
+    """How a cell is gated: the gate, sequential batches, intervals, repeats."""
     group.addoption(
         "--budget-gate",
         help="tolerance: fail on regressions past tolerance against stored baselines; ci: "
@@ -99,6 +127,10 @@ def add_options(parser: pytest.Parser) -> None:
         help="run each cell's agent K times and report mean, spread and pass^k consistency "
         "(default: ini budget_repeat, else 1)",
     )
+
+
+def _add_model_flags(group: pytest.OptionGroup) -> None:
+    """Model calls: endpoint, headers, spend cap, record/replay, cache, retries."""
     group.addoption(
         "--budget-base-url",
         help="base URL of the model endpoint for openai:/anthropic: agents, e.g. "
@@ -163,6 +195,10 @@ def add_options(parser: pytest.Parser) -> None:
         "--budget-retry-max-s",
         help="give up retrying a model call after this many seconds in all (default 300)",
     )
+
+
+def _add_limit_flags(group: pytest.OptionGroup) -> None:
+    """Limits on each agent call, the run's size, and its shard."""
     group.addoption(
         "--budget-agent-timeout",
         metavar="S",
@@ -195,22 +231,6 @@ def add_options(parser: pytest.Parser) -> None:
         help="run only shard I of N (1-based) of the collected tests, chosen by a hash of each "
         "test's id; merge the shards' reports with budget-report merge",
     )
-    from pytest_budget.plugin_markdown import add_markdown_options
-
-    add_markdown_options(group, parser.addini)  # --budget-markdown, --budget-step-summary
-    # Each registered suite's own flags and ini keys.
-    for suite in registered_suites().values():
-        if suite.options is not None:
-            suite.options.add(group.addoption, add_ini)
-    add_ini(
-        "budget_snapshot_dir",
-        "directory for score snapshots, relative to rootdir",
-        default="__budget_snapshots__",
-    )
-    for name, help_text in _INI_VALUES:
-        add_ini(name, help_text, default="")
-    for name, help_text in _INI_LINE_LISTS:
-        add_ini(name, help_text, type="linelist", default=[])
 
 
 #: The run's ini keys read as one value ("" when unset: the flag's default applies).
