@@ -224,33 +224,11 @@ async def run_episode(
     last_estimate: Estimate | None = None
     number = 1
     while number <= session.max_turns:
-        env_text, state = session.prompt(number)
         # The continuation after a stop is the agent acting on in replay mode (no budget
         # shown, nothing but the action read): what it does when it does not watch its budget.
         online = mode == "online" and phase == "run"
-        may_stop = online
-        budget_text = (
-            budget_block(dims, used, cap, protocol=protocol, may_stop=may_stop, task=session.task)
-            if online
-            else ""
-        )
-        text = f"{env_text}\n\n{budget_text}" if budget_text else env_text
-        observation = OnlineObservation(
-            session.env,
-            session.rollout_id,
-            number,
-            text,
-            state,
-            env_text=env_text,
-            budget_text=budget_text,
-            mode="online" if online else "replay",
-            protocol=protocol,
-            may_stop=may_stop,
-            used=dict(used),
-            cap=dict(cap) if online else None,
-            probe=_probe(session, turns, used, cap) if online else None,
-            last_estimate=last_estimate,
-            task=dict(session.task),
+        observation = _observation(
+            session, number, online, protocol, used, cap, turns, last_estimate
         )
         try:
             raw = await call_role(
@@ -267,44 +245,24 @@ async def run_episode(
             run.agent_error = exc.reason
             _end(run, phase, "agent_error")
             break
-        read: ReadReply = read_online_reply(raw, dims, policy)
-        if not online:  # the replay pass reads the action only
-            read = ReadReply(
-                read.action,
-                read.acting_text,
-                "",
-                None,
-                False,
-                read.reported_input,
-                read.reported_output,
-            )
-        acting_in, acting_out, estimation = split_tokens(read, budget_text)
-        reported = None if acting_in is None or acting_out is None else (acting_in, acting_out)
-        acting, info = session.acting_tokens(env_text, read.acting_text, reported)
-        turn = EpisodeTurn(
-            number, phase, acting, estimation, {}, False, env_text, read.acting_text, info
-        )
-        if online and phase == "run" and protocol == "single" and read.estimate is not None:
-            turn.estimate, turn.estimate_k = (
-                read.estimate,
-                len([t for t in turns if t.executed and t.phase == "run"]),
-            )
-            last_estimate = read.estimate
-        charge_now = _charged(acting, estimation, charge)
+        read, turn = _read_turn(session, raw, observation, dims, phase, policy, turns)
+        if turn.estimate is not None:
+            last_estimate = turn.estimate
+        charge_now = _charged(turn.acting_tokens, turn.estimation_tokens, charge)
         if token_env:
             turn.usage = {dims[0]: charge_now}
             if used[dims[0]] + charge_now > cap[dims[0]]:
                 turns.append(turn)
                 _end(run, phase, "cap")
                 break
-        if read.stop and may_stop:
+        if read.stop and online:
             turn.stop = True
             turns.append(turn)  # its tokens are the run's; the continuation starts before it
             run.stopped_at, run.end_reason, run.success = number, "stopped", False
             phase = "continuation"
             continue  # the same turn again, stopping unavailable: the measured continuation
         step = await session.step(read.action, number)
-        turn.executed, turn.info = True, {**info, **step.info}
+        turn.executed, turn.info = True, {**turn.info, **step.info}
         if not token_env:
             turn.usage = dict(step.usage)
         for dim in dims:
@@ -316,7 +274,7 @@ async def run_episode(
         if step.done:
             _end(run, phase, "done", session.success())
             break
-        if online and phase == "run" and protocol == "two":
+        if online and protocol == "two":
             probe = _probe(session, turns, used, cap)
             estimate, tokens = await _estimate_call(agent, probe, dims, policy, limiter)
             turn.estimate, turn.estimate_k = estimate, probe.k
@@ -332,6 +290,82 @@ async def run_episode(
     else:
         _end(run, phase, "max_turns")
     return run
+
+
+def _observation(
+    session: Any,
+    number: int,
+    online: bool,
+    protocol: str,
+    used: dict[str, float],
+    cap: Mapping[str, float],
+    turns: list[EpisodeTurn],
+    last_estimate: Estimate | None,
+) -> OnlineObservation:
+    """What the actor sees on turn ``number``: the environment's text, and online (where it
+    may stop) the budget block and the probe."""
+    env_text, state = session.prompt(number)
+    dims = tuple(cap)
+    budget_text = (
+        budget_block(dims, used, cap, protocol=protocol, may_stop=online, task=session.task)
+        if online
+        else ""
+    )
+    text = f"{env_text}\n\n{budget_text}" if budget_text else env_text
+    return OnlineObservation(
+        session.env,
+        session.rollout_id,
+        number,
+        text,
+        state,
+        env_text=env_text,
+        budget_text=budget_text,
+        mode="online" if online else "replay",
+        protocol=protocol,
+        may_stop=online,
+        used=dict(used),
+        cap=dict(cap) if online else None,
+        probe=_probe(session, turns, used, cap) if online else None,
+        last_estimate=last_estimate,
+        task=dict(session.task),
+    )
+
+
+def _read_turn(
+    session: Any,
+    raw: Any,
+    seen: OnlineObservation,
+    dims: tuple[str, ...],
+    phase: str,
+    policy: str,
+    turns: list[EpisodeTurn],
+) -> tuple[ReadReply, EpisodeTurn]:
+    """The actor's reply read (in replay, the action only) and the turn it makes, with its
+    acting and estimation tokens and, single-call online, its estimate."""
+    online = seen.mode == "online"
+    read: ReadReply = read_online_reply(raw, dims, policy)
+    if not online:  # the replay pass reads the action only
+        read = ReadReply(
+            read.action,
+            read.acting_text,
+            "",
+            None,
+            False,
+            read.reported_input,
+            read.reported_output,
+        )
+    acting_in, acting_out, estimation = split_tokens(read, seen.budget_text)
+    reported = None if acting_in is None or acting_out is None else (acting_in, acting_out)
+    acting, info = session.acting_tokens(seen.env_text, read.acting_text, reported)
+    turn = EpisodeTurn(
+        seen.turn, phase, acting, estimation, {}, False, seen.env_text, read.acting_text, info
+    )
+    if online and seen.protocol == "single" and read.estimate is not None:
+        turn.estimate, turn.estimate_k = (
+            read.estimate,
+            len([t for t in turns if t.executed and t.phase == "run"]),
+        )
+    return read, turn
 
 
 def _end(run: OnlineRun, phase: str, reason: str, success: bool = False) -> None:
