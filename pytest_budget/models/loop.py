@@ -20,6 +20,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import heapq
+import math
 import threading
 import weakref
 from collections import OrderedDict
@@ -42,6 +43,7 @@ __all__ = [
     "run_on_worker_loop",
     "shared_http_client",
     "shared_limiter",
+    "turns_limiter",
     "worker_loop",
 ]
 
@@ -279,6 +281,28 @@ def shared_limiter(total: int) -> anyio.CapacityLimiter:
     elif loop.limiter.total_tokens != total:
         loop.limiter.total_tokens = total
     return loop.limiter
+
+
+#: Turns in progress (built, waiting for a slot or an identical request, on the wire) per
+#: slot of the cells' limiter, for agents whose model bounds its own calls: enough to keep
+#: every slot fed, few enough that waiting requests stay a few megabytes.
+TURNS_PER_SLOT = 4
+_TURNS: weakref.WeakKeyDictionary[anyio.CapacityLimiter, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def turns_limiter(limiter: anyio.CapacityLimiter) -> anyio.CapacityLimiter:
+    """The limiter of turns in progress beside ``limiter`` (the cells' limit on calls):
+    :data:`TURNS_PER_SLOT` times its tokens, ranked (:data:`CALL_RANK`) like it; one per
+    limiter, so it spans the cells as that one does."""
+    total = max(1, math.ceil(limiter.total_tokens)) * TURNS_PER_SLOT
+    found = _TURNS.get(limiter)
+    if found is None:
+        found = _TURNS[limiter] = ranked_limiter(total)
+    elif found.total_tokens != total:
+        found.total_tokens = total
+    return found
 
 
 def shared_http_client() -> httpx.AsyncClient | None:

@@ -42,8 +42,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +72,6 @@ __all__ = [
     "read_tools",
     "run_episode",
     "system_prompt",
-    "turns_limiter",
     "user_prompt",
 ]
 
@@ -323,6 +320,8 @@ class _Loop:
     tool_turns: int = 0
     succeeded: set[str] = field(default_factory=set)  # tools that succeeded this segment
     previous_output: str | None = None
+    steps_exhausted: bool = False  # stopped at max_steps
+    error: str | None = None  # the agent's, which ended the episode
     _blocker: Blocker | None = None
 
     @property
@@ -446,32 +445,71 @@ class _Loop:
             if event.user_message is not None:
                 self.messages.append({"role": "user", "content": event.user_message})
 
+    def out_of_steps(self) -> bool:
+        """Whether the episode stops at the turn limit (noted)."""
+        if self.step >= self.max_steps:
+            self.steps_exhausted = True
+            self.notes.append(f"stopped at the {self.max_steps}-turn limit")
+        return self.steps_exhausted
+
+    def unreadable(self, why: str) -> None:
+        """Like any reply without a tool call, an unreadable one ends the episode."""
+        self.messages.append({"role": "assistant", "content": None})
+        self.notes.append(f"turn {self.step}: unreadable reply ({why}); ended")
+
+    def read(self, reply: Any) -> ParsedReply | None:
+        """The reply read; None (the episode ends) when it cannot be."""
+        try:
+            parsed = parse_reply(reply)
+        except Exception as exc:  # a reply object whose attributes raise
+            parsed = ParsedReply(None, problem=f"reading it raised {type(exc).__name__}")
+        if parsed.problem is None:
+            return parsed
+        self.unreadable(parsed.problem)
+        return None
+
+    def ask_for_answer(self, task: str) -> None:
+        """``answer_feedback``: a reply with no call and no answer gets an error message."""
+        self.messages.append(
+            {
+                "role": "user",
+                "content": "[ERROR] No tool call and no well-formed answer: call a tool, "
+                f"or reply <answer> <{task_label(task)}Candidate{{Candidate_ID}}> "
+                "</answer> with the 5-digit id.",
+            }
+        )
+        self.notes.append(f"turn {self.step}: no call and no answer; feedback sent")
+
+    def record(self, query: Query, level: int, mode: str, block_count: int) -> EpisodeRecord:
+        """The finished episode's record (the Blocker closes its last segment first)."""
+        blocker = self.blocker
+        blocker.finish(self.step)
+        final = blocker.query
+        return EpisodeRecord(
+            query_id=query.query_id,
+            task=query.task,
+            refinement_level=level,
+            mode=mode,
+            block_count=block_count,
+            calls=tuple(self.calls),
+            segments=tuple(blocker.segments),
+            answer=final_answer(self.messages),
+            expected_answer=expected_answer(
+                final.task, final.preferences, final.time_info, final.location_preference
+            ),
+            reached_goal=self.env.done,
+            steps_exhausted=self.steps_exhausted,
+            blocks_applied=blocker.blocks_applied,
+            blocks_dropped=blocker.blocks_dropped,
+            error=self.error,
+            notes=(*blocker.notes, *self.notes),
+            turns=self.step,
+            tool_turns=self.tool_turns,
+            block_steps=tuple(event.step for event in blocker.events),
+        )
+
     def _tool_message(self, call_id: str, content: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
-
-
-#: Turns in progress (built, waiting for a slot or an identical request, on the wire) per
-#: slot of the cells' limiter, for agents whose model bounds its own calls: enough to keep
-#: every slot fed, few enough that waiting requests stay a few megabytes.
-TURNS_PER_SLOT = 4
-_TURNS: weakref.WeakKeyDictionary[anyio.CapacityLimiter, anyio.CapacityLimiter] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def turns_limiter(limiter: anyio.CapacityLimiter) -> anyio.CapacityLimiter:
-    """The limiter of turns in progress beside ``limiter`` (the cells' limit on calls):
-    :data:`TURNS_PER_SLOT` times its tokens, ranked (:data:`~pytest_budget.models.loop.
-    CALL_RANK`) like it; one per limiter, so it spans the cells as that one does."""
-    from pytest_budget.models.loop import ranked_limiter
-
-    total = max(1, math.ceil(limiter.total_tokens)) * TURNS_PER_SLOT
-    found = _TURNS.get(limiter)
-    if found is None:
-        found = _TURNS[limiter] = ranked_limiter(total)
-    elif found.total_tokens != total:
-        found.total_tokens = total
-    return found
 
 
 async def run_episode(
@@ -515,37 +553,26 @@ async def run_episode(
         # Its model bounds its live calls (the run's runtime, ranked like this limiter): a
         # slot held for the whole turn would sit idle while the request is built, and while
         # it waits for another cell's identical request to be answered, then replays it.
+        from pytest_budget.models.loop import turns_limiter
+
         limiter = turns_limiter(limiter)
     loop.messages = [
         {"role": "system", "content": system_prompt(query.task, refinement_level, max_steps)},
         {"role": "user", "content": user_prompt(query)},
     ]
-    error: str | None = None
-    steps_exhausted = False
-    while True:
-        if loop.step >= max_steps:
-            steps_exhausted = True
-            loop.notes.append(f"stopped at the {max_steps}-turn limit")
-            break
+    while not loop.out_of_steps():
         observation = loop.observe(agent)
         loop.step += 1
         try:
             reply = await call_role(agent, "tool_agent", observation, limiter=limiter)
         except InvalidOutput as exc:  # None, a number, a dict of no known shape, megabytes
-            # Like any unreadable reply: the turn has no tool call, so the episode ends.
-            loop.messages.append({"role": "assistant", "content": None})
-            loop.notes.append(f"turn {loop.step}: unreadable reply (the agent {exc.reason}); ended")
+            loop.unreadable(f"the agent {exc.reason}")
             break
         except AgentError as exc:
-            error = exc.reason
+            loop.error = exc.reason
             break
-        try:
-            parsed = parse_reply(reply)
-        except Exception as exc:  # a reply object whose attributes raise
-            parsed = ParsedReply(None, problem=f"reading it raised {type(exc).__name__}")
-        if parsed.problem is not None:
-            loop.messages.append({"role": "assistant", "content": None})
-            loop.notes.append(f"turn {loop.step}: unreadable reply ({parsed.problem}); ended")
+        parsed = loop.read(reply)
+        if parsed is None:
             break
         ids = loop.assistant(parsed)
         if parsed.answer is not None:
@@ -557,40 +584,8 @@ async def run_episode(
             loop.run_first(ids, parsed.calls)
             continue
         if answer_feedback and loop.step < max_steps:
-            loop.messages.append(
-                {
-                    "role": "user",
-                    "content": "[ERROR] No tool call and no well-formed answer: call a tool, "
-                    f"or reply <answer> <{task_label(query.task)}Candidate{{Candidate_ID}}> "
-                    "</answer> with the 5-digit id.",
-                }
-            )
-            loop.notes.append(f"turn {loop.step}: no call and no answer; feedback sent")
+            loop.ask_for_answer(query.task)
             continue
         loop.notes.append(f"turn {loop.step}: no tool call; episode ended")
         break
-    blocker = loop.blocker
-    blocker.finish(loop.step)
-    final = blocker.query
-    return EpisodeRecord(
-        query_id=query.query_id,
-        task=query.task,
-        refinement_level=refinement_level,
-        mode=mode,
-        block_count=block_count,
-        calls=tuple(loop.calls),
-        segments=tuple(blocker.segments),
-        answer=final_answer(loop.messages),
-        expected_answer=expected_answer(
-            final.task, final.preferences, final.time_info, final.location_preference
-        ),
-        reached_goal=env.done,
-        steps_exhausted=steps_exhausted,
-        blocks_applied=blocker.blocks_applied,
-        blocks_dropped=blocker.blocks_dropped,
-        error=error,
-        notes=(*blocker.notes, *loop.notes),
-        turns=loop.step,
-        tool_turns=loop.tool_turns,
-        block_steps=tuple(event.step for event in blocker.events),
-    )
+    return loop.record(query, refinement_level, mode, block_count)
