@@ -278,27 +278,14 @@ def parse_options(
     report_path, html_path = _output_paths(get_option, base)
     max_usd, max_usd_default = _spend_limits(get_option, get_ini)
     size = reader.size()
-    record_mode = _record_mode(get_option, get_ini)
-    price_file, prices = _price_table(get_option, get_ini, base)
-    retries = positive_int(
-        "--budget-retries",
-        get_option("budget_retries") or get_ini("budget_retries") or DEFAULT_RETRIES,
-        minimum=0,
-    )
-    retry_max_s = _retry_max_s(get_option("budget_retry_max_s") or get_ini("budget_retry_max_s"))
+    model_calls = _model_calls(get_option, get_ini, base)
     role_agents = _role_agents(get_ini("budget_role_agents"))
-    model_timeout = _model_timeout(
-        get_option("budget_model_timeout") or get_ini("budget_model_timeout")
-    )
-    agent_timeout = _agent_timeout(
-        get_option("budget_agent_timeout") or get_ini("budget_agent_timeout")
-    )
+    timeouts = _timeouts(get_option, get_ini)
     gate, ci_level, ci_resamples = _gate(get_option, get_ini)
     repeat = positive_int(
         "--budget-repeat", get_option("budget_repeat") or get_ini("budget_repeat") or 1
     )
     sequential = _sequential(get_option("budget_sequential") or get_ini("budget_sequential"))
-
     return BudgetOptions(
         gate=gate,
         gate_given=bool(get_option("budget_gate")),
@@ -323,24 +310,14 @@ def parse_options(
         max_usd_default=max_usd_default,
         size=size.name,
         dry_run=bool(get_option("budget_dry_run")),
-        record_mode=record_mode,
-        price_file=price_file,
-        prices=prices,
-        retries=retries,
-        retry_max_s=retry_max_s,
+        **model_calls,
         role_agents=role_agents,
-        model_timeout=model_timeout,
-        agent_timeout=agent_timeout,
+        **timeouts,
         ci_level=ci_level,
         ci_resamples=ci_resamples,
         repeat=repeat,
         shard=_shard(get_option("budget_shard")),
-        max_output_chars=positive_int(
-            "--budget-max-output-chars",
-            get_option("budget_max_output_chars")
-            or get_ini("budget_max_output_chars")
-            or DEFAULT_MAX_OUTPUT_CHARS,
-        ),
+        max_output_chars=_max_output_chars(get_option, get_ini),
         per_suite=per_suite,
     )
 
@@ -439,6 +416,45 @@ def _spend_limits(get_option: _Getter, get_ini: _Getter) -> tuple[float | None, 
     if not default_value:
         return max_usd, DEFAULT_MAX_USD_DEFAULT
     return max_usd, _dollars("--budget-max-usd-default", default_value)
+
+
+def _model_calls(get_option: _Getter, get_ini: _Getter, base: Path) -> dict[str, Any]:
+    """The model-call options: record mode, price table, retries (BudgetOptions fields)."""
+    record_mode = _record_mode(get_option, get_ini)
+    price_file, prices = _price_table(get_option, get_ini, base)
+    retries = positive_int(
+        "--budget-retries",
+        get_option("budget_retries") or get_ini("budget_retries") or DEFAULT_RETRIES,
+        minimum=0,
+    )
+    retry_max_s = _retry_max_s(get_option("budget_retry_max_s") or get_ini("budget_retry_max_s"))
+    return {
+        "record_mode": record_mode,
+        "price_file": price_file,
+        "prices": prices,
+        "retries": retries,
+        "retry_max_s": retry_max_s,
+    }
+
+
+def _timeouts(get_option: _Getter, get_ini: _Getter) -> dict[str, Any]:
+    """``model_timeout`` (one HTTP call) and ``agent_timeout`` (one agent call)."""
+    model_timeout = _model_timeout(
+        get_option("budget_model_timeout") or get_ini("budget_model_timeout")
+    )
+    agent_timeout = _agent_timeout(
+        get_option("budget_agent_timeout") or get_ini("budget_agent_timeout")
+    )
+    return {"model_timeout": model_timeout, "agent_timeout": agent_timeout}
+
+
+def _max_output_chars(get_option: _Getter, get_ini: _Getter) -> int:
+    return positive_int(
+        "--budget-max-output-chars",
+        get_option("budget_max_output_chars")
+        or get_ini("budget_max_output_chars")
+        or DEFAULT_MAX_OUTPUT_CHARS,
+    )
 
 
 def _record_mode(get_option: _Getter, get_ini: _Getter) -> str:

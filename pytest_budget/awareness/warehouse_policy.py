@@ -87,6 +87,7 @@ class ReorderPointPolicy:
             return 1.0
         return max(0.0, 1.0 + self.noise * float(rng.standard_normal()))
 
+    # Kept whole: reads as the module docstring's heuristic, step by step, in one place.
     def decide(self, state: Mapping[str, Any], rng: np.random.Generator) -> WarehouseAction:
         """The action for one structured observation (``rng`` only matters when noisy)."""
         step, steps, day = int(state["step"]), int(state["steps"]), int(state["day"])
