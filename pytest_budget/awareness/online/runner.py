@@ -209,17 +209,9 @@ async def run_episode(
     used = dict.fromkeys(dims, 0.0)
     turns: list[EpisodeTurn] = []
     run = OnlineRun(
-        session.rollout_id,
-        _env_label(session),
-        mode,
-        protocol,
-        charge,
-        dict(cap),
-        turns,
-        False,
-        "max_turns",
-        task=dict(session.task),
-    )
+        session.rollout_id, _env_label(session), mode, protocol, charge, dict(cap), turns,
+        False, "max_turns", task=dict(session.task),
+    )  # fmt: skip
     phase = "run"
     last_estimate: Estimate | None = None
     number = 1
@@ -227,25 +219,12 @@ async def run_episode(
         # The continuation after a stop is the agent acting on in replay mode (no budget
         # shown, nothing but the action read): what it does when it does not watch its budget.
         online = mode == "online" and phase == "run"
-        observation = _observation(
-            session, number, online, protocol, used, cap, turns, last_estimate
-        )
-        try:
-            raw = await call_role(
-                agent,
-                "online_actor",
-                observation,
-                dict(used),
-                dict(cap) if online else None,
-                limiter=limiter,
-            )
-        except InvalidOutput as exc:
-            raw = f"<invalid output: {exc.reason}>"
-        except AgentError as exc:
-            run.agent_error = exc.reason
+        seen = _observation(session, number, online, protocol, used, cap, turns, last_estimate)
+        raw, run.agent_error = await _act(agent, seen, limiter)
+        if run.agent_error is not None:
             _end(run, phase, "agent_error")
             break
-        read, turn = _read_turn(session, raw, observation, dims, phase, policy, turns)
+        read, turn = _read_turn(session, raw, seen, dims, phase, policy, turns)
         if turn.estimate is not None:
             last_estimate = turn.estimate
         charge_now = _charged(turn.acting_tokens, turn.estimation_tokens, charge)
@@ -290,6 +269,27 @@ async def run_episode(
     else:
         _end(run, phase, "max_turns")
     return run
+
+
+async def _act(
+    agent: Any, seen: OnlineObservation, limiter: anyio.CapacityLimiter | None
+) -> tuple[Any, str | None]:
+    """The actor's reply (an unusable one stands as an invalid reply), or the reason its
+    call failed."""
+    try:
+        raw = await call_role(
+            agent,
+            "online_actor",
+            seen,
+            dict(seen.used),
+            dict(seen.cap) if seen.cap is not None else None,
+            limiter=limiter,
+        )
+    except InvalidOutput as exc:
+        return f"<invalid output: {exc.reason}>", None
+    except AgentError as exc:
+        return None, exc.reason
+    return raw, None
 
 
 def _observation(
