@@ -79,6 +79,14 @@ class AwarenessOptions:
 
 
 def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
+    """The awareness suite's flags (rollouts, then the online mode) and its ini key."""
+    _add_rollout_flags(add)
+    _add_online_flags(add)
+    add_ini("budget_parse", "awareness: answer parser, bagen or strict", default="")
+
+
+def _add_rollout_flags(add: Callable[..., None]) -> None:
+    """Which rollouts are replayed: environments, imported logs, their budgets."""
     add(
         "--budget-env",
         help="awareness: environments, comma list of sokoban-8x8, sokoban-6x6, warehouse, "
@@ -139,6 +147,10 @@ def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
         metavar="CSV",
         help="awareness: your own Warehouse demand panel (columns week,retailer,sku,units,price)",
     )
+
+
+def _add_online_flags(add: Callable[..., None]) -> None:
+    """The online mode (the agent acts under a cap), and the answer parser."""
     add(
         "--budget-awareness-mode",
         help="awareness: replay (BAGEN's rollout-replay, default), online (the agent acts "
@@ -169,7 +181,6 @@ def add_options(add: Callable[..., None], add_ini: Callable[..., None]) -> None:
         "--budget-parse",
         help="awareness: answer parser, bagen (BAGEN's public parser, default) or strict",
     )
-    add_ini("budget_parse", "awareness: answer parser, bagen or strict", default="")
 
 
 def _choice(option: str, value: str, choices: tuple[str, ...], what: str) -> str:
