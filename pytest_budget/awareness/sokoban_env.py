@@ -38,7 +38,7 @@ Plain Python, numpy and anyio: no pytest here.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -154,6 +154,87 @@ def _feedback(parsed: ParsedReply, reward: float, level: Level, max_actions: int
     return text
 
 
+def _failed_turn(text: str, state: Level, reason: str) -> Turn:
+    """The turn of an actor that raised: it read the observation and wrote nothing."""
+    failed: dict[str, Any] = {
+        "actions": [],
+        "reward": 0.0,
+        "boxes_on_target": _boxes_on_target(state),
+        "error": f"agent error: {reason}",
+    }
+    return Turn({"tokens": count_tokens(text)}, text, None, failed)
+
+
+def _play(
+    state: Level, actions: Sequence[str], preset: SokobanPreset, executed: int
+) -> tuple[Level, list[str], float, bool]:
+    """Play a turn's ``actions`` until the trajectory's action cap (``executed`` so far) or
+    the solve: (state, the actions played, their reward rounded, solved)."""
+    played: list[str] = []
+    reward = 0.0
+    solved = False
+    for action in actions:
+        if executed + len(played) >= preset.max_actions_per_traj:
+            break
+        state, step_reward, solved = step(state, action)
+        played.append(action)
+        reward += step_reward
+        if solved:
+            break  # moves after the winning one are not played
+    return state, played, round(reward, 6), solved
+
+
+def _turn_info(
+    played: list[str], reward: float, state: Level, parsed: ParsedReply, usage_note: str | None
+) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "actions": played,
+        "reward": reward,
+        "boxes_on_target": _boxes_on_target(state),
+    }
+    if parsed.error is not None:
+        info["error"] = parsed.error
+    if parsed.dropped:
+        info["dropped_actions"] = list(parsed.dropped)
+    if usage_note is not None:
+        info["usage_note"] = usage_note
+    return info
+
+
+def _meta(
+    preset: SokobanPreset,
+    level: Level,
+    state: Level,
+    optimal: Sequence[str] | None,
+    end_reason: str,
+    total_reward: float,
+) -> dict[str, Any]:
+    """The rollout's meta: the puzzle, how it ended, its return."""
+    return {
+        "preset": preset.name,
+        "initial_grid": render(level),
+        "optimal_moves": None if optimal is None else len(optimal),
+        "end_reason": end_reason,
+        "return": round(total_reward, 6),
+        "final_grid": render(state),
+    }
+
+
+def _ending(
+    state: Level, info: dict[str, Any], solved: bool, capped: bool, boxes_moved: bool
+) -> str | None:
+    """Why the rollout ends after this turn (None: it goes on); ``boxes_moved`` only when
+    unsolvable positions end it."""
+    if solved:
+        return "solved"
+    if capped:
+        return "action_cap"
+    if boxes_moved and _provably_unsolvable(state):
+        info["unsolvable"] = True
+        return "unsolvable"
+    return None
+
+
 async def run_rollout(
     level: Level,
     actor: object,
@@ -187,15 +268,8 @@ async def run_rollout(
         try:
             raw = await call_role(actor, "actor", observation, limiter=limiter)
         except AgentError as exc:
-            agent_error = exc.reason
-            end_reason = "agent_error"
-            failed: dict[str, Any] = {
-                "actions": [],
-                "reward": 0.0,
-                "boxes_on_target": _boxes_on_target(state),
-                "error": f"agent error: {exc.reason}",
-            }
-            turns.append(Turn({"tokens": count_tokens(text)}, text, None, failed))
+            agent_error, end_reason = exc.reason, "agent_error"
+            turns.append(_failed_turn(text, state, exc.reason))
             break
         reply = actor_reply(raw)
         tokens, usage_note = _turn_tokens(text, reply)
@@ -207,55 +281,24 @@ async def run_rollout(
             break
         used += tokens
         parsed = parse_reply(reply.text, k)
-        played: list[str] = []
-        reward = 0.0
-        solved = False
         before = state.boxes
-        for action in parsed.actions:
-            if executed >= preset.max_actions_per_traj:
-                break
-            state, step_reward, solved = step(state, action)
-            played.append(action)
-            executed += 1
-            reward += step_reward
-            if solved:
-                break  # moves after the winning one are not played
-        reward = round(reward, 6)
+        state, played, reward, solved = _play(state, parsed.actions, preset, executed)
+        executed += len(played)
         total_reward += reward
-        info: dict[str, Any] = {
-            "actions": played,
-            "reward": reward,
-            "boxes_on_target": _boxes_on_target(state),
-        }
-        if parsed.error is not None:
-            info["error"] = parsed.error
-        if parsed.dropped:
-            info["dropped_actions"] = list(parsed.dropped)
-        if usage_note is not None:
-            info["usage_note"] = usage_note
+        info = _turn_info(played, reward, state, parsed, usage_note)
         split = _reported_split(raw, tokens) if reply.tokens is not None else None
         if split is not None:  # the provider's counts: the estimator sees them (§3.5)
             info["input_tokens"], info["output_tokens"] = split
-        ended = False
-        if solved:
-            end_reason, ended = "solved", True
-        elif executed >= preset.max_actions_per_traj:
-            end_reason, ended = "action_cap", True
-        elif stop_when_unsolvable and state.boxes != before and _provably_unsolvable(state):
-            info["unsolvable"] = True
-            end_reason, ended = "unsolvable", True
+        capped = executed >= preset.max_actions_per_traj
+        ending = _ending(
+            state, info, solved, capped, stop_when_unsolvable and state.boxes != before
+        )
         turns.append(Turn({"tokens": tokens}, text, reply.text, info))
-        if ended:
+        if ending is not None:
+            end_reason = ending
             break
         feedback = _feedback(parsed, reward, state, k)
-    out_meta: dict[str, Any] = {
-        "preset": preset.name,
-        "initial_grid": render(level),
-        "optimal_moves": None if optimal is None else len(optimal),
-        "end_reason": end_reason,
-        "return": round(total_reward, 6),
-        "final_grid": render(state),
-    }
+    out_meta = _meta(preset, level, state, optimal, end_reason, total_reward)
     if agent_error is not None:
         out_meta["actor_error"] = agent_error
     if truncated is not None:
