@@ -312,6 +312,64 @@ async def _search(
         ) from exc
 
 
+def _failed_turn(text: str, read: float, reason: str) -> Turn:
+    """The turn of an actor that raised: it read its new input and wrote nothing."""
+    failed = {
+        "action": "invalid",
+        "error": f"agent error: {reason}",
+        "input_tokens": read,
+        "output_tokens": 0,
+    }
+    return Turn({"tokens": read}, text, None, failed)
+
+
+async def _act(
+    parsed: ParsedAction,
+    searcher: Searcher,
+    preset: SearchPreset,
+    rollout_id: str,
+    number: int,
+    info: dict[str, Any],
+) -> SearchStep:
+    """A search (its passages), or an invalid action: the history's step (noted in ``info``)."""
+    if parsed.kind == "search":
+        passages = await _search(searcher, parsed.text, preset.top_k, rollout_id, number)
+        info["query"] = parsed.text
+        info["passages"] = [p.id for p in passages]
+        return SearchStep(number, "search", parsed.text, passages)
+    info["error"] = parsed.error
+    return SearchStep(number, "invalid", error=parsed.error)
+
+
+def _outcome(
+    question: Question, prediction: str | None, end_reason: str, turns: list[Turn]
+) -> tuple[bool, dict[str, Any]]:
+    """Whether the answer is correct, and the rollout's meta (scores, how it ended)."""
+    golds = question.answers
+    em = prediction is not None and exact_match(prediction, golds)
+    f1 = 0.0 if prediction is None else token_f1(prediction, golds)
+    # BAGEN's Search env (§6): correct = exact match or token F1 >= 0.3; reward 1 for EM,
+    # else F1 when F1 >= 0.3, else 0.
+    correct = em or f1 >= ANSWER_F1_THRESHOLD
+    reward = 1.0 if em else (f1 if f1 >= ANSWER_F1_THRESHOLD else 0.0)
+    out_meta: dict[str, Any] = {
+        "question_id": question.id,
+        "question": question.question,
+        "hops": question.hops,
+        "answerable": question.answerable,
+        "difficulty": question.difficulty,
+        "gold_answer": question.answer,
+        "predicted_answer": prediction,
+        "em": 1.0 if em else 0.0,
+        "f1": round(f1, 6),
+        "reward": round(reward, 6),
+        "end_reason": end_reason,
+        "searches": sum(1 for t in turns if t.info.get("action") == "search"),
+        "invalid_turns": sum(1 for t in turns if t.info.get("action") == "invalid"),
+    }
+    return correct, out_meta
+
+
 async def run_rollout(
     question: Question,
     actor: object,
@@ -342,26 +400,15 @@ async def run_rollout(
         read = _new_input_tokens(question.question, history, preset=preset, turn=number)
         resent = _resent_tokens(question.question, history, preset=preset, turn=number)
         state = SearchState(
-            question.id,
-            question.question,
-            question.plan,
-            number,
-            preset.max_turns,
-            preset.top_k,
-            tuple(history),
-        )
+            question.id, question.question, question.plan, number, preset.max_turns,
+            preset.top_k, tuple(history),
+        )  # fmt: skip
         observation = ActorObservation(ENV_NAME, rollout_id, number, text, state)
         try:
             raw = await call_role(actor, "actor", observation, limiter=limiter)
         except AgentError as exc:
             agent_error, end_reason = exc.reason, "agent_error"
-            failed = {
-                "action": "invalid",
-                "error": f"agent error: {exc.reason}",
-                "input_tokens": read,
-                "output_tokens": 0,
-            }
-            turns.append(Turn({"tokens": read}, text, None, failed))
+            turns.append(_failed_turn(text, read, exc.reason))
             break
         reply = actor_reply(raw)
         usage = _turn_usage(read, resent, reply, _reported_split(raw), previous_prompt, number)
@@ -380,43 +427,14 @@ async def run_rollout(
             "output_tokens": count_tokens(reply.text),
         }
         info.update(usage.info)
-        if parsed.kind == "search":
-            passages = await _search(searcher, parsed.text, preset.top_k, rollout_id, number)
-            info["query"] = parsed.text
-            info["passages"] = [p.id for p in passages]
-            history.append(SearchStep(number, "search", parsed.text, passages))
-        elif parsed.kind == "answer":
-            prediction = parsed.text
-            info["answer"] = parsed.text
-            end_reason = "answered"
+        if parsed.kind == "answer":
+            prediction, info["answer"], end_reason = parsed.text, parsed.text, "answered"
         else:
-            info["error"] = parsed.error
-            history.append(SearchStep(number, "invalid", error=parsed.error))
+            history.append(await _act(parsed, searcher, preset, rollout_id, number, info))
         turns.append(Turn({"tokens": tokens}, text, reply.text, info))
         if parsed.kind == "answer":
             break
-    golds = question.answers
-    em = prediction is not None and exact_match(prediction, golds)
-    f1 = 0.0 if prediction is None else token_f1(prediction, golds)
-    # BAGEN's Search env (§6): correct = exact match or token F1 >= 0.3; reward 1 for EM,
-    # else F1 when F1 >= 0.3, else 0.
-    correct = em or f1 >= ANSWER_F1_THRESHOLD
-    reward = 1.0 if em else (f1 if f1 >= ANSWER_F1_THRESHOLD else 0.0)
-    out_meta: dict[str, Any] = {
-        "question_id": question.id,
-        "question": question.question,
-        "hops": question.hops,
-        "answerable": question.answerable,
-        "difficulty": question.difficulty,
-        "gold_answer": question.answer,
-        "predicted_answer": prediction,
-        "em": 1.0 if em else 0.0,
-        "f1": round(f1, 6),
-        "reward": round(reward, 6),
-        "end_reason": end_reason,
-        "searches": sum(1 for t in turns if t.info.get("action") == "search"),
-        "invalid_turns": sum(1 for t in turns if t.info.get("action") == "invalid"),
-    }
+    correct, out_meta = _outcome(question, prediction, end_reason, turns)
     if agent_error is not None:
         out_meta["actor_error"] = agent_error
     if truncated is not None:
