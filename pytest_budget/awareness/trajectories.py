@@ -180,6 +180,40 @@ def load_trajectories(
     read_harness_reports`) decide every other imported trajectory: success iff its id is
     in ``resolved_ids``.
     """
+    _check_arguments(fmt, on_missing_usage, max_turns, budget, env)
+
+    # Each entry is a finished Rollout (our format) or an import waiting for its budget.
+    loaded: list[Rollout | _Imported] = []
+    first_seen: dict[str, str] = {}
+    formats = [(path, detect_format(path) if fmt == "auto" else fmt) for path in _as_paths(paths)]
+    # BAGEN's logs set their own budgets (a SWE family's median spans its files): read first.
+    bagen = load_bagen_dialogues(
+        list(dict.fromkeys(path for path, kind in formats if kind == "bagen")),
+        budget=budget,
+        env=env,
+        verdicts=verdicts,
+    )
+    for path, file_format in formats:
+        entries = _file_entries(
+            path, file_format, bagen, env, max_turns, on_missing_usage, resolved, verdicts
+        )
+        for where, entry in entries:
+            if entry.id in first_seen:
+                raise RolloutFileError(
+                    f"{where}: duplicate trajectory id {entry.id!r} (first in "
+                    f"{first_seen[entry.id]})"
+                )
+            first_seen[entry.id] = where
+            loaded.append(entry)
+
+    families, caps = _family_caps(loaded, budget)
+    return _budgeted(loaded, families, caps, budget)
+
+
+def _check_arguments(
+    fmt: str, on_missing_usage: str, max_turns: object, budget: object, env: object
+) -> None:
+    """:func:`load_trajectories`' arguments, each checked (one-line ValueError)."""
     if fmt != "auto" and fmt not in FORMATS:
         raise ValueError(f"fmt must be 'auto' or one of {', '.join(FORMATS)}, got {fmt!r}")
     if on_missing_usage not in ("error", "skip"):
@@ -194,53 +228,51 @@ def load_trajectories(
     if env is not None and (not isinstance(env, str) or not env):
         raise ValueError(f"env must be a non-empty string, got {env!r}")
 
-    # Each entry is a finished Rollout (our format) or an import waiting for its budget.
-    loaded: list[Rollout | _Imported] = []
-    first_seen: dict[str, str] = {}
-    formats = [(path, detect_format(path) if fmt == "auto" else fmt) for path in _as_paths(paths)]
-    # BAGEN's logs set their own budgets (a SWE family's median spans its files): read first.
-    bagen = load_bagen_dialogues(
-        list(dict.fromkeys(path for path, kind in formats if kind == "bagen")),
-        budget=budget,
-        env=env,
-        verdicts=verdicts,
-    )
-    for path, file_format in formats:
-        if file_format == "pytest-budget":
-            entries: list[tuple[str, Rollout | _Imported]] = [
-                (str(path), rollout) for rollout in read_rollouts(path)
-            ]
-        elif file_format == "bagen":
-            entries = [(f"{path}: {r.id}", r) for r in bagen[path]]
-        elif file_format == "inspect":
-            entries = []
-            for imported in read_inspect_log(path, on_missing_usage=on_missing_usage):
-                if env is not None:
-                    imported.family = env
-                entries.append((str(path), imported))
-        else:
-            entries = []
-            for record in _read_records(path):
-                imported = _import_record(
-                    record,
-                    file_format,
-                    max_turns=max_turns,
-                    on_missing_usage=on_missing_usage,
-                    resolved=resolved,
-                    verdicts=verdicts,
-                )
-                if env is not None:
-                    imported.family = env
-                entries.append((record.where, imported))
-        for where, entry in entries:
-            if entry.id in first_seen:
-                raise RolloutFileError(
-                    f"{where}: duplicate trajectory id {entry.id!r} (first in "
-                    f"{first_seen[entry.id]})"
-                )
-            first_seen[entry.id] = where
-            loaded.append(entry)
 
+def _file_entries(
+    path: Path,
+    file_format: str,
+    bagen: Mapping[Path, list[Rollout]],
+    env: str | None,
+    max_turns: int,
+    on_missing_usage: Literal["error", "skip"],
+    resolved: Mapping[str, bool] | None,
+    verdicts: HarnessVerdicts | None,
+) -> list[tuple[str, Rollout | _Imported]]:
+    """One file's (where, rollout or import waiting for its budget), in record order."""
+    if file_format == "pytest-budget":
+        entries: list[tuple[str, Rollout | _Imported]] = [
+            (str(path), rollout) for rollout in read_rollouts(path)
+        ]
+    elif file_format == "bagen":
+        entries = [(f"{path}: {r.id}", r) for r in bagen[path]]
+    elif file_format == "inspect":
+        entries = []
+        for imported in read_inspect_log(path, on_missing_usage=on_missing_usage):
+            if env is not None:
+                imported.family = env
+            entries.append((str(path), imported))
+    else:
+        entries = []
+        for record in _read_records(path):
+            imported = _import_record(
+                record,
+                file_format,
+                max_turns=max_turns,
+                on_missing_usage=on_missing_usage,
+                resolved=resolved,
+                verdicts=verdicts,
+            )
+            if env is not None:
+                imported.family = env
+            entries.append((record.where, imported))
+    return entries
+
+
+def _family_caps(
+    loaded: list[Rollout | _Imported], budget: float | None
+) -> tuple[dict[str, list[_Imported]], dict[str, float]]:
+    """The imports by family, and each family's token cap (given, else its median total)."""
     families: dict[str, list[_Imported]] = {}
     for entry in loaded:
         if isinstance(entry, _Imported):
@@ -256,7 +288,16 @@ def load_trajectories(
                 f"family {family!r}: median total tokens is 0, cannot set a budget; pass one"
             )
         caps[family] = median
+    return families, caps
 
+
+def _budgeted(
+    loaded: list[Rollout | _Imported],
+    families: dict[str, list[_Imported]],
+    caps: dict[str, float],
+    budget: float | None,
+) -> list[Rollout]:
+    """Every entry as a rollout: the imports with their family's cap and how it was set."""
     out: list[Rollout] = []
     for entry in loaded:
         if isinstance(entry, Rollout):
