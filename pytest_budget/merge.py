@@ -159,6 +159,47 @@ def merge_reports(
     first, first_source = documents[0], sources[0]
     for doc, src in zip(documents[1:], sources[1:], strict=True):
         _check_same_run(first, first_source, doc, src)
+    count = _check_shard_set(shards, sources, allow_partial)
+    order = sorted(range(len(documents)), key=lambda k: shards[k][0])
+    cells = _cells_once(documents, sources, order)
+    durations = [float(documents[k].get("duration_s") or 0.0) for k in order]
+    merged = build_report(
+        cells,
+        options=_merged_options(documents),
+        suites=list(first.get("suites") or []),
+        duration_s=max(durations),
+        seed=int(first.get("seed") or 0),
+    )
+    # The shards' rollout stores (awareness samples), united; build_report kept the refs.
+    store: dict[str, Any] = {}
+    for doc in documents:
+        if isinstance(doc.get("sample_rollouts"), Mapping):
+            store.update(doc["sample_rollouts"])
+    _, used = hoist_rollouts(merged["cells"], store)
+    if used:
+        merged["sample_rollouts"] = used
+    _merge_run_fields(merged, documents, notes)
+    merged["shard"] = None
+    merged["merged_from"] = [
+        {
+            "source": sources[k],
+            "shard": {"index": shards[k][0], "count": count},
+            "cells": len(documents[k].get("cells") or []),
+            "duration_s": durations[n],
+            "created": documents[k].get("created"),
+        }
+        for n, k in enumerate(order)
+    ]
+    if merged.get("schema_version") != REPORT_SCHEMA_VERSION:  # pragma: no cover - guard
+        raise MergeError(f"merged report has schema version {merged.get('schema_version')!r}")
+    return merged
+
+
+def _check_shard_set(
+    shards: Sequence[tuple[int, int]], sources: Sequence[str], allow_partial: bool
+) -> int:
+    """The shard count, once each shard is known given once and (unless
+    ``allow_partial``) every shard is there."""
     count = shards[0][1]
     seen: dict[int, str] = {}
     for (index, _), src in zip(shards, sources, strict=True):
@@ -175,8 +216,13 @@ def merge_reports(
             f"incomplete set: shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing "
             f"(have {have}); give every shard's report, or pass --allow-partial"
         )
+    return count
 
-    order = sorted(range(len(documents)), key=lambda k: shards[k][0])
+
+def _cells_once(
+    documents: Sequence[Mapping[str, Any]], sources: Sequence[str], order: list[int]
+) -> list[CellRecord]:
+    """The shards' cells in shard order; a cell in two shards is an error."""
     owner: dict[str, str] = {}
     cells: list[CellRecord] = []
     for k in order:
@@ -189,30 +235,26 @@ def merge_reports(
                 )
             owner[nodeid] = sources[k]
             cells.append(cell)
+    return cells
 
-    durations = [float(documents[k].get("duration_s") or 0.0) for k in order]
-    options = dict(first.get("options") or {})
+
+def _merged_options(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The first shard's options, without the shard and the paths that differ."""
+    options = dict(documents[0].get("options") or {})
     options["shard"] = None
     for key in [key for key in options if _is_location(key) and key != "shard"]:
         # Paths that differ between machines mean nothing for the whole.
         if any((doc.get("options") or {}).get(key) != options[key] for doc in documents):
             options[key] = None
-    merged = build_report(
-        cells,
-        options=options,
-        suites=list(first.get("suites") or []),
-        duration_s=max(durations),
-        seed=int(first.get("seed") or 0),
-    )
-    # The shards' rollout stores (awareness samples), united; build_report kept the refs.
-    store: dict[str, Any] = {}
-    for doc in documents:
-        if isinstance(doc.get("sample_rollouts"), Mapping):
-            store.update(doc["sample_rollouts"])
-    _, used = hoist_rollouts(merged["cells"], store)
-    if used:
-        merged["sample_rollouts"] = used
-    merged["version"] = first.get("version")  # the version that scored the cells
+    return options
+
+
+def _merge_run_fields(
+    merged: dict[str, Any], documents: Sequence[Mapping[str, Any]], notes: list[str] | None
+) -> None:
+    """The run-level fields: the first shard's version, the Pythons, the models block
+    summed, and every other field the shards agree on (one that differs is noted)."""
+    merged["version"] = documents[0].get("version")  # the version that scored the cells
     pythons = sorted({str(doc.get("python")) for doc in documents if doc.get("python")})
     if pythons:
         merged["python"] = ", ".join(pythons)
@@ -227,20 +269,6 @@ def merge_reports(
             merged[key] = values[0]
         elif notes is not None:
             notes.append(f"field {key!r} differs between the shards and is left out")
-    merged["shard"] = None
-    merged["merged_from"] = [
-        {
-            "source": sources[k],
-            "shard": {"index": shards[k][0], "count": count},
-            "cells": len(documents[k].get("cells") or []),
-            "duration_s": durations[n],
-            "created": documents[k].get("created"),
-        }
-        for n, k in enumerate(order)
-    ]
-    if merged.get("schema_version") != REPORT_SCHEMA_VERSION:  # pragma: no cover - guard
-        raise MergeError(f"merged report has schema version {merged.get('schema_version')!r}")
-    return merged
 
 
 def _table_lines(report: Mapping[str, Any]) -> list[str]:
