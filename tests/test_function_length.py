@@ -32,7 +32,6 @@ WAITING: set[str] = {
     "pytest_budget/triage/batch.py::score_plans",
     "pytest_budget/triage/figures.py::_eta_bars",
     "pytest_budget/triage/intervals.py::resampled_scores",
-    "pytest_budget/triage/samples.py::item_samples",
     "suites/test_awareness.py::test_awareness",
     "suites/test_planning.py::test_planning",
     "suites/test_triage.py::test_triage",

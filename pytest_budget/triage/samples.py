@@ -88,6 +88,28 @@ def _regime_e(
     return out
 
 
+def _tags(
+    item: Item, u: str, e: str, planned: bool, in_oracle: bool, solved: bool, cut: bool
+) -> list[str]:
+    """What went wrong with a gradeable item (empty when nothing did)."""
+    tags = []
+    if not planned:
+        tags.append("not planned")
+    if u == "budget ran out" or e == "budget ran out":
+        tags.append("over budget")
+    if e == "cut at a_i":
+        tags.append("truncated")
+    if in_oracle and u != "executed":
+        tags.append("miss")
+    if item.unsolvable:
+        tags.append("unsolvable planned" if planned else "unsolvable left out")
+    elif not solved:
+        tags.append("wrong answer")
+    if cut:
+        tags.append("phase 0 cut")
+    return tags
+
+
 def item_samples(
     items: Sequence[Item],
     baselines: Mapping[str, Baseline],
@@ -139,21 +161,8 @@ def item_samples(
         a = allocation.get(item.id)
         if e == "executed":
             e = "scored" if item.id in scored else ("cut at a_i" if cost > (a or 0) else "executed")
-        tags = []
-        if item.id not in position:
-            tags.append("not planned")
-        if u == "budget ran out" or e == "budget ran out":
-            tags.append("over budget")
-        if e == "cut at a_i":
-            tags.append("truncated")
-        if item.id in oracle and u != "executed":
-            tags.append("miss")
-        if item.unsolvable:
-            tags.append("unsolvable planned" if item.id in position else "unsolvable left out")
-        elif not baselines[item.id].solved:
-            tags.append("wrong answer")
-        if item.id in truncated:
-            tags.append("phase 0 cut")
+        planned_here, in_oracle = item.id in position, item.id in oracle
+        tags = _tags(item, u, e, planned_here, in_oracle, ok, item.id in truncated)
         earned = item.value if (u == "executed" and ok) else 0.0
         if not tags:
             tags.append("earned" if earned else "ok")
