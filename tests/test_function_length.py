@@ -30,7 +30,6 @@ WAITING: set[str] = {
     "pytest_budget/models/runtime.py::RuntimeChatModel._live",
     "pytest_budget/planning/metrics.py::_score_episode",
     "pytest_budget/triage/batch.py::score_plans",
-    "pytest_budget/triage/figures.py::_eta_bars",
     "pytest_budget/triage/intervals.py::resampled_scores",
     "suites/test_awareness.py::test_awareness",
     "suites/test_planning.py::test_planning",

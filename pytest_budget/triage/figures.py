@@ -28,6 +28,7 @@ from pytest_budget.records import CellRecord, of_type
 from pytest_budget.triage.record import TriageCellRecord
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = ["MAIN_ALPHA", "triage_charts"]
@@ -143,32 +144,7 @@ def _eta_bars(
         mine = [c for c in chosen if pool_family(c.pool) == pool]
         eta_u = group_mean((c.agent, number(c.scores.get("eta_u"))) for c in mine)
         eta_e = group_mean((c.agent, number(c.scores.get("eta_e"))) for c in mine)
-        values = []
-        for i, agent in enumerate(agents):
-            own = [c for c in mine if c.agent == agent]
-            for offset, metric, value, hatch in (
-                (-0.2, "eta_u", eta_u.get(agent), None),
-                (0.2, "eta_e", eta_e.get(agent), "///"),
-            ):
-                if value is None:
-                    continue
-                values.append(value)
-                ax.bar(
-                    i + offset, value, width=0.38, color=colors.get(agent, "#777777"),
-                    hatch=hatch, edgecolor="white" if hatch else colors.get(agent, "#777777"),
-                    alpha=0.55 if hatch else 1.0, linewidth=0.0 if not hatch else 0.8,
-                )  # fmt: skip
-                # whiskers: the cell's bootstrap interval (one cell per bar only; a mean
-                # over chunks has no interval of its own)
-                bounds = interval_of(own[0], metric) if len(own) == 1 else None
-                if bounds is not None:
-                    lo, hi = bounds
-                    ax.errorbar(
-                        [i + offset], [value],
-                        yerr=[[max(value - lo, 0.0)], [max(hi - value, 0.0)]],
-                        fmt="none", ecolor="#333333", elinewidth=0.9, capsize=2.5,
-                    )  # fmt: skip
-                    values.extend((lo, hi))  # the axis makes room for the whole whisker
+        values = _eta_agent_bars(ax, agents, mine, eta_u, eta_e, colors)
         ax.axhline(0.0, color="#555555", linewidth=0.8)
         ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")
         accuracy = _base_accuracy(mine)
@@ -205,6 +181,45 @@ def _eta_bars(
         ],
         ["\u03b7_U (advisory)", "\u03b7_E (enforced)", "base accuracy", "oracle (\u03b7 = 1)"],
     )
+
+
+def _eta_agent_bars(
+    ax: Axes,
+    agents: Sequence[str],
+    mine: Sequence[Cell],
+    eta_u: Mapping[str, float],
+    eta_e: Mapping[str, float],
+    colors: Mapping[str, str],
+) -> list[float]:
+    """Each agent's eta_U and eta_E bars in one pool's panel, with the bootstrap whiskers
+    of a single cell; the values drawn (the axis makes room for them)."""
+    values = []
+    for i, agent in enumerate(agents):
+        own = [c for c in mine if c.agent == agent]
+        for offset, metric, value, hatch in (
+            (-0.2, "eta_u", eta_u.get(agent), None),
+            (0.2, "eta_e", eta_e.get(agent), "///"),
+        ):
+            if value is None:
+                continue
+            values.append(value)
+            ax.bar(
+                i + offset, value, width=0.38, color=colors.get(agent, "#777777"),
+                hatch=hatch, edgecolor="white" if hatch else colors.get(agent, "#777777"),
+                alpha=0.55 if hatch else 1.0, linewidth=0.0 if not hatch else 0.8,
+            )  # fmt: skip
+            # whiskers: the cell's bootstrap interval (one cell per bar only; a mean
+            # over chunks has no interval of its own)
+            bounds = interval_of(own[0], metric) if len(own) == 1 else None
+            if bounds is not None:
+                lo, hi = bounds
+                ax.errorbar(
+                    [i + offset], [value],
+                    yerr=[[max(value - lo, 0.0)], [max(hi - value, 0.0)]],
+                    fmt="none", ecolor="#333333", elinewidth=0.9, capsize=2.5,
+                )  # fmt: skip
+                values.extend((lo, hi))  # the axis makes room for the whole whisker
+    return values
 
 
 def _nothing_solved(cells: Sequence[Cell]) -> str | None:
