@@ -197,6 +197,19 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
             for regression in compare(stored["scores"], new["scores"], self.specs):
                 yield regression.message()
             return
+        yield from self._interval_problems(stored, new, path, hint, gate, warn=warn)
+
+    def _interval_problems(
+        self,
+        stored: Mapping[str, Any],
+        new: Mapping[str, Any],
+        path: str,
+        hint: str,
+        gate: str,
+        *,
+        warn: bool,
+    ) -> Iterator[str]:
+        """The ``ci`` and ``overlap`` gates' lines (``paired`` falls back to overlap)."""
         stored_ci = stored.get("ci")
         if not isinstance(stored_ci, dict):
             # The interval rule needs only the stored value, so an older baseline still
