@@ -246,6 +246,27 @@ def _label(model: Any) -> str:
     return f"inspect-{name}" if name else "inspect"
 
 
+def _turns(calls: list[tuple[float, float, float, str, str]]) -> tuple[list[Turn], bool]:
+    """The sample's turns from its calls (prompt, completion, reasoning, observation,
+    action), and whether the history is resent: each turn is charged its new input only."""
+    visible = [max(0.0, c - r) for _, c, r, _, _ in calls]
+    tests = [calls[i][0] >= calls[i - 1][0] + visible[i - 1] for i in range(1, len(calls))]
+    resent = bool(tests) and 2 * sum(tests) >= len(tests)
+    turns = []
+    for i, (prompt, completion, reasoning, observation, action) in enumerate(calls):
+        fresh = prompt
+        if resent and i > 0:
+            fresh = max(0.0, prompt - calls[i - 1][0] - visible[i - 1])
+        info = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "reasoning_tokens": reasoning,
+            "new_input_tokens": fresh,
+        }
+        turns.append(Turn({"tokens": fresh + completion}, observation, action, info))
+    return turns, resent
+
+
 def read_inspect_log(path: Path, *, on_missing_usage: str = "error") -> list[Any]:
     """The log's samples as imports waiting for their family budget (rules: module doc)."""
     from pytest_budget.awareness.trajectory_formats import _Imported
@@ -301,21 +322,7 @@ def read_inspect_log(path: Path, *, on_missing_usage: str = "error") -> list[Any
             calls.append((prompt, completion, reasoning, observation, action))
         if not calls:
             raise RolloutFileError(f"{where}: no solver model call with usage, no turn")
-        visible = [max(0.0, c - r) for _, c, r, _, _ in calls]
-        tests = [calls[i][0] >= calls[i - 1][0] + visible[i - 1] for i in range(1, len(calls))]
-        resent = bool(tests) and 2 * sum(tests) >= len(tests)
-        turns = []
-        for i, (prompt, completion, reasoning, observation, action) in enumerate(calls):
-            fresh = prompt
-            if resent and i > 0:
-                fresh = max(0.0, prompt - calls[i - 1][0] - visible[i - 1])
-            info = {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "reasoning_tokens": reasoning,
-                "new_input_tokens": fresh,
-            }
-            turns.append(Turn({"tokens": fresh + completion}, observation, action, info))
+        turns, resent = _turns(calls)
         success, rule = _success(header, sample)
         meta: dict[str, Any] = {
             "format": "inspect",
