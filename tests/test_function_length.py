@@ -23,7 +23,6 @@ KEPT: dict[str, str] = {
 
 #: Functions over the limit that still wait for their split (issue 35, must-have 6).
 WAITING: set[str] = {
-    "pytest_budget/awareness/bagen_logs.py::load_bagen_dialogues",
     "pytest_budget/awareness/trajectory_formats.py::_import_record",
     "pytest_budget/models/runtime.py::RuntimeChatModel._live",
     "pytest_budget/planning/metrics.py::_score_episode",

@@ -361,25 +361,10 @@ def _total(raw: _Raw, budget: float | None) -> float:
     return sum(_counts(raw, turns).cost) if turns else 0.0
 
 
-def load_bagen_dialogues(
-    paths: Sequence[Path],
-    *,
-    budget: float | None = None,
-    env: str | None = None,
-    verdicts: HarnessVerdicts | None = None,
-) -> dict[Path, list[Rollout]]:
-    """Every BAGEN dialogue file of one load, as rollouts per file (rules: module doc).
-
-    ``budget`` replaces every environment's B; ``env`` relabels every rollout into one
-    family; ``verdicts`` decide SWE rollouts by ``instance_id``.
-    """
-    prefix = len(paths) > 1
-    raws: dict[Path, list[_Raw]] = {}
-    for path in paths:
-        raws[path] = [
-            _parse(path, i, data, cap_given=budget is not None)
-            for i, data in enumerate(read_bagen_list(path))
-        ]
+def _family_caps(
+    raws: Mapping[Path, list[_Raw]], budget: float | None, env: str | None
+) -> dict[str, float]:
+    """Each family's B: given, BAGEN's per environment, or a SWE family's median."""
     # SWE families: B = BAGEN's median of C_T over all their rollouts (explicit cuts only).
     caps: dict[str, float] = {}
     swe: dict[str, list[float]] = {}
@@ -399,6 +384,46 @@ def load_bagen_dialogues(
                 f"family {label!r}: median total tokens is 0, cannot set a budget; pass one"
             )
         caps[label] = median
+    return caps
+
+
+def _built(turns: list[dict[str, Any]], counts: _Counts) -> list[Turn]:
+    """The kept turns as rollout turns, charged and annotated with their counts."""
+    built: list[Turn] = []
+    for i, turn in enumerate(turns):
+        info: dict[str, Any] = {
+            "new_input_tokens": counts.fresh[i],
+            "completion_tokens": counts.out[i],
+            "turn_idx": turn.get("turn_idx"),
+        }
+        if counts.prompt[i] is not None:
+            info["prompt_tokens"] = counts.prompt[i]
+        if counts.reasoning[i] is not None:
+            info["reasoning_tokens"] = counts.reasoning[i]
+        built.append(Turn({"tokens": counts.cost[i]}, _observation(turn), _reply(turn), info))
+    return built
+
+
+def load_bagen_dialogues(
+    paths: Sequence[Path],
+    *,
+    budget: float | None = None,
+    env: str | None = None,
+    verdicts: HarnessVerdicts | None = None,
+) -> dict[Path, list[Rollout]]:
+    """Every BAGEN dialogue file of one load, as rollouts per file (rules: module doc).
+
+    ``budget`` replaces every environment's B; ``env`` relabels every rollout into one
+    family; ``verdicts`` decide SWE rollouts by ``instance_id``.
+    """
+    prefix = len(paths) > 1
+    raws: dict[Path, list[_Raw]] = {}
+    for path in paths:
+        raws[path] = [
+            _parse(path, i, data, cap_given=budget is not None)
+            for i, data in enumerate(read_bagen_list(path))
+        ]
+    caps = _family_caps(raws, budget, env)
     out: dict[Path, list[Rollout]] = {}
     for path, items in raws.items():
         rollouts: list[Rollout] = []
@@ -418,20 +443,7 @@ def load_bagen_dialogues(
             else:
                 success = any(t.get("success") is True for t in turns)
                 rule = "any kept turn's success"
-            built: list[Turn] = []
-            for i, turn in enumerate(turns):
-                info: dict[str, Any] = {
-                    "new_input_tokens": counts.fresh[i],
-                    "completion_tokens": counts.out[i],
-                    "turn_idx": turn.get("turn_idx"),
-                }
-                if counts.prompt[i] is not None:
-                    info["prompt_tokens"] = counts.prompt[i]
-                if counts.reasoning[i] is not None:
-                    info["reasoning_tokens"] = counts.reasoning[i]
-                built.append(
-                    Turn({"tokens": counts.cost[i]}, _observation(turn), _reply(turn), info)
-                )
+            built = _built(turns, counts)
             meta: dict[str, Any] = {
                 "format": "bagen",
                 "source": str(path),
