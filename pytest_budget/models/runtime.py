@@ -489,6 +489,33 @@ class RuntimeChatModel:
         _charge_meter(recorded.usage, price.cost(recorded.usage) if price else 0.0)
         return recorded
 
+    async def _attempt(
+        self, body: dict[str, Any], content: bytes, health: EndpointHealth
+    ) -> ChatResult:
+        """One try of a live call: a slot of the adaptive limit, then the request, its
+        outcome told to the endpoint's health (a down endpoint fails it at once)."""
+        limiter = self.runtime.limit.limiter()
+        await acquire(limiter)
+        try:
+            if health.down is not None:  # after the wait: it may have gone down meanwhile
+                raise self._error(health.down, "endpoint_down")
+            with anyio.CancelScope() as scope:
+                health.in_flight.add(scope)
+                try:
+                    result = await self.client.send(body, content)
+                finally:
+                    health.in_flight.discard(scope)
+            if scope.cancelled_caught:
+                raise self._error(health.down or "endpoint is down", "endpoint_down")
+        except ModelCallError as exc:
+            if exc.kind != "endpoint_down":
+                health.record(exc)
+            raise
+        finally:
+            limiter.release()
+        health.record(None)
+        return result
+
     async def _live(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -520,32 +547,12 @@ class RuntimeChatModel:
         content = body_json.encode()
         health = runtime.health(str(getattr(self.client, "endpoint", self.provider)))
 
-        async def attempt() -> ChatResult:
-            limiter = runtime.limit.limiter()
-            await acquire(limiter)
-            try:
-                if health.down is not None:  # after the wait: it may have gone down meanwhile
-                    raise self._error(health.down, "endpoint_down")
-                with anyio.CancelScope() as scope:
-                    health.in_flight.add(scope)
-                    try:
-                        result = await self.client.send(body, content)
-                    finally:
-                        health.in_flight.discard(scope)
-                if scope.cancelled_caught:
-                    raise self._error(health.down or "endpoint is down", "endpoint_down")
-            except ModelCallError as exc:
-                if exc.kind != "endpoint_down":
-                    health.record(exc)
-                raise
-            finally:
-                limiter.release()
-            health.record(None)
-            return result
-
         try:
             result = await call_with_retries(
-                attempt, runtime.config.retry, on_retry=on_retry, rng=runtime._rng
+                lambda: self._attempt(body, content, health),
+                runtime.config.retry,
+                on_retry=on_retry,
+                rng=runtime._rng,
             )
         except ModelCallError as exc:
             runtime.stats.errors += 1
