@@ -23,7 +23,6 @@ KEPT: dict[str, str] = {
 
 #: Functions over the limit that still wait for their split (issue 35, must-have 6).
 WAITING: set[str] = {
-    "pytest_budget/awareness/trajectory_formats.py::_import_record",
     "pytest_budget/planning/metrics.py::_score_episode",
     "pytest_budget/triage/batch.py::score_plans",
     "pytest_budget/triage/intervals.py::resampled_scores",

@@ -9,7 +9,7 @@ import json
 import os
 import re
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -347,6 +347,71 @@ def family_label(model: str | None) -> str:
     return f"swe-{name}" if name else "swe"
 
 
+def _outcome(
+    data: Mapping[str, Any],
+    info: Mapping[str, Any],
+    fmt: str,
+    rid: str,
+    where: str,
+    resolved: Mapping[str, bool] | None,
+    verdicts: HarnessVerdicts | None,
+) -> tuple[bool, str]:
+    """Whether the trajectory succeeded, and by which rule (given, harness, or the file)."""
+    if resolved is not None and rid in resolved:
+        success, rule = bool(resolved[rid]), "resolved (given by the caller)"
+    elif verdicts is not None:
+        success, rule = verdicts.verdict(rid), "harness report resolved_ids"
+    else:
+        found = _flag(data, "resolved", "resolved", where)
+        rule = "resolved"
+        if found is None and fmt == "mini-swe-agent":
+            found = _flag(info, "resolved", "info.resolved", where)
+            rule = "info.resolved"
+        if found is None and fmt == "openai-chat":
+            found = _flag(data, "success", "success", where)
+            rule = "success"
+        if found is not None:
+            success = found
+        elif fmt == "mini-swe-agent":
+            success, rule = info.get("exit_status") == "Submitted", "exit_status == 'Submitted'"
+        else:
+            raise RolloutFileError(
+                f"{where}: no outcome, give 'resolved' or 'success' (true or false)"
+            )
+    return success, rule
+
+
+def _charged_turns(kept: Sequence[_Call]) -> tuple[list[Turn], int]:
+    """The calls with usage as turns charged their new input (the prompt's growth past the
+    previous call, clamped at 0), and how many were clamped."""
+    turns: list[Turn] = []
+    previous: _Usage | None = None
+    clamped = 0
+    for call in kept:
+        usage = call.usage
+        if usage is None:
+            continue
+        if previous is None:
+            new_input = usage.prompt
+            was_clamped = False
+        else:
+            difference = usage.prompt - previous.prompt - previous.visible
+            was_clamped = difference < 0
+            new_input = max(0.0, difference)
+        clamped += was_clamped
+        turn_info: dict[str, Any] = dict(usage.raw)
+        turn_info.setdefault("total_tokens", usage.prompt + usage.completion)
+        turn_info["new_input_tokens"] = new_input
+        turn_info["message_index"] = call.index
+        if was_clamped:
+            turn_info["clamped"] = True
+        turns.append(
+            Turn({"tokens": new_input + usage.completion}, call.observation, call.action, turn_info)
+        )
+        previous = usage
+    return turns, clamped
+
+
 def _import_record(
     record: _Record,
     fmt: str,
@@ -378,27 +443,7 @@ def _import_record(
     meta: dict[str, Any] = {"format": fmt, "source": str(record.path)}
     if record.line is not None:
         meta["line"] = record.line
-    if resolved is not None and rid in resolved:
-        success, rule = bool(resolved[rid]), "resolved (given by the caller)"
-    elif verdicts is not None:
-        success, rule = verdicts.verdict(rid), "harness report resolved_ids"
-    else:
-        found = _flag(data, "resolved", "resolved", where)
-        rule = "resolved"
-        if found is None and fmt == "mini-swe-agent":
-            found = _flag(info, "resolved", "info.resolved", where)
-            rule = "info.resolved"
-        if found is None and fmt == "openai-chat":
-            found = _flag(data, "success", "success", where)
-            rule = "success"
-        if found is not None:
-            success = found
-        elif fmt == "mini-swe-agent":
-            success, rule = info.get("exit_status") == "Submitted", "exit_status == 'Submitted'"
-        else:
-            raise RolloutFileError(
-                f"{where}: no outcome, give 'resolved' or 'success' (true or false)"
-            )
+    success, rule = _outcome(data, info, fmt, rid, where, resolved, verdicts)
     if fmt == "mini-swe-agent":
         status = info.get("exit_status")
         meta["exit_status"] = status if isinstance(status, str) else None
@@ -420,31 +465,7 @@ def _import_record(
     truncated = len(calls) > max_turns
     kept = calls[:max_turns]
     skipped = sum(1 for call in kept if call.usage is None)
-    turns: list[Turn] = []
-    previous: _Usage | None = None
-    clamped = 0
-    for call in kept:
-        usage = call.usage
-        if usage is None:
-            continue
-        if previous is None:
-            new_input = usage.prompt
-            was_clamped = False
-        else:
-            difference = usage.prompt - previous.prompt - previous.visible
-            was_clamped = difference < 0
-            new_input = max(0.0, difference)
-        clamped += was_clamped
-        turn_info: dict[str, Any] = dict(usage.raw)
-        turn_info.setdefault("total_tokens", usage.prompt + usage.completion)
-        turn_info["new_input_tokens"] = new_input
-        turn_info["message_index"] = call.index
-        if was_clamped:
-            turn_info["clamped"] = True
-        turns.append(
-            Turn({"tokens": new_input + usage.completion}, call.observation, call.action, turn_info)
-        )
-        previous = usage
+    turns, clamped = _charged_turns(kept)
     if not turns:
         raise RolloutFileError(
             f"{where}: every assistant call lacks usage ({skipped} skipped), no turn left"
