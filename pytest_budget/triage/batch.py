@@ -21,32 +21,23 @@ from pytest_budget.triage.types import Baseline, Item, Plan, PlanEntry
 __all__ = ["score_plans"]
 
 
-def score_plans(
-    plans: Sequence[Plan],
-    items: Sequence[Item],
-    baselines: Mapping[str, Baseline],
-    budget: int,
-    *,
-    seed: int,
-    samples: int = 1000,
-) -> list[TriageScores]:
-    """:func:`~pytest_budget.triage.evaluate.score_plan` for every plan (same pool, same
-    budget, same seed), in order."""
-    gradeable = [item for item in items if item.id in baselines]
-    index = {item.id: i for i, item in enumerate(gradeable)}
-    n = len(gradeable)
+def _item_arrays(
+    gradeable: Sequence[Item], baselines: Mapping[str, Baseline]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Costs, solved flags (an unsolvable item never counts as solved) and values."""
     costs = np.array([baselines[item.id].tokens for item in gradeable], dtype=np.int64)
     solved = np.array(
         [baselines[item.id].solved and not item.unsolvable for item in gradeable], dtype=bool
     )
     values = np.array([item.value for item in gradeable], dtype=np.float64)
-    best = oracle_value(costs, solved, values, budget)
-    reference = random_reference(costs, solved, values, budget, samples=samples, seed=seed)
-    limit = math.floor(budget)
-    ceiling = limit + 1
-    # Integral values sum exactly in float64 whatever the order; otherwise use fsum per plan.
-    exact_sums = bool(np.all(values == np.floor(values))) and float(np.abs(values).sum()) < 2**52
+    return costs, solved, values
 
+
+def _plan_rows(
+    plans: Sequence[Plan], index: Mapping[str, int], n: int, ceiling: int
+) -> tuple[list[list[PlanEntry] | None], np.ndarray, np.ndarray]:
+    """Per plan: its gradeable entries (None when an id repeats), and the matrices of item
+    positions (-1 past the end) and allocations (``n`` gradeable items)."""
     rows: list[list[PlanEntry] | None] = []
     order = np.full((len(plans), n), -1, dtype=np.int64)
     alloc = np.zeros((len(plans), n), dtype=np.int64)
@@ -61,7 +52,29 @@ def score_plans(
         order[row, :k] = positions
         # A_i > B charges as B + 1: it stops regime E either way (see clamp_allocations).
         alloc[row, :k] = [min(entry.tokens, ceiling) for entry in kept]
+    return rows, order, alloc
 
+
+def score_plans(
+    plans: Sequence[Plan],
+    items: Sequence[Item],
+    baselines: Mapping[str, Baseline],
+    budget: int,
+    *,
+    seed: int,
+    samples: int = 1000,
+) -> list[TriageScores]:
+    """:func:`~pytest_budget.triage.evaluate.score_plan` for every plan (same pool, same
+    budget, same seed), in order."""
+    gradeable = [item for item in items if item.id in baselines]
+    index = {item.id: i for i, item in enumerate(gradeable)}
+    costs, solved, values = _item_arrays(gradeable, baselines)
+    best = oracle_value(costs, solved, values, budget)
+    reference = random_reference(costs, solved, values, budget, samples=samples, seed=seed)
+    limit = math.floor(budget)
+    # Integral values sum exactly in float64 whatever the order; otherwise use fsum per plan.
+    exact_sums = bool(np.all(values == np.floor(values))) and float(np.abs(values).sum()) < 2**52
+    rows, order, alloc = _plan_rows(plans, index, len(gradeable), limit + 1)
     real = order >= 0
     safe = np.where(real, order, 0)
     cost_m = np.where(real, costs[safe], 0)
@@ -80,7 +93,6 @@ def score_plans(
     n_u, n_e = runs_u.sum(axis=1), runs_e.sum(axis=1)
     spent_u_all = np.where(n_u > 0, np.cumsum(cost_m, axis=1)[at, np.maximum(n_u - 1, 0)], 0)
     spent_e_all = np.where(n_e > 0, np.cumsum(alloc, axis=1)[at, np.maximum(n_e - 1, 0)], 0)
-
     anything_solved = bool(solved.any())
     ids = [item.id for item in gradeable]
     # Row-wise work on Python lists: cheaper than numpy indexing for rows of <= 30 items.
