@@ -23,7 +23,6 @@ KEPT: dict[str, str] = {
 
 #: Functions over the limit that still wait for their split (issue 35, must-have 6).
 WAITING: set[str] = {
-    "pytest_budget/planning/metrics.py::_score_episode",
     "pytest_budget/triage/intervals.py::resampled_scores",
     "suites/test_awareness.py::test_awareness",
     "suites/test_planning.py::test_planning",

@@ -92,7 +92,7 @@ from pytest_budget.planning.code_metrics import (
     score_sums,
 )
 from pytest_budget.planning.levenshtein import edit_distance, segmented_edit_distance
-from pytest_budget.planning.records import EpisodeRecord, Segment
+from pytest_budget.planning.records import EpisodeRecord, Segment, ToolCallRecord
 
 __all__ = [
     "EpisodeScore",
@@ -196,13 +196,15 @@ def score_episode(episode: EpisodeRecord, *, require_all_blocks: bool = True) ->
     return score
 
 
-def _score_episode(episode: EpisodeRecord, require_all_blocks: bool) -> EpisodeScore:
+def _tally(calls: Sequence[ToolCallRecord]) -> tuple[list[str], int, int, dict[str, int]]:
+    """The successful calls' path, their cost in cents (all, and without repeated or
+    after-goal calls), and the counts of each kind of failed or wasted call."""
     path: list[str] = []
     cents = clean_cents = 0
     invalid = repeated = extra = wrong = inaccessible = unknown = bad_id = 0
     banned = banned_retry = 0
     banned_names: set[str] = set()
-    for call in episode.calls:
+    for call in calls:
         if call.repeated:
             repeated += 1
         if call.after_goal:
@@ -231,7 +233,26 @@ def _score_episode(episode: EpisodeRecord, require_all_blocks: bool) -> EpisodeS
             unknown += 1
         elif kind == "bad_id":
             bad_id += 1
+    return (
+        path,
+        cents,
+        clean_cents,
+        {
+            "invalid_calls": invalid,
+            "repeated_calls": repeated,
+            "extra_calls": extra,
+            "wrong_parameter_calls": wrong,
+            "inaccessible_calls": inaccessible,
+            "unknown_tool_calls": unknown,
+            "bad_id_calls": bad_id,
+            "banned_calls": banned,
+            "banned_retry_calls": banned_retry,
+        },
+    )
 
+
+def _score_episode(episode: EpisodeRecord, require_all_blocks: bool) -> EpisodeScore:
+    path, cents, clean_cents, calls = _tally(episode.calls)
     counted = not (require_all_blocks and _underblocked(episode))
     exclusion = _exclusion(episode, require_all_blocks)
     answer_correct = (
@@ -273,15 +294,7 @@ def _score_episode(episode: EpisodeRecord, require_all_blocks: bool) -> EpisodeS
         intent_hit=intent_hit,
         answer_correct=answer_correct,
         total_calls=len(episode.calls),
-        invalid_calls=invalid,
-        repeated_calls=repeated,
-        extra_calls=extra,
-        wrong_parameter_calls=wrong,
-        inaccessible_calls=inaccessible,
-        unknown_tool_calls=unknown,
-        bad_id_calls=bad_id,
-        banned_calls=banned,
-        banned_retry_calls=banned_retry,
+        **calls,
     )
 
 
