@@ -16,18 +16,18 @@ included, is the agent's error for that one item.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 import os
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import anyio
 import anyio.to_thread
 
 from pytest_budget.agent_log import agent_timeout, collect_agent_errors, log_agent_error
+from pytest_budget.concurrency import acquire
 from pytest_budget.replies import reply_problem, safe_repr
 from pytest_budget.written import count_reply
 
@@ -54,14 +54,11 @@ __all__ = [
     "SupportsModelDump",
     "ToolAgent",
     "ToolAgentReply",
-    "acquire",
     "agent_name",
     "agent_traceback",
     "call_role",
     "collect_agent_errors",
-    "for_each_bounded",
     "role_callable",
-    "run_blocking",
 ]
 
 
@@ -333,79 +330,15 @@ async def _call(
         raise error from exc
 
 
-async def acquire(limiter: anyio.CapacityLimiter) -> None:
-    """Take a token of ``limiter``, yielding to the event loop only when none is free.
-
-    ``async with limiter`` always yields once, even when a token is free; at tens of calls
-    in flight each yield sends the call to the back of the loop's queue, which stretches
-    every burst of answers.  Release with ``limiter.release()``.
-    """
-    try:
-        limiter.acquire_nowait()
-    except anyio.WouldBlock:
-        await limiter.acquire()
-
-
-async def for_each_bounded(
-    count: int,
-    work: Callable[[int], Awaitable[None]],
-    limiter: anyio.CapacityLimiter | None = None,
-) -> None:
-    """Await ``work(0)`` .. ``work(count - 1)`` concurrently, started in index order.
-
-    No more tasks run than ``limiter`` admits at once (all of them without one): each task
-    takes the next index when it is free.  One task per item would spend tens of
-    microseconds each on items parked behind the limiter, before the first call goes out;
-    a pool of workers does that work while earlier calls wait on the network.
-    """
-    tokens = limiter.total_tokens if limiter is not None else float("inf")
-    workers = count if tokens == float("inf") else min(count, max(1, int(tokens)))
-    indices = iter(range(count))
-
-    async def worker() -> None:
-        for index in indices:  # shared: each index is taken by exactly one worker
-            await work(index)
-
-    async with anyio.create_task_group() as group:
-        for _ in range(workers):
-            group.start_soon(worker)
-
-
 async def _await(result: Awaitable[Any]) -> Any:
     return await result
 
 
-T = TypeVar("T")
+def __getattr__(name: str) -> Any:
+    # Old path of run_blocking (now beside the worker loop it runs on): imported on use, so
+    # the role code does not import the model layer.
+    if name == "run_blocking":
+        from pytest_budget.models.loop import run_blocking
 
-
-def run_blocking(func: Callable[[], Awaitable[T]]) -> T:
-    """Run ``func()`` to completion from synchronous code, on the process's worker loop.
-
-    Every cell's work runs on that one loop (:mod:`pytest_budget.models.loop`), whatever
-    loop the caller runs: a sync helper called from an ``async def`` test (pytest-asyncio or
-    anyio) blocks until the work is done, and the caller's context (output limit, meter)
-    goes with it.  Called from a task of the worker loop itself (which must not block), the
-    work runs in a loop of its own thread instead.
-    """
-    from pytest_budget.models.loop import on_worker_loop, run_on_worker_loop
-
-    if not on_worker_loop():
-        return run_on_worker_loop(func)
-    import threading
-
-    box: list[Any] = []
-    context = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            box.append((True, context.run(anyio.run, func)))
-        except BaseException as exc:
-            box.append((False, exc))
-
-    thread = threading.Thread(target=target, name="pytest-budget-nested-loop", daemon=True)
-    thread.start()
-    thread.join()
-    ok, value = box[0]
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
+        return run_blocking
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
