@@ -187,7 +187,8 @@ def test_the_fourth_suites_role_needs_no_shared_change(toy_project: pytest.Pytes
     suite.write_text(
         text.replace(
             "    reference_agents={\n",
-            '    reference_agents={\n        "says-three": {"caller": lambda seed: lambda i, c: 3},\n',
+            "    reference_agents={\n"
+            '        "says-three": {"caller": lambda seed: lambda i, c: 3},\n',
         ),
         encoding="utf-8",
     )
