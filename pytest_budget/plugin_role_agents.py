@@ -137,9 +137,13 @@ def role_agent_for(
         if hooked is not None:
             return hooked
         if evaluated:
+            # A role with its own hook has its own fixture too; any other has the generic ones.
+            own = hasattr(config.hook, f"pytest_budget_{role}")
+            hook = f"pytest_budget_{role}" if own else "pytest_budget_agent"
+            fixture = f"budget_{role}" if own else "budget_role_agent"
             pytest.fail(
-                f"--budget-agent=user but no pytest_budget_{role} hook returned an agent; "
-                f"implement the hook in your conftest or override the budget_{role} fixture",
+                f"--budget-agent=user but no {hook} hook returned an agent for {role}; "
+                f"implement the hook in your conftest or override the {fixture} fixture",
                 pytrace=False,
             )
     elif not evaluated and hooked is not None:

@@ -25,6 +25,7 @@ PLUGIN_FACING = {
     "pytest_budget.interrupt",  # the xdist worker's Ctrl-C hook
     "pytest_budget.forecast_suites",  # prints the forecast and exits/refuses via pytest
     "pytest_budget.plugin_markdown",  # writes the Markdown summary from pytest's hooks
+    "pytest_budget.plugin_role_agents",  # which agent fills a role (fails the test via pytest)
 }
 
 

@@ -36,6 +36,7 @@ PLUGIN_LAYER_PREFIXES = (
     "pytest_budget.plugin_options",
     "pytest_budget.plugin_state",
     "pytest_budget.plugin_markdown",
+    "pytest_budget.plugin_role_agents",
     "pytest_budget.run_reporter",
     "pytest_budget.hookspecs",
     "pytest_budget.suite_hooks",
