@@ -21,9 +21,6 @@ __all__ = ["ActReply", "Actor", "EstimateReply", "Estimator"]
 #: An interval, interval map, ``impossible`` (:mod:`pytest_budget.awareness.answers`) or
 #: raw text.
 EstimateReply: TypeAlias = "Estimate | str"
-#: An :class:`~pytest_budget.awareness.rollouts.ActorReply`, a mapping with ``text`` and
-#: ``usage``, or raw text.
-ActReply: TypeAlias = "ActorReply | Mapping[str, Any] | str"
 
 
 @runtime_checkable
@@ -31,6 +28,11 @@ class Estimator(Protocol):
     """Answers an awareness probe with an interval, ``impossible`` or raw text."""
 
     def estimate(self, probe: Probe) -> EstimateReply | Awaitable[EstimateReply]: ...
+
+
+#: An :class:`~pytest_budget.awareness.rollouts.ActorReply`, a mapping with ``text`` and
+#: ``usage``, or raw text.
+ActReply: TypeAlias = "ActorReply | Mapping[str, Any] | str"
 
 
 @runtime_checkable
