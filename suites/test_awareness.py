@@ -111,10 +111,10 @@ def _context(
     }
     if (
         cell.env.startswith("warehouse")
-        and options.of(AwarenessOptions).warehouse_demand
+        and (demand := options.of(AwarenessOptions).warehouse_demand)
         and actor is not None
     ):
-        context["warehouse_demand"] = file_digest(options.of(AwarenessOptions).warehouse_demand)
+        context["warehouse_demand"] = file_digest(demand)
     return context
 
 
@@ -184,6 +184,8 @@ def _run_sequential(
 ) -> AwarenessOutcome:
     """The cell's probes batch by batch after the first, deciding after each; the outcome
     of the probes asked."""
+    from functools import partial
+
     from pytest_budget.models.loop import run_on_worker_loop
 
     asked = _asked(rollouts)
@@ -193,7 +195,7 @@ def _run_sequential(
     for index, (lo, hi) in enumerate(plan.batches()):
         if index > 0:
             batch = asked[lo:hi]
-            part = run_on_worker_loop(lambda b=batch: _ask(rollouts, b, estimator, options))
+            part = run_on_worker_loop(partial(_ask, rollouts, batch, estimator, options))
             results += part.results
             outcome = awareness_outcome(first.estimator, results, list(rollouts), dimensions)
         if outcome.outcome == "error":
