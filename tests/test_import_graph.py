@@ -130,6 +130,8 @@ def test_the_circles_fixed_in_issue_22_stay_fixed() -> None:
     assert "pytest_budget.html.page" not in graph["pytest_budget.html.compare_page"]
     assert "pytest_budget.triage.domains" not in graph["pytest_budget.triage.arithmetic"]
     assert "pytest_budget.triage.domains" not in graph["pytest_budget.triage.puzzles"]
+    # issue 35: the Probe-taking functions live in probes (TYPE_CHECKING imports count)
+    assert "pytest_budget.awareness.probes" not in graph["pytest_budget.awareness.dialogue"]
 
 
 SUITE_PACKAGES = ("pytest_budget.triage", "pytest_budget.awareness", "pytest_budget.planning")
