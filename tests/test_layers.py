@@ -42,7 +42,7 @@ LAYERS: tuple[Layer, ...] = (
         "_core/",
         _names(
             "agent_log budget files fingerprint lazy_exports metric_spec option_checks"
-            " records redact replies roles samples sizes"
+            " page_parts record_json records redact replies roles samples sizes"
             " suite_registry textscan tokens written"
         ),
         False,
@@ -111,24 +111,12 @@ KNOWN_UPWARD: frozenset[str] = frozenset(
         "pytest_budget.roles -> pytest_budget.triage.types",
         # run_blocking (moves to models/loop.py)
         "pytest_budget.roles -> pytest_budget.models.loop",
-        # the registry's page types and gated metrics (page_parts, metric_spec)
-        "pytest_budget.suite_registry -> pytest_budget.gating",
-        "pytest_budget.suite_registry -> pytest_budget.html.figures",
-        "pytest_budget.suite_registry -> pytest_budget.html.tables",
     }
 )
 
 # Import circles left to cut (TYPE_CHECKING imports count).  Shrinking only.
 KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset(
     {
-        frozenset(
-            {
-                "pytest_budget.html.figures",
-                "pytest_budget.html.tables",
-                "pytest_budget.records",
-                "pytest_budget.suite_registry",
-            }
-        ),
         frozenset({"pytest_budget.planning.episode", "pytest_budget.roles"}),
     }
 )
