@@ -100,8 +100,7 @@ LAYERS: tuple[Layer, ...] = (
 # cut is removed from here (the test fails until it is), a new one is never added.
 KNOWN_UPWARD: frozenset[str] = frozenset(
     {
-        # the adapter's two (issue 35 plan §3: cell_probes; _plugin/role_agents.py)
-        "pytest_budget.fixtures.awareness_forecast -> pytest_budget.suites.test_awareness",
+        # the adapter's (issue 35 plan §3: _plugin/role_agents.py)
         "pytest_budget.forecast_suites -> pytest_budget.fixtures.core",
         # roles' Protocols name the suites' types (they move to the suites, plan §4)
         "pytest_budget.roles -> pytest_budget.awareness.answers",
