@@ -528,7 +528,7 @@ def _record_crashed_cell(
     import pytest_budget.suites as suites_package
     from pytest_budget.crashed import error_cell, mark_crashed
     from pytest_budget.plugin_state import CELL_KEY
-    from pytest_budget.records import cell_from_json, cell_to_json
+    from pytest_budget.record_json import cell_from_json, cell_to_json
 
     excinfo = call.excinfo
     reason = excinfo.exconly().splitlines()[0][:500] if excinfo is not None else "failed"

@@ -239,13 +239,3 @@ async def _call(
 
 async def _await(result: Awaitable[Any]) -> Any:
     return await result
-
-
-def __getattr__(name: str) -> Any:
-    # Old path of run_blocking (now beside the worker loop it runs on): imported on use, so
-    # the role code does not import the model layer.
-    if name == "run_blocking":
-        from pytest_budget.models.loop import run_blocking
-
-        return run_blocking
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
-    from pytest_budget.gating import MetricSpec
-    from pytest_budget.html.figures import Chart
-    from pytest_budget.html.tables import Column
+    from pytest_budget.metric_spec import MetricSpec
+    from pytest_budget.page_parts import Chart, Column
     from pytest_budget.records import CellRecord
 
 __all__ = [
