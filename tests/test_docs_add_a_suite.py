@@ -223,3 +223,31 @@ def test_the_fourth_suites_role_needs_no_shared_change(toy_project: pytest.Pytes
     reason = toy_project.run(sys.executable, "-c", script)
     assert reason.ret == 0, reason.stderr.str()
     assert "REASON returned int; expected 'H' or 'T'" in reason.stdout.lines
+
+
+def test_the_generic_hook_supplies_the_fourth_suites_agent(toy_project: pytest.Pytester) -> None:
+    """``--budget-agent=user`` takes the ``caller`` from ``pytest_budget_agent(config,
+    role)`` (the suite has no hook of its own); without an answer the cell fails naming
+    that hook."""
+    conftest = toy_project.path / "conftest.py"
+    base = conftest.read_text(encoding="utf-8")
+    conftest.write_text(
+        base + "\n\nclass Mine:\n"
+        "    def call(self, index, coin):\n"
+        "        return coin\n\n\n"
+        "def pytest_budget_agent(config, role):\n"
+        "    return Mine() if role == 'caller' else None\n",
+        encoding="utf-8",
+    )
+    args = ("--budget-suite=coins", "--budget-agent=user", "--snapshot-update")
+    result = toy_project.runpytest_subprocess(*args, "--budget-report=r.json")
+    result.assert_outcomes(passed=2)
+    report = json.loads((toy_project.path / "r.json").read_text(encoding="utf-8"))
+    scored = sorted((c["agent"], c["flips"], c["scores"]["accuracy"]) for c in report["cells"])
+    assert scored == [("user", 10, 1.0), ("user", 40, 1.0)]
+    conftest.write_text(base, encoding="utf-8")
+    missing = toy_project.runpytest_subprocess(*args)
+    missing.assert_outcomes(failed=2)
+    missing.stdout.fnmatch_lines(
+        ["*--budget-agent=user but no pytest_budget_agent hook returned an agent for caller*"]
+    )
