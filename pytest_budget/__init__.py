@@ -12,18 +12,13 @@ from pytest_budget.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from pytest_budget.agents import register_provider
+    from pytest_budget.awareness.roles import Actor, Estimator
     from pytest_budget.budget import Budget, BudgetExceeded, Meter, Usage
     from pytest_budget.gating import MetricSpec, Regression, compare
-    from pytest_budget.roles import (
-        Actor,
-        AgentError,
-        Estimator,
-        Planner,
-        Solver,
-        ToolAgent,
-        call_role,
-    )
+    from pytest_budget.planning.roles import ToolAgent
+    from pytest_budget.roles import AgentError, call_role
     from pytest_budget.tokens import count_tokens
+    from pytest_budget.triage.roles import Planner, Solver
 
 # Imported on first use (see pytest_budget.lazy_exports): the pytest plugin imports this
 # package in every pytest run of the environment, and an unrelated run must not pay for

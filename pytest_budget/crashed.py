@@ -14,7 +14,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_budget.records import CellRecord, cell_from_json, fitting_fields
+from pytest_budget.record_json import cell_from_json, fitting_fields
+from pytest_budget.records import CellRecord
 from pytest_budget.redact import redact_text
 from pytest_budget.suite_registry import cell_kind, kind_of_test_file
 

@@ -12,11 +12,12 @@ How the figures are made (the same rules are printed and written to the report):
   **worst case** pads it by :data:`PROMPT_PAD` (the runtime's spend-cap reservation uses the
   same pad).
 * **Output tokens, worst case**: every call writes its whole ``max_tokens`` cap.
-  **Expected**: :data:`EXPECTED_OUTPUT_TOKENS` per role (a documented typical reply length,
-  never more than the cap).
+  **Expected**: each role's declared ``output_tokens``
+  (:class:`~pytest_budget.suite_registry.Role`: a typical reply length, never more than
+  the cap).
 * **Multi-turn roles** (the planning tool agent, an awareness actor) cannot know their
   turns in advance: the worst case runs every episode to its turn cap, the expected case to
-  :data:`EXPECTED_TURNS`; every turn re-sends the conversation so far, which grows by the
+  the role's declared ``turns``; every turn re-sends the conversation so far, which grows by the
   turn's output plus :data:`TOOL_RESULT_TOKENS` of tool result or observation.  An awareness
   actor that is a model is estimated from the reference actor's rollouts of the same
   environment (their turns and observations; the estimator's probes likewise), with every
@@ -39,15 +40,16 @@ from typing import Any
 
 from pytest_budget.models.prices import PriceTable
 from pytest_budget.models.usage import TokenUsage
+from pytest_budget.suite_registry import role as registered_role
 from pytest_budget.tokens import count_tokens
 
 __all__ = [
-    "EXPECTED_OUTPUT_TOKENS",
-    "EXPECTED_TURNS",
     "PROMPT_PAD",
     "TOOL_RESULT_TOKENS",
     "Forecast",
     "RoleForecast",
+    "expected_output_tokens",
+    "expected_turns",
     "multi_turn_tokens",
     "prompt_tokens",
 ]
@@ -55,19 +57,21 @@ __all__ = [
 #: Worst-case padding of reference-token prompt counts (as the runtime's reservations).
 PROMPT_PAD = 1.5
 
-#: Expected reply length per role, in tokens (a typical reply: a JSON plan, one worked
-#: solution, one interval with a short reasoning, one move or one tool call).
-EXPECTED_OUTPUT_TOKENS: dict[str, int] = {
-    "planner": 400,
-    "solver": 600,
-    "estimator": 150,
-    "actor": 150,
-    "online_actor": 150,
-    "tool_agent": 250,
-}
 
-#: Expected turns of one multi-turn episode (planning: a few tool calls and the answer).
-EXPECTED_TURNS: dict[str, int] = {"tool_agent": 6, "actor": 10, "online_actor": 10}
+def expected_output_tokens(role: str, cap: int) -> int:
+    """The expected reply length of ``role`` (its declared ``output_tokens``), at most ``cap``."""
+    declared = registered_role(role)
+    typical = declared.output_tokens if declared is not None else None
+    return min(cap, cap if typical is None else typical)
+
+
+def expected_turns(role: str, max_turns: int) -> int:
+    """The expected turns of one episode of ``role`` (its declared ``turns``), at most
+    ``max_turns``."""
+    declared = registered_role(role)
+    typical = declared.turns if declared is not None else None
+    return min(max_turns, max_turns if typical is None else typical)
+
 
 #: Tokens a tool result or a new observation adds to the conversation per turn.
 TOOL_RESULT_TOKENS = 200
@@ -132,14 +136,14 @@ class RoleForecast:
         self.calls_worst += 1
         self.input_tokens += prompt
         self.input_worst += math.ceil(prompt * PROMPT_PAD)
-        self.output_tokens += min(cap, EXPECTED_OUTPUT_TOKENS.get(self.role, cap))
+        self.output_tokens += expected_output_tokens(self.role, cap)
         self.output_worst += cap
 
     def add_episode(self, first_prompt: int, cap: int, max_turns: int) -> None:
         """One multi-turn episode (see the module doc for the assumptions)."""
         self.exact = False
-        expected_out = min(cap, EXPECTED_OUTPUT_TOKENS.get(self.role, cap))
-        turns = min(max_turns, EXPECTED_TURNS.get(self.role, max_turns))
+        expected_out = expected_output_tokens(self.role, cap)
+        turns = expected_turns(self.role, max_turns)
         self.calls += turns
         self.calls_worst += max_turns
         self.input_tokens += multi_turn_tokens(
@@ -161,7 +165,7 @@ class RoleForecast:
         self.calls_worst += worst_calls
         self.input_tokens += sum(prompts)
         self.input_worst += math.ceil(worst_calls * max(prompts, default=0) * PROMPT_PAD)
-        self.output_tokens += len(prompts) * min(cap, EXPECTED_OUTPUT_TOKENS.get(self.role, cap))
+        self.output_tokens += len(prompts) * expected_output_tokens(self.role, cap)
         self.output_worst += worst_calls * cap
 
     def usd(self, prices: PriceTable) -> tuple[float | None, float | None]:

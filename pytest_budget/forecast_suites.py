@@ -134,7 +134,7 @@ class ForecastRows:
 
 def agent_names(config: pytest.Config, state: BudgetSession, suite: str, role: str) -> list[str]:
     from pytest_budget.agents import USER_AGENT, default_agents
-    from pytest_budget.fixtures.core import hook_agent
+    from pytest_budget.plugin_role_agents import hook_agent
 
     options = state.options
     if options.agents_explicit:
@@ -146,7 +146,7 @@ def agent_names(config: pytest.Config, state: BudgetSession, suite: str, role: s
 
 def role_agent(config: pytest.Config, state: BudgetSession, name: str, role: str) -> Any:
     """The agent a cell of ``name`` uses for ``role`` (None when it has none)."""
-    from pytest_budget.fixtures.core import role_agent_for
+    from pytest_budget.plugin_role_agents import role_agent_for
 
     try:
         return role_agent_for(config, state.options, name, role, state.options.seed)

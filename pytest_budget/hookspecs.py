@@ -114,3 +114,17 @@ def pytest_budget_online_actor(config: pytest.Config) -> Any | None:
         def pytest_budget_online_actor(config):
             return MyOnlineActor()
     """
+
+
+@hookspec(firstresult=True)
+def pytest_budget_agent(config: pytest.Config, role: str) -> Any | None:
+    """Return the agent for ``role``, any registered suite's role, or None.
+
+    Asked when the role's own hook above does not answer (a suite registered from a
+    conftest has no hook of its own): the one face for every role.  Example::
+
+        def pytest_budget_agent(config, role):
+            if role == "roller":
+                return MyRoller()
+            return None
+    """

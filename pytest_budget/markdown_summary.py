@@ -27,7 +27,8 @@ from pytest_budget.frontier import (
     frontier_rows,
     frontiers,
 )
-from pytest_budget.records import CellRecord, as_record
+from pytest_budget.record_json import as_record
+from pytest_budget.records import CellRecord
 
 __all__ = ["code", "escape_cell", "fenced", "render_markdown"]
 

@@ -30,11 +30,11 @@ from pytest_budget.option_checks import (
 )
 from pytest_budget.replies import DEFAULT_MAX_OUTPUT_CHARS
 from pytest_budget.shard import Shard, ShardSpecError, parse_shard
+from pytest_budget.suite_registry import registered_roles
 
 __all__ = [
     "DEFAULT_SEED",
     "RECORD_MODES",
-    "ROLE_NAMES",
     "BudgetOptions",
     "OptionError",
     "parse_float_list",
@@ -54,8 +54,6 @@ GATE_MODES = ("tolerance", "ci", "overlap", "paired", "off")
 RECORD_MODES = ("none", "once", "new", "all")
 #: Retries of a transient model-call failure after the first attempt.
 DEFAULT_RETRIES = 5
-#: Roles whose agent may be named per role in ini ``budget_role_agents``.
-ROLE_NAMES = ("planner", "solver", "estimator", "actor", "tool_agent")
 #: Seconds one agent call may take by default: above a model call's whole retry budget
 #: (``--budget-retry-max-s``, 300) plus one more attempt, so only a hung agent reaches it.
 DEFAULT_AGENT_TIMEOUT = 900.0
@@ -504,15 +502,16 @@ def _role_agents(lines: Any) -> dict[str, str]:
     from pytest_budget.agents import UnknownAgentError, normalize_agent_name, validate_agent_name
 
     role_agents: dict[str, str] = {}
+    role_names = tuple(registered_roles())  # every registered suite's roles
     for line in lines or ():
         text = str(line).strip()
         if not text or text.startswith("#"):
             continue
         role, sep, name = (part.strip() for part in text.partition("="))
-        if not sep or role not in ROLE_NAMES or not name:
+        if not sep or role not in role_names or not name:
             raise OptionError(
                 f"budget_role_agents (ini): {text!r} is not 'ROLE = AGENT' with ROLE one of "
-                f"{', '.join(ROLE_NAMES)}, e.g. 'solver = openai:gpt-4o-mini'"
+                f"{', '.join(role_names)}, e.g. 'solver = openai:gpt-4o-mini'"
             )
         if name != "reference":  # the role's built-in agent
             try:

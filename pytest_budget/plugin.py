@@ -41,7 +41,8 @@ BUDGET_FIXTURES = frozenset(
         "budget_session_state", "budget_options", "budget_seed", "budget_agent",
         "budget_planner", "budget_solver", "budget_estimator", "budget_actor",
         "budget_tool_agent", "budget_online_actor", "budget_cap", "budget_meter",
-        "budget_snapshot", "budget_record", "_budget_spend_guard", "_budget_own_planner",
+        "budget_snapshot", "budget_record", "budget_role_agent", "_budget_spend_guard",
+        "_budget_own_planner",
         "_budget_own_solver", "_budget_own_estimator", "_budget_own_actor",
         "_budget_own_tool_agent", "_budget_own_online_actor", "triage_ground_truth",
         "triage_pools", "awareness_search_url", "awareness_rollouts", "planning_queries",
@@ -527,7 +528,7 @@ def _record_crashed_cell(
     import pytest_budget.suites as suites_package
     from pytest_budget.crashed import error_cell, mark_crashed
     from pytest_budget.plugin_state import CELL_KEY
-    from pytest_budget.records import cell_from_json, cell_to_json
+    from pytest_budget.record_json import cell_from_json, cell_to_json
 
     excinfo = call.excinfo
     reason = excinfo.exconly().splitlines()[0][:500] if excinfo is not None else "failed"

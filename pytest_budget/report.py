@@ -2,7 +2,7 @@
 
 Cells are typed records (:mod:`pytest_budget.records`), kept in a stable order so the same
 seed writes the same ``cells`` array with or without ``-n``; the document holds them as
-records, :func:`write_report` writes them with :func:`~pytest_budget.records.cell_to_json`
+records, :func:`write_report` writes them with :func:`~pytest_budget.record_json.cell_to_json`
 and :func:`load_report` reads them back into their types.
 """
 
@@ -22,14 +22,8 @@ from typing import Any
 
 from pytest_budget._version import __version__
 from pytest_budget.files import write_atomic
-from pytest_budget.records import (
-    REPORT_SCHEMA_VERSION,
-    CellRecord,
-    RecordError,
-    as_record,
-    cell_from_json,
-    cell_to_json,
-)
+from pytest_budget.record_json import as_record, cell_from_json, cell_to_json
+from pytest_budget.records import REPORT_SCHEMA_VERSION, CellRecord, RecordError
 from pytest_budget.report_pool import PoolError, decode_pool
 from pytest_budget.report_pool import encode as encode_pool
 

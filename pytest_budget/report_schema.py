@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_budget.files import write_atomic
-from pytest_budget.records import CellRecord, UserCell, field_hints, record_fields
+from pytest_budget.record_json import field_hints
+from pytest_budget.records import CellRecord, UserCell, record_fields
 from pytest_budget.suite_registry import cell_kinds
 
 __all__ = ["cell_schema", "main", "record_schema", "record_types", "with_cell_schema"]

@@ -1,7 +1,9 @@
-"""Agent roles and the one way the suites call them.
+"""The one way the suites call an agent in a role.
 
-A role is a small :class:`typing.Protocol`.  Any object with the role's method, or a plain
-callable, fills the role; the method may be sync or async.  Sync callables run in a
+A suite declares its roles in the registry (:class:`~pytest_budget.suite_registry.Role`:
+its name, the method called on an agent, what it may answer) and their Protocols in its
+own package; this module names no suite and no role.  Any object with the role's method,
+or a plain callable, fills the role; the method may be sync or async.  Sync callables run in a
 worker thread (anyio) so a slow agent never blocks the event loop, and every call goes
 through :func:`call_role`, which bounds concurrency and turns an agent's exception into
 an :class:`AgentError` carrying a one-line reason (and the agent's own traceback) instead
@@ -16,136 +18,31 @@ included, is the agent's error for that one item.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 import os
 import traceback
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from pytest_budget.agent_log import agent_timeout, collect_agent_errors, log_agent_error
+from pytest_budget.concurrency import acquire
 from pytest_budget.replies import reply_problem, safe_repr
+from pytest_budget.suite_registry import role as registered_role
 from pytest_budget.written import count_reply
 
-if TYPE_CHECKING:
-    # Types only: the role layer must not import the suites at run time.
-    from pytest_budget.awareness.answers import Estimate
-    from pytest_budget.awareness.probes import Probe
-    from pytest_budget.awareness.rollouts import ActorObservation, ActorReply
-    from pytest_budget.planning.episode import ToolAgentObservation
-    from pytest_budget.triage.types import Plan, PlanRequest, Problem, Solution
-
 __all__ = [
-    "ROLE_METHODS",
-    "ActReply",
-    "Actor",
     "AgentError",
-    "EstimateReply",
-    "Estimator",
     "InvalidOutput",
-    "PlanReply",
-    "Planner",
-    "SolveReply",
-    "Solver",
-    "SupportsModelDump",
-    "ToolAgent",
-    "ToolAgentReply",
-    "acquire",
     "agent_name",
     "agent_traceback",
     "call_role",
     "collect_agent_errors",
-    "for_each_bounded",
     "role_callable",
-    "run_blocking",
 ]
-
-
-class SupportsModelDump(Protocol):
-    """An SDK reply object (pydantic): its ``model_dump()`` has the OpenAI wire layout."""
-
-    def model_dump(self) -> Any: ...
-
-
-# What each role may answer (the suites parse all of these; raw LLM text always works).
-# A role method may be ``async``: it then returns an awaitable of the same.
-#: A :class:`~pytest_budget.triage.Plan`, ``{"plan": [{"id": ..., "tokens": ...}]}``, a
-#: list of such entries, or raw text.
-PlanReply: TypeAlias = "Plan | Mapping[str, Any] | Sequence[Any] | str"
-#: A :class:`~pytest_budget.triage.Solution`, a mapping with ``text``/``tokens``/``answer``,
-#: or raw text.
-SolveReply: TypeAlias = "Solution | Mapping[str, Any] | str"
-#: An interval, interval map, ``impossible`` (:mod:`pytest_budget.awareness.answers`) or
-#: raw text.
-EstimateReply: TypeAlias = "Estimate | str"
-#: An :class:`~pytest_budget.awareness.rollouts.ActorReply`, a mapping with ``text`` and
-#: ``usage``, or raw text.
-ActReply: TypeAlias = "ActorReply | Mapping[str, Any] | str"
-#: An OpenAI-style message (or whole completion) as a mapping, an SDK object, or raw text.
-ToolAgentReply: TypeAlias = "Mapping[str, Any] | SupportsModelDump | str"
-
-
-@runtime_checkable
-class Planner(Protocol):
-    """Triage planner: returns an ordered plan with per-item token allocations.
-
-    May return a :class:`~pytest_budget.triage.Plan`, a mapping like
-    ``{"plan": [{"id": "p1", "tokens": 300}]}``, or the raw text an LLM would write.
-    """
-
-    def plan(self, request: PlanRequest) -> PlanReply | Awaitable[PlanReply]: ...
-
-
-@runtime_checkable
-class Solver(Protocol):
-    """Solves one problem, optionally under a hard output-token cap.
-
-    Returns a :class:`~pytest_budget.triage.Solution`, a mapping with ``text``/``tokens``/
-    ``answer``, or raw text (tokens are then counted with the reference tokenizer).
-    """
-
-    def solve(
-        self, problem: Problem, max_tokens: int | None = None
-    ) -> SolveReply | Awaitable[SolveReply]: ...
-
-
-@runtime_checkable
-class Estimator(Protocol):
-    """Answers an awareness probe with an interval, ``impossible`` or raw text."""
-
-    def estimate(self, probe: Probe) -> EstimateReply | Awaitable[EstimateReply]: ...
-
-
-@runtime_checkable
-class Actor(Protocol):
-    """Acts in an environment: observation in, action (or raw text) out."""
-
-    def act(self, observation: ActorObservation) -> ActReply | Awaitable[ActReply]: ...
-
-
-@runtime_checkable
-class ToolAgent(Protocol):
-    """Multi-turn tool caller for the travel-planning environment."""
-
-    def act(
-        self, observation: ToolAgentObservation
-    ) -> ToolAgentReply | Awaitable[ToolAgentReply]: ...
-
-
-#: The method each role calls on an agent object.
-ROLE_METHODS: dict[str, str] = {
-    "planner": "plan",
-    "solver": "solve",
-    "estimator": "estimate",
-    "actor": "act",
-    "tool_agent": "act",
-    "online_actor": "act",  # act(observation, used, cap): awareness online mode
-    "online_estimator": "estimate",  # its two-call estimate: text, or a mapping with usage
-}
 
 
 class AgentError(Exception):
@@ -232,7 +129,14 @@ def agent_name(agent: object) -> str:
 
 def role_callable(agent: object, role: str) -> Callable[..., Any]:
     """The callable that fills ``role``: the role's method if present, else the agent itself."""
-    method_name = ROLE_METHODS[role]
+    declared = registered_role(role)
+    if declared is None:
+        raise AgentError(
+            role,
+            agent_name(agent),
+            f"no registered suite declares role {role!r}; register its suite first",
+        )
+    method_name = declared.method
     method = getattr(agent, method_name, None)
     if callable(method):
         return method  # type: ignore[no-any-return]
@@ -333,79 +237,5 @@ async def _call(
         raise error from exc
 
 
-async def acquire(limiter: anyio.CapacityLimiter) -> None:
-    """Take a token of ``limiter``, yielding to the event loop only when none is free.
-
-    ``async with limiter`` always yields once, even when a token is free; at tens of calls
-    in flight each yield sends the call to the back of the loop's queue, which stretches
-    every burst of answers.  Release with ``limiter.release()``.
-    """
-    try:
-        limiter.acquire_nowait()
-    except anyio.WouldBlock:
-        await limiter.acquire()
-
-
-async def for_each_bounded(
-    count: int,
-    work: Callable[[int], Awaitable[None]],
-    limiter: anyio.CapacityLimiter | None = None,
-) -> None:
-    """Await ``work(0)`` .. ``work(count - 1)`` concurrently, started in index order.
-
-    No more tasks run than ``limiter`` admits at once (all of them without one): each task
-    takes the next index when it is free.  One task per item would spend tens of
-    microseconds each on items parked behind the limiter, before the first call goes out;
-    a pool of workers does that work while earlier calls wait on the network.
-    """
-    tokens = limiter.total_tokens if limiter is not None else float("inf")
-    workers = count if tokens == float("inf") else min(count, max(1, int(tokens)))
-    indices = iter(range(count))
-
-    async def worker() -> None:
-        for index in indices:  # shared: each index is taken by exactly one worker
-            await work(index)
-
-    async with anyio.create_task_group() as group:
-        for _ in range(workers):
-            group.start_soon(worker)
-
-
 async def _await(result: Awaitable[Any]) -> Any:
     return await result
-
-
-T = TypeVar("T")
-
-
-def run_blocking(func: Callable[[], Awaitable[T]]) -> T:
-    """Run ``func()`` to completion from synchronous code, on the process's worker loop.
-
-    Every cell's work runs on that one loop (:mod:`pytest_budget.models.loop`), whatever
-    loop the caller runs: a sync helper called from an ``async def`` test (pytest-asyncio or
-    anyio) blocks until the work is done, and the caller's context (output limit, meter)
-    goes with it.  Called from a task of the worker loop itself (which must not block), the
-    work runs in a loop of its own thread instead.
-    """
-    from pytest_budget.models.loop import on_worker_loop, run_on_worker_loop
-
-    if not on_worker_loop():
-        return run_on_worker_loop(func)
-    import threading
-
-    box: list[Any] = []
-    context = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            box.append((True, context.run(anyio.run, func)))
-        except BaseException as exc:
-            box.append((False, exc))
-
-    thread = threading.Thread(target=target, name="pytest-budget-nested-loop", daemon=True)
-    thread.start()
-    thread.join()
-    ok, value = box[0]
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]

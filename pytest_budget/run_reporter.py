@@ -24,7 +24,7 @@ import pytest
 from pytest_budget.options import BudgetOptions
 from pytest_budget.plugin_models import RUNTIME_PAYLOAD_KEY, is_worker, preflight
 from pytest_budget.plugin_state import NO_BASELINE
-from pytest_budget.records import cell_from_json
+from pytest_budget.record_json import cell_from_json
 
 if TYPE_CHECKING:
     from pytest_budget.session import BudgetSession

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from pytest_budget.options import BudgetOptions
-from pytest_budget.records import CellRecord, as_record
+from pytest_budget.record_json import as_record
+from pytest_budget.records import CellRecord
 from pytest_budget.report import build_report, cell_sort_key, write_report
 from pytest_budget.suite_registry import suite_report_blocks
 from pytest_budget.summary_tables import tables

@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
-    from pytest_budget.gating import MetricSpec
-    from pytest_budget.html.figures import Chart
-    from pytest_budget.html.tables import Column
+    from pytest_budget.metric_spec import MetricSpec
+    from pytest_budget.page_parts import Chart, Column
     from pytest_budget.records import CellRecord
 
 __all__ = [
     "BUILTIN_SUITES",
     "CellKind",
     "ReplyRule",
+    "Role",
     "Suite",
     "SuiteError",
     "SuiteOptions",
@@ -38,7 +38,9 @@ __all__ = [
     "lazy",
     "reference_agent",
     "register_suite",
+    "registered_roles",
     "registered_suites",
+    "role",
     "suite_names",
     "suite_of_test_file",
 ]
@@ -149,6 +151,35 @@ class ReplyRule:
 
 
 @dataclass(frozen=True)
+class Role:
+    """An agent role a suite's cells ask for, as the shared layers see it.
+
+    The role's Protocol lives in the suite (``protocol`` names it); the call code
+    (:func:`pytest_budget.roles.call_role`), the option checks, the forecast and the
+    fixtures read the rest from here, so a new suite's role needs no shared change.
+    """
+
+    #: Its name: ``--budget-role-model`` key, report field, ``budget_role_agent(name)``.
+    name: str
+    #: The method called on an agent object that fills it (``plan``); a plain callable
+    #: is called itself.
+    method: str
+    #: Its Protocol, ``"package.module:Class"`` (for readers and isinstance checks).
+    protocol: str = ""
+    #: What its agents may answer (None: anything, only the size is checked).
+    reply: ReplyRule | None = None
+    #: Whether it is the role a cell evaluates (its agent axis), not a supporting one.
+    evaluated: bool = False
+    #: The built-in agent it falls back to when the named agent does not fill it
+    #: (triage's reference solver, awareness's reference actor): factory(seed).
+    fallback: Callable[[int], object] | None = None
+    #: Forecast: the expected reply length in tokens (None: the call's output cap).
+    output_tokens: int | None = None
+    #: Forecast: the expected turns of one multi-turn episode (None: its turn limit).
+    turns: int | None = None
+
+
+@dataclass(frozen=True)
 class SuiteOptions:
     """A suite's own options: how they are registered and read.
 
@@ -183,21 +214,16 @@ class Suite:
     fixture_modules: tuple[str, ...] = ()
     #: Gate rule when ``--budget-gate`` is not given.
     default_gate: str = "tolerance"
-    #: Agent roles its cells ask for (``planner``); the suite whose reference agents fill it.
-    roles: tuple[str, ...] = ()
+    #: Agent roles its cells ask for (a role name belongs to one suite).
+    roles: tuple[Role, ...] = ()
     #: Its reference agents: name -> role -> factory(seed).  A name several suites use
     #: (``oracle``) is one agent that fills each suite's role.
     reference_agents: Mapping[str, Mapping[str, Callable[[int], object]]] = field(
         default_factory=dict
     )
-    #: What its roles' agents may answer (role -> rule).
-    replies: Mapping[str, ReplyRule] = field(default_factory=dict)
     #: Its LLM adapters, read on first use: role -> adapter class (``provider:model``
     #: agents fill these roles; see :mod:`pytest_budget.llm_agents`).
     llm_roles: Callable[[], Mapping[str, type]] | None = None
-    #: The built-in agent a role falls back to when the named agent does not fill it
-    #: (triage's reference solver, awareness's reference actor): role -> factory(seed).
-    fallback_agents: Mapping[str, Callable[[int], object]] = field(default_factory=dict)
     #: Checks and loads the suite's input files once, before collection (user pools,
     #: query files): raises ``ValueError`` with a one-line message.
     prepare: Callable[[Any], None] | None = None
@@ -230,6 +256,8 @@ def bundled_cells_folder() -> Path:
 
 
 _REGISTERED: dict[str, Suite] = {}
+#: Every registered role: name -> (its suite, its declaration); read on every agent call.
+_ROLES: dict[str, tuple[str, Role]] = {}
 _LOADED = False
 
 
@@ -259,7 +287,17 @@ def register_suite(suite: Suite, parser: Any = None) -> Suite:
         owner = taken.get(kind.name)
         if owner is not None and owner != suite.name:
             raise SuiteError(f"cell kind {kind.name!r} belongs to suite {owner!r} already")
+    for declared in suite.roles:
+        known_role = _ROLES.get(declared.name)
+        if known_role is not None and known_role[0] != suite.name:
+            raise SuiteError(
+                f"role {declared.name!r} belongs to suite {known_role[0]!r} already; "
+                "give your suite's role another name"
+            )
+    if known is not None:
+        _forget_roles(known.name)
     _REGISTERED[suite.name] = suite
+    _ROLES.update({declared.name: (suite.name, declared) for declared in suite.roles})
     if parser is not None and suite.options is not None and known is None:
         suite.options.add(parser.getgroup("budget").addoption, parser.addini)
     return suite
@@ -268,6 +306,12 @@ def register_suite(suite: Suite, parser: Any = None) -> Suite:
 def unregister_suite(name: str) -> None:
     """Remove a suite registered with :func:`register_suite` (tests, notebooks)."""
     _REGISTERED.pop(name, None)
+    _forget_roles(name)
+
+
+def _forget_roles(suite: str) -> None:
+    for name in [name for name, (owner, _) in _ROLES.items() if owner == suite]:
+        del _ROLES[name]
 
 
 def registered_suites() -> dict[str, Suite]:
@@ -316,8 +360,23 @@ def kind_of_test_file(file_name: str) -> CellKind | None:
     return next((k for k in cell_kinds().values() if k.test_file == file_name), None)
 
 
-def suite_of_role(role: str) -> Suite | None:
-    return next((s for s in registered_suites().values() if role in s.roles), None)
+def role(name: str) -> Role | None:
+    """The role called ``name``, from the suite that declares it (None: no suite does)."""
+    _load_builtins()
+    found = _ROLES.get(name)
+    return found[1] if found is not None else None
+
+
+def registered_roles() -> dict[str, Role]:
+    """Every registered role by name, in suite then declaration order."""
+    _load_builtins()
+    return {name: declared for name, (_, declared) in _ROLES.items()}
+
+
+def suite_of_role(name: str) -> Suite | None:
+    _load_builtins()
+    found = _ROLES.get(name)
+    return _REGISTERED.get(found[0]) if found is not None else None
 
 
 def cell_module_paths(suites: Iterable[str], options: Any) -> list[Path]:
@@ -339,20 +398,16 @@ def reference_agent_roles() -> dict[str, dict[str, Callable[[int], object]]]:
     return merged
 
 
-def reply_rule(role: str) -> ReplyRule | None:
-    """The rule of ``role``'s answers, from the suite that declares it (None: no rule)."""
-    for suite in registered_suites().values():
-        if role in suite.replies:
-            return suite.replies[role]
-    return None
+def reply_rule(name: str) -> ReplyRule | None:
+    """The rule of role ``name``'s answers, from the suite that declares it (None: no rule)."""
+    declared = role(name)
+    return declared.reply if declared is not None else None
 
 
-def fallback_agent(role: str) -> Callable[[int], object] | None:
-    """The factory of the built-in agent ``role`` falls back to, if a suite declares one."""
-    for suite in registered_suites().values():
-        if role in suite.fallback_agents:
-            return suite.fallback_agents[role]
-    return None
+def fallback_agent(name: str) -> Callable[[int], object] | None:
+    """The factory of the built-in agent role ``name`` falls back to, if its suite has one."""
+    declared = role(name)
+    return declared.fallback if declared is not None else None
 
 
 def suite_report_blocks(cells: Sequence[Cell]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pytest_budget.awareness.answers import Interval, IntervalMap, Invalid
 from pytest_budget.awareness.evaluate import run_awareness_cell
 from pytest_budget.awareness.rollouts import Rollout, Turn
 from pytest_budget.models.client import ChatResult, ToolCall
+from pytest_budget.models.loop import run_blocking
 from pytest_budget.models.provider import build_chat_client, endpoint_settings
 from pytest_budget.models.recorder import CallRecorder, request_key, scrub_result
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
@@ -27,13 +28,7 @@ from pytest_budget.options import OptionError, parse_options
 from pytest_budget.planning.episode import run_episode
 from pytest_budget.planning.queries import generate_queries
 from pytest_budget.replies import output_limit, reply_problem, safe_repr
-from pytest_budget.roles import (
-    AgentError,
-    InvalidOutput,
-    call_role,
-    collect_agent_errors,
-    run_blocking,
-)
+from pytest_budget.roles import AgentError, InvalidOutput, call_role, collect_agent_errors
 
 
 class RaisingRepr:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,10 @@ from pytest_budget.awareness.dialogue import (
     ESTIMATION_SYSTEM,
     NO_TEXT,
     WAREHOUSE_ESTIMATION_SYSTEM,
-    estimator_prompt_tokens,
     turn_tokens,
 )
 from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
-from pytest_budget.awareness.probes import Probe, make_probes
+from pytest_budget.awareness.probes import Probe, estimator_prompt_tokens, make_probes
 from pytest_budget.awareness.prompts import actor_system
 from pytest_budget.awareness.rollouts import ActorObservation, Rollout, Turn
 from pytest_budget.awareness.sokoban_env import SOKOBAN_PRESETS, generate_puzzles, run_rollout
@@ -257,3 +257,34 @@ def test_counted_estimator_prompts_equal_the_built_ones(
     # Out of turn order and with repeats: the prefix sums must not depend on the order.
     mixed = [*probes[::-1], *probes[::3], own, steps]
     assert estimator_prompt_tokens(mixed) == [_built_count(probe) for probe in mixed]
+
+
+def _chat_digest(probes: list[Probe]) -> str:
+    chats = [[dict(message) for message in probe.messages] for probe in probes]
+    text = json.dumps(chats, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_the_estimators_chats_are_pinned(warehouse_rollouts: list[Rollout]) -> None:
+    """Byte-equal chats on fixed seeds: moving the Probe-taking functions from dialogue.py to
+    probes.py (issue 35, circle 1) changed no prompt text.  The digest was taken on main
+    (8d4661f) before the move; a deliberate prompt change updates it (and says so in
+    docs/reference/scores-changed.md)."""
+    sokoban = anyio.run(
+        lambda: generate_env_rollouts("sokoban-6x6", 2, seed=7, actor=ReferenceActor(7))
+    )
+    swe = bundled_swe_rollouts()[:3]
+    own = _own_token_probe()
+    steps = Probe("s-1", "own-env", 1, {"steps": 1}, {"steps": 9}, own.prefix[:1])
+    rollouts = [*sokoban, *warehouse_rollouts, *swe]
+    probes = [probe for rollout in rollouts for probe, _ in make_probes(rollout)]
+    probes += [own, _own_token_probe("recorded system"), steps]
+    assert len(probes) > 30
+    assert {probe.env for probe in probes} == {"sokoban", "warehouse", "swe-synthetic", "own-env"}
+    assert _chat_digest(probes) == PINNED_CHATS
+    # The digest sees a one-character change.
+    changed = Probe("s-1", "own-env", 1, {"steps": 2}, {"steps": 9}, own.prefix[:1])
+    assert _chat_digest([*probes[:-1], changed]) != PINNED_CHATS
+
+
+PINNED_CHATS = "c2243d7daf536f8a1788b4f53306b319b71149b308738e6661f3d2d95b8962af"

@@ -127,7 +127,7 @@ def test_the_terminal_table_reads_the_typed_records() -> None:
     (cells as the JSON report holds them, read back with cell_from_json)."""
     from pytest_budget.awareness.online.summary import online_table
     from pytest_budget.awareness.summary import awareness_table, floor_value, rollout_lines
-    from pytest_budget.records import cell_from_json
+    from pytest_budget.record_json import cell_from_json
 
     floor = {"macro_f1": 0.8, "feature": "cap:t", "feasible_probes": 3, "impossible_probes": 1,
              "warn": True}  # fmt: skip

@@ -18,7 +18,17 @@ from pytest_budget.awareness.fair_split import bagen_probes, fair_split_random
 from pytest_budget.awareness.logged import LoggedEstimator, read_logged_answers
 from pytest_budget.awareness.probes import make_probes
 from pytest_budget.awareness.rollouts import RolloutFileError
-from pytest_budget.awareness.trajectories import detect_format, load_trajectories
+from pytest_budget.awareness.subsample import (
+    DEFAULT_MAX_PROBES,
+    LOGGED_ENVS,
+    cell_probes,
+    subsample_probes,
+)
+from pytest_budget.awareness.trajectories import (
+    bundled_swe_rollouts,
+    detect_format,
+    load_trajectories,
+)
 from pytest_budget.awareness.verdicts import read_harness_reports
 
 DATA = Path(__file__).parent / "data" / "logs"
@@ -328,3 +338,23 @@ def test_bagen_swe_logs_are_probed_with_bagens_selection() -> None:
     assert sorted((p.rollout_id, p.k) for p, _ in probes) == sorted(
         (f"rollout-{i}", k) for i, k in chosen
     )
+
+
+def test_a_cells_probes_follow_the_rollouts_kind() -> None:
+    """cell_probes (shared by the awareness cell module and its forecast): BAGEN's SWE logs
+    get BAGEN's own selection, other coding-agent logs the 512 cap, anything else (or a mix)
+    every probe (None)."""
+    bagen = load_trajectories([SWE])
+    assert [(p.rollout_id, p.k) for p, _ in cell_probes(bagen) or []] == [
+        (p.rollout_id, p.k) for p, _ in bagen_probes(bagen)
+    ]
+    coding = bundled_swe_rollouts()
+    assert sum(r.T - 1 for r in coding) > DEFAULT_MAX_PROBES  # so the cap bites
+    chosen = cell_probes(coding)
+    assert chosen is not None and len(chosen) == DEFAULT_MAX_PROBES
+    assert [(p.rollout_id, p.k) for p, _ in chosen] == [
+        (p.rollout_id, p.k) for p, _ in subsample_probes(coding)
+    ]
+    assert cell_probes([*bagen, *coding]) is None
+    assert cell_probes([]) is None
+    assert "swe-synthetic" in LOGGED_ENVS

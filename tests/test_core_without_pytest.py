@@ -7,25 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "pytest_budget"
+from tests.test_layers import pytest_allowed
 
-# The plugin-facing modules: the only ones under pytest_budget/ that may import pytest
-# (directly, or through syrupy, which is a pytest plugin).  Everything else is core.
-# (pytest_budget.fixtures and pytest_budget.suites live in fixtures/ and suites/: all
-# plugin-facing, so they are outside this walk.)
-PLUGIN_FACING = {
-    "pytest_budget.plugin",  # the pytest plugin itself
-    "pytest_budget.plugin_models",  # the plugin's model set-up (usage errors via pytest)
-    "pytest_budget.plugin_options",  # the plugin's flags and ini keys (pytest's parser)
-    "pytest_budget.run_reporter",  # the run's reporter plugin object
-    "pytest_budget.plugin_state",  # the run's state on pytest's config and items
-    "pytest_budget.hookspecs",  # pytest hook specifications
-    "pytest_budget.suite_hooks",  # the suites' own hook specifications
-    "pytest_budget._snapshot",  # the syrupy extension (syrupy imports pytest)
-    "pytest_budget.interrupt",  # the xdist worker's Ctrl-C hook
-    "pytest_budget.forecast_suites",  # prints the forecast and exits/refuses via pytest
-    "pytest_budget.plugin_markdown",  # writes the Markdown summary from pytest's hooks
-}
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_budget"
 
 
 def _module_name(path: Path) -> str:
@@ -35,10 +19,20 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def _all_modules() -> set[str]:
+    return {_module_name(path) for path in PACKAGE.rglob("*.py")}
+
+
+# The plugin-facing modules: the only ones under pytest_budget/ that may import pytest
+# (directly, or through syrupy, which is a pytest plugin): the layers whose "pytest allowed"
+# column says yes in tests/test_layers.py.  Everything else is core.  (pytest_budget.fixtures
+# and pytest_budget.suites live in fixtures/ and suites/: all plugin-facing, outside this walk.)
+PLUGIN_FACING = {module for module in _all_modules() if pytest_allowed(module)}
+
+
 def core_modules() -> list[str]:
     """Every module of the package (found by walking it), minus :data:`PLUGIN_FACING`."""
-    names = {_module_name(path) for path in PACKAGE.rglob("*.py")}
-    return sorted(names - PLUGIN_FACING)
+    return sorted(_all_modules() - PLUGIN_FACING)
 
 
 def _imports_pytest(tree: ast.AST) -> list[int]:
@@ -60,9 +54,12 @@ def test_the_walk_finds_the_package() -> None:
     assert len(found) > 90
     for module in ("pytest_budget", "pytest_budget.budget", "pytest_budget.textscan"):
         assert module in found
-    # a stale allow-list entry would hide nothing, but it must name a real module
-    every = {_module_name(path) for path in PACKAGE.rglob("*.py")}
-    assert PLUGIN_FACING <= every
+    # the table allows pytest in the plugin layer and the entry point, and nowhere else
+    assert {"pytest_budget.plugin", "pytest_budget.plugin_state", "pytest_budget._snapshot"} <= (
+        PLUGIN_FACING
+    )
+    assert "pytest_budget.options" not in PLUGIN_FACING
+    assert "pytest_budget" not in PLUGIN_FACING
 
 
 def test_no_core_module_mentions_a_pytest_import() -> None:

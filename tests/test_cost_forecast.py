@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from pytest_budget.forecast import (
-    EXPECTED_OUTPUT_TOKENS,
     PROMPT_PAD,
     RoleForecast,
     multi_turn_tokens,
@@ -91,7 +90,7 @@ def test_the_forecast_equals_what_the_run_then_sends_and_spends(
     assert forecast["input_worst"] == sum(
         math.ceil(_prompt_tokens(body) * PROMPT_PAD) for body in server.requests
     )
-    assert forecast["output_tokens"] == 2 * EXPECTED_OUTPUT_TOKENS["planner"]
+    assert forecast["output_tokens"] == 2 * 400  # the planner's declared output_tokens
     assert forecast["output_worst"] == 2 * PLANNER_CAP
     assert forecast["usd"] == pytest.approx((2 * sent + 8 * 2 * 400) / 1e6, abs=1e-6)
     worst_in = forecast["input_worst"]
@@ -168,7 +167,7 @@ def test_multi_turn_episodes_are_forecast_by_hand() -> None:
     row = RoleForecast("planning", "tool_agent", "openai:m")
     row.add_episode(100, cap=1000, max_turns=20)
     assert not row.exact
-    expected_out = EXPECTED_OUTPUT_TOKENS["tool_agent"]  # 250 per turn, 6 turns
+    expected_out = 250  # the tool agent's declared output_tokens per turn; 6 turns
     assert (row.calls, row.calls_worst) == (6, 20)
     assert row.input_tokens == sum(100 + k * (expected_out + 200) for k in range(6))
     assert row.input_worst == math.ceil(sum(100 + k * 1200 for k in range(20)) * 1.5)

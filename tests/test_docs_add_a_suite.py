@@ -8,14 +8,16 @@ subprocess: a registration must not leak into other tests' registry.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_budget.suite_registry import registered_suites
+from pytest_budget.suite_registry import registered_suites, role
 
 ROOT = Path(__file__).resolve().parents[1]
 HOW_TO = ROOT / "docs" / "how-to" / "add-a-suite.md"
@@ -143,4 +145,109 @@ def test_a_field_the_record_type_lacks_fails_the_cell_naming_it(
             "*RecordError: cell coin_cells/test_coins.py::test_coins[[]n10-always-heads[]]: "
             "unknown field 'flip_count' for a cell of kind 'coins' (report schema version 2)*"
         ]
+    )
+
+
+def _string_constants(path: Path) -> list[str]:
+    """The strings a module's code uses (docstrings left out, as tests/test_suite_mentions.py)."""
+    from tests.test_suite_mentions import _skipped
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _skipped(tree)
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if id(node) not in skipped
+        and isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+    ]
+
+
+def test_the_fourth_suites_role_needs_no_shared_change(toy_project: pytest.Pytester) -> None:
+    """The how-to's role ``caller`` is declared in coin_suite.py alone: no module of the
+    package names it, this process knows no such role, and an answer its rule refuses is
+    scored invalid (with the rule's reason) without crashing the run."""
+    role_names = {
+        match[1] for match in re.finditer(r'Role\(\s*"(\w+)"', how_to_blocks()["coin_suite.py"])
+    }
+    assert role_names == {"caller"}
+    naming = [
+        f"{path.relative_to(ROOT)}: {text!r}"
+        for folder in ("pytest_budget", "fixtures", "suites")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for text in _string_constants(path)
+        if any(re.fullmatch(rf"(pytest_)?(budget_)?{name}", text) for name in role_names)
+    ]
+    assert naming == []
+    assert role("caller") is None
+    # A third reference agent answers a number: each call is refused by the rule, the cell
+    # is recorded with invalid_rate 1.0 and the run goes on.
+    suite = toy_project.path / "coin_suite.py"
+    text = suite.read_text(encoding="utf-8")
+    suite.write_text(
+        text.replace(
+            "    reference_agents={\n",
+            "    reference_agents={\n"
+            '        "says-three": {"caller": lambda seed: lambda i, c: 3},\n',
+        ),
+        encoding="utf-8",
+    )
+    result = toy_project.runpytest_subprocess(
+        "--budget-suite=coins",
+        "--budget-agent=says-three",
+        "--snapshot-update",
+        "--budget-report=r.json",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(passed=2)
+    report = json.loads((toy_project.path / "r.json").read_text(encoding="utf-8"))
+    cells = [cell for cell in report["cells"] if cell["suite"] == "coins"]
+    assert sorted((c["agent"], c["flips"], c["scores"]["invalid_rate"]) for c in cells) == [
+        ("says-three", 10, 1.0),
+        ("says-three", 40, 1.0),
+    ]
+    assert all(c["scores"]["accuracy"] == 0.0 for c in cells)
+    # The refused answer's one-line reason is the rule's.
+    script = (
+        "import anyio\n"
+        "from coin_suite import COINS\n"
+        "from pytest_budget.roles import InvalidOutput, call_role\n"
+        "from pytest_budget.suite_registry import register_suite\n"
+        "register_suite(COINS)\n"
+        "try:\n"
+        "    anyio.run(lambda: call_role(lambda i, c: 3, 'caller', 0, 'H'))\n"
+        "except InvalidOutput as exc:\n"
+        "    print('REASON', exc.reason)\n"
+    )
+    reason = toy_project.run(sys.executable, "-c", script)
+    assert reason.ret == 0, reason.stderr.str()
+    assert "REASON returned int; expected 'H' or 'T'" in reason.stdout.lines
+
+
+def test_the_generic_hook_supplies_the_fourth_suites_agent(toy_project: pytest.Pytester) -> None:
+    """``--budget-agent=user`` takes the ``caller`` from ``pytest_budget_agent(config,
+    role)`` (the suite has no hook of its own); without an answer the cell fails naming
+    that hook."""
+    conftest = toy_project.path / "conftest.py"
+    base = conftest.read_text(encoding="utf-8")
+    conftest.write_text(
+        base + "\n\nclass Mine:\n"
+        "    def call(self, index, coin):\n"
+        "        return coin\n\n\n"
+        "def pytest_budget_agent(config, role):\n"
+        "    return Mine() if role == 'caller' else None\n",
+        encoding="utf-8",
+    )
+    args = ("--budget-suite=coins", "--budget-agent=user", "--snapshot-update")
+    result = toy_project.runpytest_subprocess(*args, "--budget-report=r.json")
+    result.assert_outcomes(passed=2)
+    report = json.loads((toy_project.path / "r.json").read_text(encoding="utf-8"))
+    scored = sorted((c["agent"], c["flips"], c["scores"]["accuracy"]) for c in report["cells"])
+    assert scored == [("user", 10, 1.0), ("user", 40, 1.0)]
+    conftest.write_text(base, encoding="utf-8")
+    missing = toy_project.runpytest_subprocess(*args)
+    missing.assert_outcomes(failed=2)
+    missing.stdout.fnmatch_lines(
+        ["*--budget-agent=user but no pytest_budget_agent hook returned an agent for caller*"]
     )

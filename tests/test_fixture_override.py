@@ -32,18 +32,18 @@ def test_no_private_fixture_api_in_the_plugin() -> None:
 
 
 def test_every_role_fixture_of_the_plugin_requests_its_marker() -> None:
-    """Each plugin fixture ``budget_<role>`` (a role of ``ROLE_METHODS``) takes
+    """Each plugin fixture ``budget_<role>`` (a registered role) takes
     ``_budget_own_<role>``, else its own use would read as an override."""
     import ast
 
-    from pytest_budget.roles import ROLE_METHODS
+    from pytest_budget.suite_registry import registered_roles
 
     found = {}
     for path in sorted((ROOT / "fixtures").glob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("budget_"):
                 role = node.name.removeprefix("budget_")
-                if role in ROLE_METHODS:
+                if role in registered_roles():
                     found[role] = [a.arg for a in node.args.args]
     assert set(found) >= {"planner", "solver", "estimator", "actor", "tool_agent"}
     missing = sorted(r for r, args in found.items() if own_fixture_mark(r) not in args)

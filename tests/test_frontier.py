@@ -14,7 +14,7 @@ from pytest_budget.frontier import (
     mark_dominated,
     moves,
 )
-from pytest_budget.records import as_record
+from pytest_budget.record_json import as_record
 from pytest_budget.written import reply_text, with_written
 
 

@@ -647,7 +647,7 @@ def test_bootstrap_intervals_are_shown_on_hover() -> None:
 
 def test_compared_figures_share_their_axis_ranges() -> None:
     from pytest_budget.html.figures import agent_colors, deferred, finish_pair
-    from pytest_budget.records import cell_from_json
+    from pytest_budget.record_json import cell_from_json
     from pytest_budget.triage.figures import triage_charts
 
     low = [cell_from_json(_triage_cell(a, 0.5, 0.0, eta_u=0.2, eta_e=0.1)) for a in ("p", "q")]

@@ -179,7 +179,8 @@ def test_page_notes_a_capped_cell() -> None:
 
 
 def test_changed_samples_rank_by_the_size_of_the_change() -> None:
-    from pytest_budget.records import CellRecord, cell_from_json
+    from pytest_budget.record_json import cell_from_json
+    from pytest_budget.records import CellRecord
 
     def cell(scores: dict[str, float | None], tags: dict[str, str]) -> CellRecord:
         return cell_from_json({
@@ -218,7 +219,7 @@ def _eta_axes(cells: list[Any]) -> Any:
 
 
 def _triage(pool: str, eta: float | None, ci: list[float] | None, note: str | None = None) -> Any:
-    from pytest_budget.records import cell_from_json
+    from pytest_budget.record_json import cell_from_json
 
     return cell_from_json({
         "suite": "triage", "cell": f"{pool}-u0-a0.5-A", "seed": 0, "outcome": "ok",

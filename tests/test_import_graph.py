@@ -1,10 +1,11 @@
-"""The package's import graph: no circles, and nothing below the option layer imports it.
+"""The package's import graph: no circles, and no import up the layer table.
 
 The graph is read from the source with :mod:`ast`, not by importing: every ``import`` and
-``from ... import`` in a module counts, at module level *and* inside functions.  A
-function-level import only delays the circle to the first call; the two modules still
-depend on each other, which is what this test is about.  Imports under
-``if TYPE_CHECKING:`` do not count: they never run, and type checkers handle circles.
+``from ... import`` in a module counts, at module level, inside functions *and* under
+``if TYPE_CHECKING:``.  A function-level import only delays the circle to the first call,
+and a type-only import still ties the two modules' code together; either way the two
+modules depend on each other, which is what this test is about.  The layers and the
+edges and circles still left to cut are in ``tests/test_layers.py``.
 ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``;
 a parent package imported implicitly (``pkg/__init__`` when importing ``pkg.mod``) is not
 an edge of its own (each ``__init__``'s own imports are).
@@ -16,6 +17,8 @@ import ast
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from tests.test_layers import KNOWN_CIRCLES, KNOWN_UPWARD, layer_of, may_import
+
 ROOT = Path(__file__).resolve().parents[1]
 # pyproject.toml maps pytest_budget.fixtures and pytest_budget.suites to these folders.
 PACKAGES = {
@@ -23,34 +26,6 @@ PACKAGES = {
     "pytest_budget.fixtures": ROOT / "fixtures",
     "pytest_budget.suites": ROOT / "suites",
 }
-
-# No import circle is tolerated (the last ones were cut in issue 22; the plugin layer's
-# modules share the run's state through plugin_state, not the plugin module).  Kept as a
-# set so that a circle left for later can be listed here, shrinking only.
-KNOWN_CIRCLES: set[frozenset[str]] = set()
-
-# The option / plugin layer: reads pytest's config, owns the run.  Nothing else imports it.
-PLUGIN_LAYER_PREFIXES = (
-    "pytest_budget.plugin",
-    "pytest_budget.plugin_models",
-    "pytest_budget.plugin_options",
-    "pytest_budget.plugin_state",
-    "pytest_budget.plugin_markdown",
-    "pytest_budget.run_reporter",
-    "pytest_budget.hookspecs",
-    "pytest_budget.suite_hooks",
-    "pytest_budget.options",
-    "pytest_budget.session",
-    "pytest_budget._snapshot",
-    "pytest_budget.interrupt",
-    "pytest_budget.forecast_suites",
-    "pytest_budget.fixtures",
-    "pytest_budget.suites",
-)
-
-
-def _in_plugin_layer(module: str) -> bool:
-    return any(module == p or module.startswith(p + ".") for p in PLUGIN_LAYER_PREFIXES)
 
 
 def module_files() -> dict[str, Path]:
@@ -64,25 +39,13 @@ def module_files() -> dict[str, Path]:
     return found
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                skipped.update(id(n) for n in ast.walk(child))
-    return skipped
-
-
 def imports_of(module: str, path: Path, known: Iterable[str]) -> set[str]:
     """The package modules ``module`` imports (see the module docstring for what counts)."""
     names = set(known)
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = _type_checking_nodes(tree)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     targets: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.Import):
             candidates = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -167,6 +130,7 @@ def test_the_circles_fixed_in_issue_22_stay_fixed() -> None:
     assert "pytest_budget.html.page" not in graph["pytest_budget.html.compare_page"]
     assert "pytest_budget.triage.domains" not in graph["pytest_budget.triage.arithmetic"]
     assert "pytest_budget.triage.domains" not in graph["pytest_budget.triage.puzzles"]
+    # issue 35: the Probe-taking functions live in probes (TYPE_CHECKING imports count)
     assert "pytest_budget.awareness.probes" not in graph["pytest_budget.awareness.dialogue"]
 
 
@@ -200,23 +164,35 @@ def test_the_model_layer_imports_no_suite() -> None:
     ]
 
 
-def test_nothing_below_the_plugin_layer_imports_it() -> None:
-    """Core, domain packages, the model layer and the report layer never import the option or
-    plugin layer (``models/run.py`` once imported ``options``; ``bootstrap`` too)."""
-    graph = import_graph()
-    upward = sorted(
+def upward_edges(graph: Mapping[str, set[str]]) -> set[str]:
+    """Every edge to a peer of the same rank or a higher rank (``tests/test_layers.py``)."""
+    return {
         f"{module} -> {target}"
         for module, targets in graph.items()
-        if not _in_plugin_layer(module)
         for target in targets
-        if _in_plugin_layer(target)
-    )
-    assert upward == []
+        if not may_import(module, target)
+    }
+
+
+def test_no_new_import_up_the_layer_table() -> None:
+    """Every module imports only its own layer and lower ranks.  (Once ``models/run.py``
+    imported ``options`` and ``bootstrap`` the plugin layer; ``KNOWN_UPWARD`` lists what
+    issue 35 still has to cut.)"""
+    found = upward_edges(import_graph())
+    assert sorted(found - KNOWN_UPWARD) == [], "imports up the layer table"
+    assert sorted(KNOWN_UPWARD - found) == [], "cut edges still listed in KNOWN_UPWARD"
+
+
+def test_the_rank_check_can_fail() -> None:
+    """A made-up import from the core into the plugin layer is caught, with its name."""
+    graph = {"pytest_budget.tokens": {"pytest_budget.plugin_state", "pytest_budget.files"}}
+    assert upward_edges(graph) == {"pytest_budget.tokens -> pytest_budget.plugin_state"}
+    assert layer_of("pytest_budget.plugin_state") is not None
 
 
 def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
-    """The checker itself: module-level, function-level, relative and ``from pkg import
-    module`` count; TYPE_CHECKING does not; and a circle through them is found."""
+    """The checker itself: module-level, function-level, relative, ``from pkg import
+    module`` and TYPE_CHECKING imports count; and a circle through them is found."""
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -232,10 +208,10 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
         "pkg": set(),
         "pkg.a": {"pkg.b"},
         "pkg.b": {"pkg.c"},
-        "pkg.c": {"pkg.a"},
+        "pkg.c": {"pkg.a", "pkg.d"},
         "pkg.d": {"pkg.c"},
     }
-    assert circles(graph) == {frozenset({"pkg.a", "pkg.b", "pkg.c"})}
+    assert circles(graph) == {frozenset({"pkg.a", "pkg.b", "pkg.c", "pkg.d"})}
 
 
 def _file(package: Path, name: str) -> Path:

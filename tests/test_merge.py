@@ -24,7 +24,7 @@ import pytest
 from pytest_budget.cli import main as budget_report
 from pytest_budget.merge import MergeError, merge_reports
 from pytest_budget.options import BudgetOptions
-from pytest_budget.records import cell_to_json
+from pytest_budget.record_json import cell_to_json
 from pytest_budget.report import build_report, write_report
 from pytest_budget.shard import Shard
 from pytest_budget.triage.options import TriageOptions

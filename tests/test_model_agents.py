@@ -932,13 +932,12 @@ def test_every_llm_role_has_its_suite_adapter_and_a_role_method() -> None:
     that role's method, and the online actor reads the actor's ``max_tokens`` setting."""
     from pytest_budget.awareness.online.llm import LLMOnlineActor
     from pytest_budget.llm_agents import LLM_ROLES, ROLES
-    from pytest_budget.roles import ROLE_METHODS
-    from pytest_budget.suite_registry import registered_suites
+    from pytest_budget.suite_registry import registered_roles, registered_suites
 
     assert set(ROLES) == {"planner", "solver", "estimator", "actor", "tool_agent", "online_actor"}
     for role, cls in LLM_ROLES.items():
-        assert cls.role == role and role in ROLE_METHODS
-        assert callable(getattr(cls, ROLE_METHODS[role]))
+        assert cls.role == role and role in registered_roles()
+        assert callable(getattr(cls, registered_roles()[role].method))
     # Each suite's adapters come from its own package.
     for name, suite in registered_suites().items():
         assert suite.llm_roles is not None

@@ -20,12 +20,12 @@ from pytest_budget.models.client import ChatClient, ModelCallError
 from pytest_budget.models.loop import (
     close_worker_loop,
     on_worker_loop,
+    run_blocking,
     run_on_worker_loop,
     worker_loop,
 )
 from pytest_budget.models.provider import build_chat_client
 from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
-from pytest_budget.roles import run_blocking
 from tests.model_server import Fault, ModelServer, fresh_worker_loop
 
 MESSAGES = [{"role": "user", "content": "hello"}]

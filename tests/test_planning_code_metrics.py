@@ -19,7 +19,7 @@ from pytest_budget.planning.metrics import greedy_scores, score_episodes
 from pytest_budget.planning.record import PlanningCellRecord
 from pytest_budget.planning.records import EpisodeRecord, Segment, ToolCallRecord
 from pytest_budget.planning.summary import planning_table, pooled_rows
-from pytest_budget.records import cell_from_json
+from pytest_budget.record_json import cell_from_json
 
 EXPECTED = "<DiningCandidate00007>"
 

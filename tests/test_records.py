@@ -11,13 +11,12 @@ import pytest
 
 from pytest_budget.awareness.record import AwarenessCellRecord, OnlineCellRecord
 from pytest_budget.planning.record import PlanningCellRecord
+from pytest_budget.record_json import cell_from_json, cell_to_json
 from pytest_budget.records import (
     REPORT_SCHEMA_VERSION,
     CellRecord,
     RecordError,
     UserCell,
-    cell_from_json,
-    cell_to_json,
     field_value,
     of_type,
 )

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.records import cell_to_json
+from pytest_budget.record_json import cell_to_json
 from pytest_budget.report import (
     REPORT_SCHEMA_VERSION,
     ReportFileError,

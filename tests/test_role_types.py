@@ -24,7 +24,7 @@ from pytest_budget.awareness.answers import Impossible, Interval
 from pytest_budget.awareness.probes import Probe
 from pytest_budget.awareness.rollouts import ActorObservation
 from pytest_budget.planning.episode import ToolAgentObservation
-from pytest_budget.roles import Actor, Estimator, Planner, Solver, ToolAgent
+from pytest_budget import Actor, Estimator, Planner, Solver, ToolAgent
 from pytest_budget.triage.types import Plan, PlanEntry, PlanRequest, Problem, Solution
 
 
@@ -68,7 +68,7 @@ tool_agent: ToolAgent = MyToolAgent()
 BAD = """
 from __future__ import annotations
 
-from pytest_budget.roles import Estimator, Planner
+from pytest_budget import Estimator, Planner
 from pytest_budget.triage.types import PlanRequest
 
 

@@ -8,7 +8,8 @@ import time
 import anyio
 import pytest
 
-from pytest_budget.roles import AgentError, acquire, agent_name, call_role, for_each_bounded
+from pytest_budget.concurrency import acquire, for_each_bounded
+from pytest_budget.roles import AgentError, agent_name, call_role
 
 
 class SyncPlanner:

@@ -1,4 +1,5 @@
-"""The shared layers never name a suite: what they know of one comes from the registry.
+"""The shared layers never name a suite, nor a suite's agent role: what they know of one
+comes from the registry.
 
 Counted in the code itself (string constants and imports; docstrings, comments and
 imports under ``if TYPE_CHECKING:`` do not run), in every module outside the suites'
@@ -12,7 +13,7 @@ import ast
 import re
 from pathlib import Path
 
-from pytest_budget.suite_registry import BUILTIN_SUITES
+from pytest_budget.suite_registry import BUILTIN_SUITES, registered_roles
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = tuple(path.split(".")[1] for path in BUILTIN_SUITES)  # ("triage", ...)
@@ -100,3 +101,59 @@ def test_the_count_sees_what_it_must() -> None:
         "'triage-resolve'",
     ]
     assert not _own_slice("pytest_budget/plugin.py") and _own_slice("fixtures/triage_forecast.py")
+
+
+def role_mentions(source: str, roles: tuple[str, ...]) -> list[str]:
+    """A registered role's name as a string in code (``"planner"``).
+
+    Allowed: the user-facing role fixtures, by name (``"budget_planner"``, and the
+    functions ``budget_<role>`` / ``_own_<role>`` that define them); the hooks
+    ``pytest_budget_<role>`` are function names, not strings.
+    """
+    tree = ast.parse(source)
+    skipped = _skipped(tree)
+    alternatives = "|".join(re.escape(role) for role in roles)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and re.fullmatch(
+            rf"(budget|_own)_({alternatives})", node.name
+        ):
+            skipped.update(id(n) for n in ast.walk(node))
+    return [
+        f"{node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if id(node) not in skipped
+        and isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(alternatives, node.value)
+    ]
+
+
+def test_no_shared_module_names_a_role() -> None:
+    """A role is the suite's: the call code, options, forecast and fixtures read it from
+    the registry (issue 35), so a suite registered from a conftest adds a role alone."""
+    roles = tuple(registered_roles())
+    found = {
+        path.relative_to(ROOT).as_posix(): hits
+        for path in shared_modules()
+        if (hits := role_mentions(path.read_text(encoding="utf-8"), roles))
+    }
+    assert found == {}
+
+
+def test_the_role_count_sees_what_it_must() -> None:
+    source = (
+        "import pytest\n"
+        "FIXTURES = ('budget_planner', '_budget_own_solver')\n"
+        "def pick():\n"
+        "    return 'planner'\n"
+        "@pytest.fixture(name=own('solver'))\n"
+        "def _own_solver():\n"
+        "    pass\n"
+        "def budget_tool_agent(request):\n"
+        "    return agent(request, 'tool_agent')\n"
+        "def later():\n"
+        '    """The estimator, in words."""\n'
+        "    return {'actor': 1}\n"
+    )
+    roles = ("planner", "solver", "tool_agent", "estimator", "actor")
+    assert role_mentions(source, roles) == ["4: 'planner'", "12: 'actor'"]

@@ -14,7 +14,8 @@ import anyio
 import pytest
 
 from pytest_budget.html.tables import columns_for
-from pytest_budget.records import CellRecord, cell_from_json
+from pytest_budget.record_json import cell_from_json
+from pytest_budget.records import CellRecord
 from pytest_budget.triage.evaluate import (
     NOTE_CONVENTION,
     NOTE_NOTHING_SOLVED,

@@ -142,7 +142,8 @@ def test_python_solvers_are_keyed_by_kind_and_caps() -> None:
 
 
 def test_terminal_summary_counts_phase0_sources_once_per_pool() -> None:
-    from pytest_budget.records import CellRecord, cell_from_json
+    from pytest_budget.record_json import cell_from_json
+    from pytest_budget.records import CellRecord
     from pytest_budget.triage.summary import triage_table
 
     def cell(pool: str, agent: str, phase0: dict[str, int]) -> CellRecord:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.records import CellRecord, cell_from_json
+from pytest_budget.record_json import cell_from_json
+from pytest_budget.records import CellRecord
 from pytest_budget.suite_registry import cell_kind
 from pytest_budget.triage.record import ResolveCellRecord, TriageCellRecord
 

@@ -32,12 +32,12 @@ def report(pytester: pytest.Pytester) -> dict:
 def test_a_crash_in_setup_keeps_every_cell_as_an_error(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         """
-        import pytest_budget.fixtures.core as core
+        import pytest_budget.plugin_role_agents as role_agents
 
         def boom(*args, **kwargs):
             raise RuntimeError("boom inside pytest-budget")
 
-        core.resolve_agent = boom
+        role_agents.resolve_agent = boom
         """
     )
     result = pytester.runpytest_subprocess(*SMALL_TRIAGE)

@@ -1,10 +1,13 @@
 """What an estimator is shown, as BAGEN's estimator is shown it (fact sheet §3.4, §3.5, §5).
 
 BAGEN does not flatten a rollout into one prompt: it *replays* the actor's dialogue as chat
-messages and appends one user message with the estimation question.  This module builds
-that conversation for a :class:`~pytest_budget.awareness.probes.Probe`
-(``probe.messages``), the per-turn token split (``probe.turns``) and the question itself
-(``probe.question``).  The wording is ours; the content and its order are BAGEN's.
+messages and appends one user message with the estimation question.  This module holds
+the rules and the building blocks of that conversation: the system prompts, the per-turn
+token split (``probe.turns``) and the questions' text.  The functions that take a
+:class:`~pytest_budget.awareness.probes.Probe` (``estimator_messages``: ``probe.messages``;
+``estimator_question``: ``probe.question``; ``estimator_prompt_tokens``) live beside the
+type in :mod:`pytest_budget.awareness.probes`, so this module never needs it.  The wording
+is ours; the content and its order are BAGEN's.
 
 Token environments (Sokoban, Search, coding-agent logs; any rollout whose budget is
 ``{"tokens": cap}``)
@@ -28,7 +31,7 @@ Warehouse (budget ``time_weeks``, ``warehouse_item_weeks``, ``cumulative_cost_us
     1. ``system``: a warehouse estimation prompt (:data:`WAREHOUSE_ESTIMATION_SYSTEM`); the
        actor's system prompt is *not* included (BAGEN §5).
     2. The replayed turns as above.
-    3. ``user`` (:func:`warehouse_question`), in this order: weeks and turns completed; the
+    3. ``user`` (``probes.warehouse_question``), in this order: weeks and turns completed; the
        usage so far of the three budgets; current cash and the target final cash; the
        per-step history ``Day d: time +t weeks, warehouse +w item-weeks, cost +c USD``
        (increments clipped at 0) separated by ``"; "``; the three caps as ``<= cap``; the
@@ -51,29 +54,29 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pytest_budget.awareness.prompts import actor_system, env_family, estimator_system
+from pytest_budget.awareness.prompts import actor_system, env_family
 from pytest_budget.awareness.rollouts import Turn
-
-if TYPE_CHECKING:
-    from pytest_budget.awareness.probes import Probe
 
 __all__ = [
     "ESTIMATION_SYSTEM",
     "NO_TEXT",
+    "WAREHOUSE_DIMS",
     "WAREHOUSE_ESTIMATION_SYSTEM",
     "ProbeTurn",
     "actor_system_prompt",
     "answer_format",
-    "estimator_messages",
-    "estimator_prompt_tokens",
-    "estimator_question",
     "fallback_system",
     "probe_turns",
+    "signed_number",
     "token_question",
+    "token_question_text",
     "turn_tokens",
-    "warehouse_question",
+    "turn_usage",
+    "warehouse_step",
+    "warehouse_steps",
+    "whole",
 ]
 
 #: Shown for a replayed turn with no logged text (chat APIs refuse empty messages).
@@ -103,7 +106,7 @@ def fallback_system(env: str) -> str:
     return f"{ESTIMATION_SYSTEM} The agent works in the environment {env!r}."
 
 
-_WAREHOUSE_DIMS = ("time_weeks", "warehouse_item_weeks", "cumulative_cost_usd")
+WAREHOUSE_DIMS = ("time_weeks", "warehouse_item_weeks", "cumulative_cost_usd")
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) and number >= 0 else None
 
 
-def _signed(value: Any) -> float | None:
+def signed_number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     number = float(value)
@@ -189,12 +192,12 @@ def actor_system_prompt(env: str, recorded: str | None) -> str | None:
     return None
 
 
-def _whole(value: float) -> str:
+def whole(value: float) -> str:
     return str(round(value))
 
 
 def _count(value: float | None) -> str:
-    return "unknown" if value is None else _whole(value)
+    return "unknown" if value is None else whole(value)
 
 
 def answer_format(dimensions: Sequence[str]) -> str:
@@ -216,7 +219,7 @@ def answer_format(dimensions: Sequence[str]) -> str:
     )
 
 
-def _turn_usage(t: ProbeTurn) -> str:
+def turn_usage(t: ProbeTurn) -> str:
     return (
         f"Turn {t.index}: input {_count(t.input_tokens)} tokens, output "
         f"{_count(t.output_tokens)} tokens, total {_count(t.total_tokens)} tokens"
@@ -225,16 +228,16 @@ def _turn_usage(t: ProbeTurn) -> str:
 
 def token_question(turns: Sequence[ProbeTurn], cap: float) -> str:
     """The last user message for a token budget (BAGEN §3.4's content and order)."""
-    return _token_question(len(turns), "; ".join(_turn_usage(t) for t in turns), cap)
+    return token_question_text(len(turns), "; ".join(turn_usage(t) for t in turns), cap)
 
 
-def _token_question(k: int, usage: str, cap: float) -> str:
+def token_question_text(k: int, usage: str, cap: float) -> str:
     return "\n".join(
         [
             f"The agent has completed {k} turn{'s' if k != 1 else ''} so far.",
             "Tokens per turn (input counts only what was new to the agent in that turn, "
             f"not the conversation re-sent with it): {usage}.",
-            f"Token budget for the whole task, input and output together: {_whole(cap)} tokens.",
+            f"Token budget for the whole task, input and output together: {whole(cap)} tokens.",
             "",
             "Please do the following:",
             "1. Decide whether the agent will finish the task successfully without its "
@@ -259,152 +262,23 @@ def _day(weeks: float) -> int:
     return round(weeks * 7)
 
 
-def _warehouse_steps(prefix: Sequence[Turn]) -> list[str]:
+def warehouse_steps(prefix: Sequence[Turn]) -> list[str]:
     """Warehouse's per-step history items, one per turn of ``prefix``."""
     history = []
     elapsed = 0.0
     for turn in prefix:
-        item, elapsed = _warehouse_step(elapsed, turn)
+        item, elapsed = warehouse_step(elapsed, turn)
         history.append(item)
     return history
 
 
-def _warehouse_step(elapsed: float, turn: Turn) -> tuple[str, float]:
+def warehouse_step(elapsed: float, turn: Turn) -> tuple[str, float]:
     """One history item of Warehouse's question and the weeks elapsed after its step."""
-    step = {d: max(0.0, float(turn.usage.get(d, 0.0))) for d in _WAREHOUSE_DIMS}
+    step = {d: max(0.0, float(turn.usage.get(d, 0.0))) for d in WAREHOUSE_DIMS}
     elapsed += step["time_weeks"]
     item = (
-        f"Day {_day(elapsed)}: time +{_whole(step['time_weeks'])} weeks, warehouse "
-        f"+{_whole(step['warehouse_item_weeks'])} item-weeks, cost "
-        f"+{_whole(step['cumulative_cost_usd'])} USD"
+        f"Day {_day(elapsed)}: time +{whole(step['time_weeks'])} weeks, warehouse "
+        f"+{whole(step['warehouse_item_weeks'])} item-weeks, cost "
+        f"+{whole(step['cumulative_cost_usd'])} USD"
     )
     return item, elapsed
-
-
-def warehouse_question(probe: Probe) -> str:
-    """The last user message for Warehouse (BAGEN §5's content and order)."""
-    history = _warehouse_steps(probe.prefix)
-    return _warehouse_question(probe, "; ".join(history) if history else "none yet")
-
-
-def _warehouse_question(probe: Probe, history: str) -> str:
-    dims = [d for d in _WAREHOUSE_DIMS if d in probe.budget] or list(probe.budget)
-    k = probe.k
-    weeks = probe.used.get("time_weeks", 0.0)
-    last = probe.prefix[-1].info if probe.prefix else {}
-    cash = _signed(last.get("cash"))  # negative cash is still cash
-    target = _signed(probe.task.get("target_cash_usd"))
-    cash_text = "unknown" if cash is None else f"{_whole(cash)} USD"
-    target_text = "not given" if target is None else f"{_whole(target)} USD"
-    return "\n".join(
-        [
-            f"Weeks completed: {_whole(weeks)}. Turns completed: {k}.",
-            "Usage so far: "
-            + ", ".join(f"{d} {_whole(probe.used.get(d, 0.0))}" for d in dims)
-            + ".",
-            f"Cash now: {cash_text}. Final cash needed to count as finished: {target_text}.",
-            "Usage per step: " + history + ".",
-            "Budgets: " + ", ".join(f"{d} <= {_whole(probe.budget[d])}" for d in dims) + ".",
-            "",
-            "Can the agent end with at least the target cash while staying within all three "
-            "budgets? If yes, give for each budget an interval for how much more it will use "
-            "from its next step to the end. If not, answer impossible. Getting the "
-            "feasibility right matters more than narrow intervals.",
-            "",
-            "Keep any reasoning short, one to three sentences. " + answer_format(tuple(dims)),
-        ]
-    )
-
-
-def _is_warehouse(probe: Probe) -> bool:
-    return set(_WAREHOUSE_DIMS) <= set(probe.budget)
-
-
-def estimator_question(probe: Probe) -> str:
-    """The last user message of :func:`estimator_messages`.
-
-    Token budgets get :func:`token_question`, Warehouse :func:`warehouse_question`; any other
-    budget (a user's own dimensions) gets the flattened :attr:`Probe.text`.
-    """
-    if _is_warehouse(probe):
-        return warehouse_question(probe)
-    if tuple(probe.budget) == ("tokens",):
-        return token_question(probe.turns, probe.budget["tokens"])
-    return probe.text
-
-
-def estimator_messages(probe: Probe) -> list[dict[str, str]]:
-    """The chat an LLM estimator is sent for ``probe`` (module docstring).
-
-    A budget that is neither ``tokens`` nor Warehouse's three (a user's own dimensions)
-    keeps the flattened form: the estimator's system prompt and :attr:`Probe.text`, which
-    already lists the turns.
-    """
-    if _is_warehouse(probe):
-        system = WAREHOUSE_ESTIMATION_SYSTEM
-    elif tuple(probe.budget) == ("tokens",):
-        system = actor_system_prompt(probe.env, probe.actor_system_prompt) or fallback_system(
-            probe.env
-        )
-    else:
-        return [
-            {"role": "system", "content": estimator_system(tuple(probe.budget))},
-            {"role": "user", "content": probe.text},
-        ]
-    messages = [{"role": "system", "content": system}]
-    for turn in probe.prefix:
-        messages.append({"role": "user", "content": turn.observation or NO_TEXT})
-        messages.append({"role": "assistant", "content": turn.action or NO_TEXT})
-    messages.append({"role": "user", "content": probe.question})
-    return messages
-
-
-def estimator_prompt_tokens(probes: Sequence[Probe]) -> list[int]:
-    """Reference tokens of :func:`estimator_messages` for each probe, without building them.
-
-    Building every probe's chat re-renders all its earlier turns (quadratic in the turns);
-    the dry run only needs the count.  The reference tokenizer's tokens never cross a space
-    or a punctuation mark, and every join below is at one (``"; "`` between items, ``": "``
-    and ``"."`` around the list), so a question's count is its template's count (list left
-    empty) plus the items' counts plus one ``;`` per separator; the replayed turns are
-    separate messages, counted separately anyway.  Per-turn counts are summed along each
-    prefix once (``nodes``: a prefix is its last turn and the prefix before it).
-    """
-    from pytest_budget.tokens import count_tokens
-
-    nodes: dict[tuple[int, int], int] = {}
-    # Per node: (turn messages' tokens, question items' tokens, elapsed weeks) so far.
-    sums: list[tuple[int, int, float]] = [(0, 0, 0.0)]
-    out = []
-    for probe in probes:
-        warehouse = _is_warehouse(probe)
-        if not probe.prefix or not (warehouse or tuple(probe.budget) == ("tokens",)):
-            out.append(sum(count_tokens(m["content"]) for m in estimator_messages(probe)))
-            continue
-        node = 0
-        for index, turn in enumerate(probe.prefix, start=1):
-            key = (node, id(turn))
-            if key not in nodes:
-                said, items, elapsed = sums[node]
-                said += count_tokens(turn.observation or NO_TEXT)
-                said += count_tokens(turn.action or NO_TEXT)
-                if warehouse:
-                    item, elapsed = _warehouse_step(elapsed, turn)
-                else:
-                    read, wrote = turn_tokens(turn)
-                    item = _turn_usage(ProbeTurn(index, None, None, turn.usage, read, wrote))
-                nodes[key] = len(sums)
-                sums.append((said, items + count_tokens(item), elapsed))
-            node = nodes[key]
-        said, items, _ = sums[node]
-        items += len(probe.prefix) - 1  # one ";" per separator
-        if warehouse:
-            system = WAREHOUSE_ESTIMATION_SYSTEM
-            template = _warehouse_question(probe, "")
-        else:
-            system = actor_system_prompt(probe.env, probe.actor_system_prompt) or (
-                fallback_system(probe.env)
-            )
-            template = _token_question(len(probe.prefix), "", probe.budget["tokens"])
-        out.append(count_tokens(system) + said + count_tokens(template) + items)
-    return out

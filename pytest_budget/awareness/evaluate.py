@@ -41,14 +41,9 @@ from pytest_budget.awareness.metrics import (
 )
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
+from pytest_budget.concurrency import for_each_bounded
 from pytest_budget.replies import safe_repr
-from pytest_budget.roles import (
-    AgentError,
-    InvalidOutput,
-    agent_name,
-    call_role,
-    for_each_bounded,
-)
+from pytest_budget.roles import AgentError, InvalidOutput, agent_name, call_role
 
 __all__ = [
     "PARSE_POLICIES",

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import TypeVar
 
 from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
 from pytest_budget.awareness.rollouts import Rollout
-from pytest_budget.awareness.subsample import contiguous_buckets
 
-__all__ = ["bagen_probes", "fair_split_random"]
+__all__ = ["bagen_probes", "contiguous_buckets", "fair_split_random"]
+
+_T = TypeVar("_T")
 
 
 def fair_split_random(
@@ -101,4 +103,20 @@ def bagen_probes(
         for index, k in picked:
             out.append(probes[index][k - 1])
     out.sort(key=lambda pair: (pair[0].env, pair[0].rollout_id, pair[0].k))
+    return out
+
+
+def contiguous_buckets(ordered: Sequence[_T], buckets: int) -> list[list[_T]]:
+    """``ordered`` cut into ``min(buckets, n)`` consecutive buckets of ``n // count``, the
+    first ``n % count`` one larger (as BAGEN cuts its length buckets)."""
+    if not ordered:
+        return []
+    count = min(buckets, len(ordered))
+    size, extra = divmod(len(ordered), count)
+    out: list[list[_T]] = []
+    start = 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        out.append(list(ordered[start:end]))
+        start = end
     return out

@@ -16,20 +16,36 @@ from functools import cached_property
 from typing import Any
 
 from pytest_budget.awareness.dialogue import (
+    NO_TEXT,
+    WAREHOUSE_DIMS,
+    WAREHOUSE_ESTIMATION_SYSTEM,
     ProbeTurn,
+    actor_system_prompt,
     answer_format,
-    estimator_messages,
-    estimator_question,
+    fallback_system,
     probe_turns,
+    signed_number,
+    token_question,
+    token_question_text,
+    turn_tokens,
+    turn_usage,
+    warehouse_step,
+    warehouse_steps,
+    whole,
 )
+from pytest_budget.awareness.prompts import estimator_system
 from pytest_budget.awareness.rollouts import Rollout, Turn
 
 __all__ = [
     "Probe",
     "ProbeTruth",
     "answer_format",
+    "estimator_messages",
+    "estimator_prompt_tokens",
+    "estimator_question",
     "make_probes",
     "probe_prompt",
+    "warehouse_question",
 ]
 
 # Environment-specific framing; any other env label gets the generic wording.
@@ -201,4 +217,138 @@ def _make_probes(rollout: Rollout) -> list[tuple[Probe, ProbeTruth]]:
             feasible,
         )
         out.append((probe, truth))
+    return out
+
+
+# What an LLM estimator is sent for a probe, as BAGEN's estimator is shown it.  The chat's
+# rules and building blocks are in pytest_budget.awareness.dialogue (its module docstring);
+# the functions that take a Probe live here, beside the type, so dialogue never needs it.
+
+
+def warehouse_question(probe: Probe) -> str:
+    """The last user message for Warehouse (BAGEN §5's content and order)."""
+    history = warehouse_steps(probe.prefix)
+    return _warehouse_question(probe, "; ".join(history) if history else "none yet")
+
+
+def _warehouse_question(probe: Probe, history: str) -> str:
+    dims = [d for d in WAREHOUSE_DIMS if d in probe.budget] or list(probe.budget)
+    k = probe.k
+    weeks = probe.used.get("time_weeks", 0.0)
+    last = probe.prefix[-1].info if probe.prefix else {}
+    cash = signed_number(last.get("cash"))  # negative cash is still cash
+    target = signed_number(probe.task.get("target_cash_usd"))
+    cash_text = "unknown" if cash is None else f"{whole(cash)} USD"
+    target_text = "not given" if target is None else f"{whole(target)} USD"
+    return "\n".join(
+        [
+            f"Weeks completed: {whole(weeks)}. Turns completed: {k}.",
+            "Usage so far: "
+            + ", ".join(f"{d} {whole(probe.used.get(d, 0.0))}" for d in dims)
+            + ".",
+            f"Cash now: {cash_text}. Final cash needed to count as finished: {target_text}.",
+            "Usage per step: " + history + ".",
+            "Budgets: " + ", ".join(f"{d} <= {whole(probe.budget[d])}" for d in dims) + ".",
+            "",
+            "Can the agent end with at least the target cash while staying within all three "
+            "budgets? If yes, give for each budget an interval for how much more it will use "
+            "from its next step to the end. If not, answer impossible. Getting the "
+            "feasibility right matters more than narrow intervals.",
+            "",
+            "Keep any reasoning short, one to three sentences. " + answer_format(tuple(dims)),
+        ]
+    )
+
+
+def _is_warehouse(probe: Probe) -> bool:
+    return set(WAREHOUSE_DIMS) <= set(probe.budget)
+
+
+def estimator_question(probe: Probe) -> str:
+    """The last user message of :func:`estimator_messages`.
+
+    Token budgets get :func:`token_question`, Warehouse :func:`warehouse_question`; any other
+    budget (a user's own dimensions) gets the flattened :attr:`Probe.text`.
+    """
+    if _is_warehouse(probe):
+        return warehouse_question(probe)
+    if tuple(probe.budget) == ("tokens",):
+        return token_question(probe.turns, probe.budget["tokens"])
+    return probe.text
+
+
+def estimator_messages(probe: Probe) -> list[dict[str, str]]:
+    """The chat an LLM estimator is sent for ``probe`` (module docstring).
+
+    A budget that is neither ``tokens`` nor Warehouse's three (a user's own dimensions)
+    keeps the flattened form: the estimator's system prompt and :attr:`Probe.text`, which
+    already lists the turns.
+    """
+    if _is_warehouse(probe):
+        system = WAREHOUSE_ESTIMATION_SYSTEM
+    elif tuple(probe.budget) == ("tokens",):
+        system = actor_system_prompt(probe.env, probe.actor_system_prompt) or fallback_system(
+            probe.env
+        )
+    else:
+        return [
+            {"role": "system", "content": estimator_system(tuple(probe.budget))},
+            {"role": "user", "content": probe.text},
+        ]
+    messages = [{"role": "system", "content": system}]
+    for turn in probe.prefix:
+        messages.append({"role": "user", "content": turn.observation or NO_TEXT})
+        messages.append({"role": "assistant", "content": turn.action or NO_TEXT})
+    messages.append({"role": "user", "content": probe.question})
+    return messages
+
+
+def estimator_prompt_tokens(probes: Sequence[Probe]) -> list[int]:
+    """Reference tokens of :func:`estimator_messages` for each probe, without building them.
+
+    Building every probe's chat re-renders all its earlier turns (quadratic in the turns);
+    the dry run only needs the count.  The reference tokenizer's tokens never cross a space
+    or a punctuation mark, and every join below is at one (``"; "`` between items, ``": "``
+    and ``"."`` around the list), so a question's count is its template's count (list left
+    empty) plus the items' counts plus one ``;`` per separator; the replayed turns are
+    separate messages, counted separately anyway.  Per-turn counts are summed along each
+    prefix once (``nodes``: a prefix is its last turn and the prefix before it).
+    """
+    from pytest_budget.tokens import count_tokens
+
+    nodes: dict[tuple[int, int], int] = {}
+    # Per node: (turn messages' tokens, question items' tokens, elapsed weeks) so far.
+    sums: list[tuple[int, int, float]] = [(0, 0, 0.0)]
+    out = []
+    for probe in probes:
+        warehouse = _is_warehouse(probe)
+        if not probe.prefix or not (warehouse or tuple(probe.budget) == ("tokens",)):
+            out.append(sum(count_tokens(m["content"]) for m in estimator_messages(probe)))
+            continue
+        node = 0
+        for index, turn in enumerate(probe.prefix, start=1):
+            key = (node, id(turn))
+            if key not in nodes:
+                said, items, elapsed = sums[node]
+                said += count_tokens(turn.observation or NO_TEXT)
+                said += count_tokens(turn.action or NO_TEXT)
+                if warehouse:
+                    item, elapsed = warehouse_step(elapsed, turn)
+                else:
+                    read, wrote = turn_tokens(turn)
+                    item = turn_usage(ProbeTurn(index, None, None, turn.usage, read, wrote))
+                nodes[key] = len(sums)
+                sums.append((said, items + count_tokens(item), elapsed))
+            node = nodes[key]
+        said, items, _ = sums[node]
+        items += len(probe.prefix) - 1  # one ";" per separator
+        if warehouse:
+            system = WAREHOUSE_ESTIMATION_SYSTEM
+            template = _warehouse_question(probe, "")
+        else:
+            system = actor_system_prompt(probe.env, probe.actor_system_prompt) or (
+                fallback_system(probe.env)
+            )
+            template = token_question_text(len(probe.prefix), "", probe.budget["tokens"])
+        out.append(count_tokens(system) + said + count_tokens(template) + items)
     return out

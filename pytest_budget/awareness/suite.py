@@ -22,6 +22,7 @@ from pytest_budget.metric_spec import MetricSpec
 from pytest_budget.suite_registry import (
     CellKind,
     ReplyRule,
+    Role,
     Suite,
     SuiteOptions,
     lazy,
@@ -138,12 +139,32 @@ SUITE = Suite(
         "pytest_budget.fixtures.awareness",
         "pytest_budget.fixtures.awareness_forecast",
     ),
-    roles=("estimator",),
-    replies={
-        "estimator": ReplyRule(
-            "text, an Interval, an IntervalMap or Impossible", accepts=_is_estimate
+    # Forecast: one interval with a short reasoning, or one move; an environment episode
+    # (and an online one) takes about ten turns.
+    roles=(
+        Role(
+            "estimator",
+            method="estimate",
+            protocol="pytest_budget.awareness.roles:Estimator",
+            reply=ReplyRule(
+                "text, an Interval, an IntervalMap or Impossible", accepts=_is_estimate
+            ),
+            evaluated=True,
+            output_tokens=150,
         ),
-    },
+        Role(
+            "actor",
+            method="act",
+            protocol="pytest_budget.awareness.roles:Actor",
+            fallback=lazy("pytest_budget.awareness.environments:ReferenceActor"),
+            output_tokens=150,
+            turns=10,
+        ),
+        # act(observation, used, cap): the online mode's actor.
+        Role("online_actor", method="act", output_tokens=150, turns=10),
+        # Its two-call estimate: text, or a mapping with usage.
+        Role("online_estimator", method="estimate"),
+    ),
     llm_roles=_llm_roles,
     reference_agents={
         "oracle": {"estimator": reference_agent(_ESTIMATORS + "OracleEstimator")},
@@ -167,7 +188,6 @@ SUITE = Suite(
         # Replays --budget-logged-estimates (never a default agent: not in the kind's list).
         "logged": {"estimator": reference_agent("pytest_budget.awareness.logged:LoggedEstimator")},
     },
-    fallback_agents={"actor": lazy("pytest_budget.awareness.environments:ReferenceActor")},
     # bench_gate_runs.py --sizes default --designs wired --only none: 0.811 of the calls.
     sequential_shares={"estimator": 0.78},
 )

@@ -3,7 +3,9 @@
 Figures are drawn on :class:`matplotlib.figure.Figure` objects with the Agg canvas (no
 pyplot, so no global figure registry and no interactive backend), inside one fixed
 ``rc_context``: the same report gives the same pixels.  Each figure is returned as a
-:class:`Chart` holding a base64 PNG, or a short note saying why it could not be drawn.
+:class:`Chart` holding a base64 PNG, or a short note saying why it could not be drawn
+(the type is data, :mod:`pytest_budget.page_parts`, so the registry can name it; re-exported
+here).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import contextvars
 import io
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_budget.page_parts import Chart
 from pytest_budget.records import CellRecord
 
 if TYPE_CHECKING:
@@ -73,23 +76,6 @@ PALETTE = (
     "#000000", "#7f7f7f", "#b3b3b3",
 )  # fmt: skip
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<")
-
-
-@dataclass(frozen=True)
-class Chart:
-    """One figure of the page: a PNG (base64) at a CSS size, or a note when absent."""
-
-    key: str
-    title: str
-    caption: str
-    png: str | None = None
-    width: int = 0
-    height: int = 0
-    note: str | None = None
-    #: The drawn figure, kept unencoded inside :func:`deferred` (see :func:`finish_pair`).
-    figure: Any = field(default=None, compare=False, repr=False)
-    #: Recorded, not yet drawn (:mod:`pytest_budget.html.batch`): its placeholder.
-    pending: str | None = None
 
 
 def number(value: object) -> float | None:

@@ -1,5 +1,6 @@
-"""Score table columns of the HTML page: the column type, its building blocks, and the
-lookup of each cell kind's columns and footer lines in the suite registry.
+"""Score table columns of the HTML page: the lookup of each cell kind's columns and footer
+lines in the suite registry.  The column type and its building blocks are data
+(:mod:`pytest_budget.page_parts`, so the registry can name them); re-exported here.
 
 Each suite declares its own columns (its ``page`` module) after its terminal table, read
 from the cell records directly so the page can mark a delta per score.  Plain Python.
@@ -7,11 +8,17 @@ from the cell records directly so the page can mark a delta per score.  Plain Py
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from pytest_budget.records import CellRecord, field_value
+from pytest_budget.page_parts import (
+    AGENT_COLUMN,
+    Column,
+    agent_text,
+    field_column,
+    format_cell_value,
+    score_column,
+)
+from pytest_budget.records import CellRecord
 from pytest_budget.suite_registry import cell_kind
 
 __all__ = [
@@ -28,40 +35,6 @@ __all__ = [
 ]
 
 Cell = CellRecord
-
-
-@dataclass(frozen=True)
-class Column:
-    """One table column: its header, how to read it from a cell, and whether it is a
-    score whose change between two runs is marked (``metric`` = the score's name)."""
-
-    header: str
-    read: Callable[[Cell], object]
-    metric: str | None = None
-    tooltip: str = ""
-    #: A coordinate (alpha, ratio), not a score: numbers shown as written (0.5, not 0.500).
-    plain: bool = False
-
-    def text(self, cell: Cell) -> str:
-        return format_cell_value(self.read(cell), plain=self.plain)
-
-
-def field_column(name: str, header: str | None = None) -> Column:
-    """A coordinate read from the record (``pool``, ``alpha``), shown as written."""
-    return Column(header or name, lambda cell: field_value(cell, name), plain=True)
-
-
-def score_column(name: str, header: str | None = None, *, delta: bool = True) -> Column:
-    """A score from the record's ``scores``; ``delta``: a change between runs is marked."""
-    return Column(header or name, lambda cell: cell.scores.get(name), name if delta else None, name)
-
-
-def agent_text(cell: Cell) -> object:
-    """The agent's name, with the outcome when the cell did not end ``ok``."""
-    return cell.agent if cell.status == "ok" else f"{cell.agent} ({cell.status})"
-
-
-AGENT_COLUMN = Column("agent", agent_text)
 
 
 def section_title(suite: str) -> str:
@@ -81,20 +54,6 @@ def columns_for(suite: str, cells: Sequence[Cell]) -> tuple[Column, ...]:
             if isinstance(value, int | float) and not isinstance(value, bool) and key not in names:
                 names.append(key)
     return (field_column("cell"), AGENT_COLUMN, *(score_column(name) for name in names))
-
-
-def format_cell_value(value: object, *, plain: bool = False) -> str:
-    """Like the terminal tables (three decimals), but an undefined score is an en dash;
-    ``plain`` numbers (coordinates such as alpha) are shown as short as they are."""
-    if value is None:
-        return "\u2013"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        return f"{value:g}" if plain else f"{value:.3f}"
-    return str(value)
 
 
 def interval_text(cell: Cell, metric: str) -> str:

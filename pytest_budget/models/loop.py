@@ -40,6 +40,7 @@ __all__ = [
     "close_worker_loop",
     "on_worker_loop",
     "ranked_limiter",
+    "run_blocking",
     "run_on_worker_loop",
     "shared_http_client",
     "shared_limiter",
@@ -259,6 +260,35 @@ class _RankedWaiters:
                 del self._events[borrower]
                 return borrower, found[1]
         raise KeyError("no waiters")
+
+
+def run_blocking(func: Callable[[], Awaitable[T]]) -> T:
+    """Run ``func()`` to completion from synchronous code, on the process's worker loop.
+
+    Every cell's work runs on that one loop (this module), whatever
+    loop the caller runs: a sync helper called from an ``async def`` test (pytest-asyncio or
+    anyio) blocks until the work is done, and the caller's context (output limit, meter)
+    goes with it.  Called from a task of the worker loop itself (which must not block), the
+    work runs in a loop of its own thread instead.
+    """
+    if not on_worker_loop():
+        return run_on_worker_loop(func)
+    box: list[Any] = []
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            box.append((True, context.run(anyio.run, func)))
+        except BaseException as exc:
+            box.append((False, exc))
+
+    thread = threading.Thread(target=target, name="pytest-budget-nested-loop", daemon=True)
+    thread.start()
+    thread.join()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 def ranked_limiter(total: int) -> anyio.CapacityLimiter:

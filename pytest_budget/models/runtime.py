@@ -40,6 +40,7 @@ import anyio
 import anyio.lowlevel
 
 from pytest_budget.budget import Usage, current_meter
+from pytest_budget.concurrency import acquire
 from pytest_budget.models.cell_calls import (
     CALL_REPEAT,
     CELL_CALLS,
@@ -54,7 +55,6 @@ from pytest_budget.models.prices import PriceTable
 from pytest_budget.models.recorder import CallRecorder, canonical_body, key_of, scrub_result
 from pytest_budget.models.retry import RetryPolicy, call_with_retries, is_transient
 from pytest_budget.models.usage import TokenUsage
-from pytest_budget.roles import acquire
 from pytest_budget.tokens import count_tokens
 
 __all__ = [

@@ -21,6 +21,7 @@ from pytest_budget.planning.options import (
 from pytest_budget.suite_registry import (
     CellKind,
     ReplyRule,
+    Role,
     Suite,
     SuiteOptions,
     lazy,
@@ -109,14 +110,22 @@ SUITE = Suite(
     # one noisy draw too, and pairing cancels the differences between queries (issue 17,
     # item 8; benchmarks/bench_planning_gate.py).
     default_gate="paired",
-    roles=("tool_agent",),
-    replies={
-        "tool_agent": ReplyRule(
-            "text or an assistant message (a mapping with 'content'/'tool_calls')",
-            mapping_keys=("content", "text", "tool_calls", "choices"),
-            accepts=_is_message,
+    # Forecast: one tool call per reply; a few tool calls and the answer per episode.
+    roles=(
+        Role(
+            "tool_agent",
+            method="act",
+            protocol="pytest_budget.planning.roles:ToolAgent",
+            reply=ReplyRule(
+                "text or an assistant message (a mapping with 'content'/'tool_calls')",
+                mapping_keys=("content", "text", "tool_calls", "choices"),
+                accepts=_is_message,
+            ),
+            evaluated=True,
+            output_tokens=250,
+            turns=6,
         ),
-    },
+    ),
     llm_roles=_llm_roles,
     reference_agents={
         "oracle": {"tool_agent": reference_agent(_TOOL_AGENTS + "OracleToolAgent")},

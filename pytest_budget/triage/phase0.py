@@ -22,9 +22,10 @@ from typing import Any
 
 import anyio
 
+from pytest_budget.concurrency import for_each_bounded
 from pytest_budget.files import write_atomic
 from pytest_budget.replies import safe_repr
-from pytest_budget.roles import AgentError, agent_name, call_role, for_each_bounded
+from pytest_budget.roles import AgentError, agent_name, call_role
 from pytest_budget.tokens import count_tokens
 from pytest_budget.triage.graders import extract_answer, grade
 from pytest_budget.triage.types import Baseline, Item, Problem, Solution

@@ -14,7 +14,8 @@ from typing import Any
 
 import anyio
 
-from pytest_budget.roles import AgentError, call_role, for_each_bounded
+from pytest_budget.concurrency import for_each_bounded
+from pytest_budget.roles import AgentError, call_role
 from pytest_budget.triage.graders import grade
 from pytest_budget.triage.phase0 import coerce_solution, is_truncated
 from pytest_budget.triage.types import Baseline, Item, Plan

@@ -16,6 +16,7 @@ from pytest_budget.metric_spec import MetricSpec
 from pytest_budget.suite_registry import (
     CellKind,
     ReplyRule,
+    Role,
     Suite,
     SuiteOptions,
     lazy,
@@ -130,20 +131,34 @@ SUITE = Suite(
     # Pairs each pool item's new values with the stored ones (issue 30: a noisy planner's
     # baseline is one draw too; benchmarks/bench_gate_runs.py).
     default_gate="paired",
-    roles=("planner", "solver"),
-    replies={
-        "planner": ReplyRule(
-            "a Plan, a mapping with a 'plan' list, a list of entries or text",
-            mapping_keys=("plan",),
-            accepts=_is_plan,
+    # Forecast reply lengths: a JSON plan; one worked solution.
+    roles=(
+        Role(
+            "planner",
+            method="plan",
+            protocol="pytest_budget.triage.roles:Planner",
+            reply=ReplyRule(
+                "a Plan, a mapping with a 'plan' list, a list of entries or text",
+                mapping_keys=("plan",),
+                accepts=_is_plan,
+            ),
+            evaluated=True,
+            output_tokens=400,
         ),
-        "solver": ReplyRule(
-            "a Solution, a mapping with 'text' (and 'tokens'/'answer') or text",
-            mapping_keys=("text", "answer"),
-            accepts=_is_solution,
-            sized_text=True,
+        Role(
+            "solver",
+            method="solve",
+            protocol="pytest_budget.triage.roles:Solver",
+            reply=ReplyRule(
+                "a Solution, a mapping with 'text' (and 'tokens'/'answer') or text",
+                mapping_keys=("text", "answer"),
+                accepts=_is_solution,
+                sized_text=True,
+            ),
+            fallback=_reference_solver,
+            output_tokens=600,
         ),
-    },
+    ),
     llm_roles=_llm_roles,
     reference_agents={
         "oracle": {"planner": reference_agent(_PLANNERS + "OraclePlanner")},
@@ -151,6 +166,5 @@ SUITE = Suite(
         "cheapest-first": {"planner": reference_agent(_PLANNERS + "CheapestFirstPlanner")},
         "attempt-all": {"planner": reference_agent(_PLANNERS + "AttemptAllPlanner")},
     },
-    fallback_agents={"solver": _reference_solver},
     runs_whole={"planner": "one plan call per cell, which cannot be split into batches"},
 )

@@ -1,0 +1,214 @@
+"""The one layer table (issue 35): every module's layer, what it may import, whether pytest.
+
+A module may import its own layer and any layer of a **lower** rank, never a peer of the
+same rank nor a higher one.  ``TYPE_CHECKING`` imports count, and so do function-level
+imports (``tests/test_import_graph.py`` holds the checks that read this table;
+``tests/test_core_without_pytest.py`` reads its "pytest allowed" column).
+``docs/explanation/architecture.md`` draws the same table; a test below compares them.
+
+Each row names the folder the layer becomes (issue 35, plan §1), and the modules that are
+in it today.  The root is still flat, so a layer lists today's root modules by name; a
+folder that already exists (``models``, ``html``, the suites) is listed by its prefix.
+When the modules move into their folders, each row's ``today`` becomes its ``folder``
+alone: a module's layer is the longest matching prefix, so nothing else changes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ARCHITECTURE = ROOT / "docs" / "explanation" / "architecture.md"
+
+
+@dataclass(frozen=True)
+class Layer:
+    rank: int
+    folder: str  # what the layer is called (its folder once the modules move)
+    today: tuple[str, ...]  # module prefixes under ``pytest_budget.`` that are in it today
+    pytest_allowed: bool
+    what: str
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+LAYERS: tuple[Layer, ...] = (
+    Layer(
+        0,
+        "_core/",
+        _names(
+            "agent_log budget concurrency files fingerprint lazy_exports metric_spec option_checks"
+            " page_parts record_json records redact replies roles samples sizes"
+            " suite_registry textscan tokens written"
+        ),
+        False,
+        "plain core: budget, tokens, text scans, records, the registry, agent calls",
+    ),
+    Layer(0, "_version.py", ("_version",), False, "the version"),
+    Layer(
+        1,
+        "_stats/",
+        _names("bootstrap ci_defaults gating metrics paired repeats run_gate sequential"),
+        False,
+        "the gate's statistics",
+    ),
+    Layer(1, "_environments/", ("sokoban", "sokoban_board"), False, "shared environments"),
+    Layer(2, "models/", ("models",), False, "model clients, runtime, loop, prices, ledger"),
+    Layer(
+        3,
+        "report/",
+        _names(
+            "cli frontier html markdown_summary merge report report_pool report_schema"
+            " summary_tables tables"
+        ),
+        False,
+        "JSON report, schema, merge, cli, terminal tables, HTML",
+    ),
+    Layer(4, "triage/", ("triage",), False, "a suite slice"),
+    Layer(4, "awareness/", ("awareness",), False, "a suite slice"),
+    Layer(4, "planning/", ("planning",), False, "a suite slice"),
+    Layer(
+        5,
+        "_run/",
+        _names(
+            "agents crashed distribute forecast llm_agents options progress rerun session shard"
+        ),
+        False,
+        "one run in plain Python: options, session, agents by name, forecast, shards",
+    ),
+    Layer(
+        6,
+        "_plugin/",
+        _names(
+            "_snapshot forecast_suites hookspecs interrupt plugin_markdown plugin_models"
+            " plugin_options plugin_role_agents plugin_state run_reporter suite_hooks"
+        ),
+        True,
+        "pytest-facing plumbing",
+    ),
+    Layer(7, "fixtures/", ("fixtures",), True, "fixtures (the adapter's face)"),
+    Layer(8, "suites/", ("suites",), True, "cell modules (the adapter's face)"),
+    Layer(9, "front door", ("", "__main__"), False, "the public names; python -m"),
+    Layer(9, "plugin.py", ("plugin",), True, "the pytest11 entry point"),
+)
+
+# Imports that run up the table today, "importer -> imported".  Shrinking only: an edge
+# cut is removed from here (the test fails until it is), a new one is never added.
+KNOWN_UPWARD: frozenset[str] = frozenset()
+
+# Import circles left to cut (TYPE_CHECKING imports count).  Shrinking only.
+KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset()
+
+
+def _prefix(entry: str) -> str:
+    return f"pytest_budget.{entry}" if entry else "pytest_budget"
+
+
+def layer_of(module: str) -> Layer | None:
+    """The row of ``module``: the longest ``today`` prefix that matches it."""
+    best: tuple[int, Layer] | None = None
+    for layer in LAYERS:
+        for entry in layer.today:
+            prefix = _prefix(entry)
+            if entry == "":
+                matches = module == prefix
+            else:
+                matches = module == prefix or module.startswith(prefix + ".")
+            if matches and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), layer)
+    return best[1] if best else None
+
+
+def may_import(importer: str, imported: str) -> bool:
+    """Own layer, or a lower rank."""
+    mine, theirs = layer_of(importer), layer_of(imported)
+    assert mine is not None and theirs is not None, (importer, imported)
+    return mine == theirs or theirs.rank < mine.rank
+
+
+def pytest_allowed(module: str) -> bool:
+    layer = layer_of(module)
+    assert layer is not None, module
+    return layer.pytest_allowed
+
+
+def _may_import_text(rank: int) -> str:
+    if rank == 0:
+        return "nothing outside its layer"
+    return "rank 0" if rank == 1 else f"ranks 0-{rank - 1}"
+
+
+def _today_text(layer: Layer) -> str:
+    return " ".join(f"`{entry or 'pytest_budget'}`" for entry in layer.today)
+
+
+def markdown_rows() -> list[list[str]]:
+    """The table as architecture.md draws it, one list of cells per row."""
+    return [
+        [
+            str(layer.rank),
+            f"`{layer.folder}`" if layer.folder != "front door" else layer.folder,
+            _may_import_text(layer.rank),
+            "yes" if layer.pytest_allowed else "no",
+            layer.what,
+            _today_text(layer),
+        ]
+        for layer in LAYERS
+    ]
+
+
+def doc_rows(text: str) -> list[list[str]]:
+    """The rows of the table under the header ``| rank | layer |`` in ``text``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"\|\s*rank\s*\|\s*layer", line))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def test_the_architecture_page_draws_the_layer_table() -> None:
+    assert doc_rows(ARCHITECTURE.read_text(encoding="utf-8")) == markdown_rows()
+
+
+def test_every_module_has_exactly_one_layer() -> None:
+    from tests.test_import_graph import module_files
+
+    modules = module_files()
+    assert not [m for m in modules if layer_of(m) is None]
+    # no row lists a module that is not there (a stale name would hide nothing)
+    listed = {_prefix(entry) for layer in LAYERS for entry in layer.today}
+    assert not [
+        p for p in sorted(listed) if not any(m == p or m.startswith(p + ".") for m in modules)
+    ]
+    assert len(listed) == sum(len(layer.today) for layer in LAYERS)
+
+
+def test_the_table_reads_as_documented() -> None:
+    """Longest prefix wins; own layer and lower ranks only; peers of one rank are apart."""
+    assert layer_of("pytest_budget.report_pool") == layer_of("pytest_budget.report")
+    assert layer_of("pytest_budget.html.tables") == layer_of("pytest_budget.report")
+    assert layer_of("pytest_budget.plugin_state") != layer_of("pytest_budget.plugin")
+    assert layer_of("pytest_budget.triage.types") != layer_of("pytest_budget")
+    assert may_import("pytest_budget.roles", "pytest_budget.tokens")  # own layer
+    assert may_import("pytest_budget.gating", "pytest_budget.records")  # lower rank
+    assert not may_import("pytest_budget.records", "pytest_budget.gating")  # higher
+    assert not may_import("pytest_budget.triage.types", "pytest_budget.planning.env")  # peers
+    assert not may_import("pytest_budget.bootstrap", "pytest_budget.sokoban")  # peers
+    assert pytest_allowed("pytest_budget.plugin") and not pytest_allowed("pytest_budget")
+    assert pytest_allowed("pytest_budget.fixtures.core")
+    assert not pytest_allowed("pytest_budget.options")
+    assert [layer.rank for layer in LAYERS] == sorted(layer.rank for layer in LAYERS)
+
+
+def test_the_doc_comparison_can_fail() -> None:
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    changed = page.replace("| 3 | `report/` |", "| 4 | `report/` |")
+    assert changed != page
+    assert doc_rows(changed) != markdown_rows()
