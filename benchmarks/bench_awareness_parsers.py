@@ -18,14 +18,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from pytest_budget.awareness.answers import (
+from pytest_budget.awareness._replay.answers import (
     WAREHOUSE_DIMENSIONS,
     parse_bagen,
     parse_rl,
     parse_strict,
 )
-from pytest_budget.awareness.search_env import parse_action as search_action
-from pytest_budget.awareness.sokoban_env import parse_reply as sokoban_reply
+from pytest_budget.awareness.search._env import parse_action as search_action
+from pytest_budget.awareness.sokoban._env import parse_reply as sokoban_reply
 from pytest_budget.awareness.warehouse import ActionError
 from pytest_budget.awareness.warehouse import parse_action as warehouse_action
 

@@ -10,13 +10,13 @@ Run with::
 do: half whole questions, half decomposed hop queries (start entity plus a relation keyword,
 as the reference actor writes them).  ``--corpus random`` indexes ``--docs`` made-up
 Zipf-distributed documents instead.  The script starts a
-:class:`~pytest_budget.awareness.retrieval.RetrievalServer` in this process (as the session
+:class:`~pytest_budget.awareness.retrieval._client.RetrievalServer` in this process (as the session
 fixture does) and prints:
 
 * corpus generation (first in process, then cached) and index build time (best of 3);
 * in-process ``BM25Index.search`` latency;
 * p50/p95/p99 latency of sequential ``POST /search`` calls through one
-  :class:`~pytest_budget.awareness.retrieval.RetrievalClient` (httpx, keep-alive), target
+  :class:`~pytest_budget.awareness.retrieval._client.RetrievalClient` (httpx, keep-alive), target
   p50 < 5 ms;
 * throughput with ``--concurrency`` ``RetrievalClient`` clients issuing queries at once,
   target >= 500 queries/s;
@@ -48,14 +48,14 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from pytest_budget.awareness.retrieval import (
+from pytest_budget.awareness.retrieval._client import (
     BM25Index,
     Document,
     RetrievalClient,
     RetrievalServer,
     wait_until_healthy,
 )
-from pytest_budget.awareness.search_corpus import RELATIONS, build_corpus
+from pytest_budget.awareness.search._corpus import RELATIONS, build_corpus
 
 P50_TARGET_MS = 5.0
 THROUGHPUT_TARGET = 500.0
@@ -98,7 +98,7 @@ def make_queries(docs: list[Document], n: int, seed: int) -> list[str]:
 
 def bundled_corpus() -> tuple[list[Document], float, float]:
     """The search environment's corpus as documents; (docs, first build s, cached build s)."""
-    from pytest_budget.awareness.environments import SEARCH_CORPUS_SEED
+    from pytest_budget.awareness._environments import SEARCH_CORPUS_SEED
 
     start = time.perf_counter()
     corpus = build_corpus(SEARCH_CORPUS_SEED)
@@ -112,7 +112,7 @@ def bundled_corpus() -> tuple[list[Document], float, float]:
 
 def bundled_queries(n: int, seed: int) -> list[str]:
     """Half whole questions, half hop queries (entity + relation keyword), seeded order."""
-    from pytest_budget.awareness.environments import SEARCH_CORPUS_SEED
+    from pytest_budget.awareness._environments import SEARCH_CORPUS_SEED
 
     corpus = build_corpus(SEARCH_CORPUS_SEED)
     pool: list[str] = []

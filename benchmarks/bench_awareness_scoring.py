@@ -14,10 +14,10 @@ import anyio
 import numpy as np
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from pytest_budget.awareness.answers import Impossible, Interval
-from pytest_budget.awareness.evaluate import run_awareness_cell
-from pytest_budget.awareness.metrics import ProbeRecord, ProbeTable, score_probes
-from pytest_budget.awareness.rollouts import Rollout, Turn
+from pytest_budget.awareness._evaluate import run_awareness_cell
+from pytest_budget.awareness._replay.answers import Impossible, Interval
+from pytest_budget.awareness._replay.rollouts import Rollout, Turn
+from pytest_budget.awareness._scoring.metrics import ProbeRecord, ProbeTable, score_probes
 
 N_ROLLOUTS = 10_000
 TURNS = 11  # 10 probes per rollout: 100k probes

@@ -21,10 +21,10 @@ from collections import Counter
 
 import anyio
 
-from pytest_budget.awareness.retrieval import RetrievalClient, RetrievalServer
-from pytest_budget.awareness.rollouts import Rollout
-from pytest_budget.awareness.search_corpus import SearchCorpus, build_corpus
-from pytest_budget.awareness.search_env import (
+from pytest_budget.awareness._replay.rollouts import Rollout
+from pytest_budget.awareness.retrieval._client import RetrievalClient, RetrievalServer
+from pytest_budget.awareness.search._corpus import SearchCorpus, build_corpus
+from pytest_budget.awareness.search._env import (
     SEARCH_PRESET,
     IndexSearcher,
     SearchReferenceActor,

@@ -18,7 +18,7 @@ from collections import Counter
 
 import anyio
 
-from pytest_budget.awareness.sokoban_env import (
+from pytest_budget.awareness.sokoban._env import (
     SOKOBAN_PRESETS,
     SokobanPreset,
     SokobanReferenceActor,

@@ -18,13 +18,13 @@ import time
 
 import anyio
 
-from pytest_budget.awareness.rollouts import Rollout
+from pytest_budget.awareness._replay.rollouts import Rollout
 from pytest_budget.awareness.warehouse import (
     condition_challenges,
     generate_rollouts,
     load_demand_panel,
 )
-from pytest_budget.awareness.warehouse_policy import NoisyReorderPointPolicy, ReorderPointPolicy
+from pytest_budget.awareness.warehouse._policy import NoisyReorderPointPolicy, ReorderPointPolicy
 
 
 def _timed(actor: object, n: int, seed: int) -> tuple[list[Rollout], float, float]:

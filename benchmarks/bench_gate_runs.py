@@ -3,7 +3,7 @@
 A user sees a red run, not a red cell.  This script plays the default run of all three
 suites (every cell together) many times with agents that answer like an LLM at temperature
 > 0, and gates every rerun against a recorded baseline with the shipped rule
-(:mod:`pytest_budget.run_gate`: per-unit changes, the sign-flip test with Hoeffding's bound,
+(:mod:`pytest_budget._stats.run_gate`: per-unit changes, the sign-flip test with Hoeffding's bound,
 half the run's 1% split over the gated (cell, metric) pairs, half over the pooled (cell
 kind, metric) tests).
 
@@ -42,7 +42,7 @@ Table 4), triage ``eta_u`` -0.10, awareness ``macro_f1_all`` -0.05 and ``interva
 rows.  A regression moves each unit's probability by the same logit shift, found by
 bisection so the expected score drops by the effect.
 
-**Sizes** (``--sizes``): ``default`` and ``paper`` as shipped (:mod:`pytest_budget.sizes`:
+**Sizes** (``--sizes``): ``default`` and ``paper`` as shipped (:mod:`pytest_budget._core.sizes`:
 queries per task, rollouts per environment as a share of 128; planning cells padded to the
 largest task's count), ``today`` the sizes before issue 30 (600 queries per task, 128
 rollouts).  Triage is 16 cells of 30 items at every size.  Calls per run count the model
@@ -50,7 +50,7 @@ calls the evaluated roles make: planning 6 per query episode, awareness one esti
 call per probe, triage one planner call per cell.
 
 **Sequential as wired** (``--designs wired``, what the suites run under
-``--budget-sequential``, :mod:`pytest_budget.sequential`): every planning and awareness cell
+``--budget-sequential``, :mod:`pytest_budget._stats.sequential`): every planning and awareness cell
 runs its own units in ``--looks`` batches (bounds on the cell's own size, as the suites
 do) and stops on its own data (a metric regressed at its look's share of the cell's level;
 every stated metric "no regression" from look 2; or its full size); the suite's pooled
@@ -63,7 +63,7 @@ share of its calls for an unchanged agent (the forecast's expected share).
 **Sequential, run-level looks** (``--designs seq``; not what pytest runs: it needs every
 cell's batch before any look): every cell runs its units in ``--looks`` equal batches;
 after each batch the run's pooled tests (and the cells' own) are decided by
-:class:`pytest_budget.run_gate.SequentialRule` (alpha spent over the looks, a futility stop
+:class:`pytest_budget._stats.run_gate.SequentialRule` (alpha spent over the looks, a futility stop
 when the data rule out the stated effect, at most 5% power spent on it).  A suite stops as
 soon as one of its metrics is ``regressed`` or all are ``no regression``; calls are counted
 for the batches run.  Triage plans each cell in one call, so it always runs whole.
@@ -89,16 +89,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pytest_budget import sequential
-from pytest_budget.run_gate import (
+from pytest_budget._core.sizes import COSTBENCH_TEST_SPLIT, SIZES
+from pytest_budget._stats import sequential
+from pytest_budget._stats.run_gate import (
     RUN_ALPHA,
     SequentialRule,
     cell_alpha,
     pooled_alpha,
     unit_changes,
 )
-from pytest_budget.sequential import STATED_EFFECTS, batch_bounds, log_e_path, pooled_lambda
-from pytest_budget.sizes import COSTBENCH_TEST_SPLIT, SIZES
+from pytest_budget._stats.sequential import STATED_EFFECTS, batch_bounds, log_e_path, pooled_lambda
 
 Array = npt.NDArray[np.float64]
 #: Per metric, the units' numerators and denominators.
@@ -377,7 +377,7 @@ def gate_suite_wired(
     suite: Suite, stored: Parts, new: Parts, cell_level: float, pooled_level: float, looks: int
 ) -> Outcome:
     """Red runs and calls of one suite under the sequential gate *as wired* into the suites
-    (:mod:`pytest_budget.sequential`): every cell looks at its own batches only (bounds on
+    (:mod:`pytest_budget._stats.sequential`): every cell looks at its own batches only (bounds on
     its own units) and stops on its own data (any metric regressed, or every stated metric
     "no regression", or its maximum size); the suite's pooled test is the e-process over
     the units run, in canonical order (cell, batch), each batch's changes computed on its
@@ -496,7 +496,7 @@ def self_check(rng: np.random.Generator, suite: Suite) -> None:
 
 def size_counts(size: str) -> tuple[list[int], float]:
     """Planning queries per task (the six tasks) and awareness's share of 128 rollouts per
-    environment, for a shipped size (:mod:`pytest_budget.sizes`) or ``today`` (before
+    environment, for a shipped size (:mod:`pytest_budget._core.sizes`) or ``today`` (before
     issue 30: 600 queries per task, 128 rollouts)."""
     if size == "today":
         return [600] * 6, 1.0

@@ -38,12 +38,12 @@ from typing import Any
 
 import anyio
 
-from pytest_budget.awareness.evaluate import run_awareness_cell
-from pytest_budget.awareness.llm import LLMEstimator
-from pytest_budget.awareness.rollouts import Rollout, Turn
-from pytest_budget.models.loop import run_on_worker_loop
-from pytest_budget.models.provider import build_chat_client
-from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
+from pytest_budget.awareness._evaluate import run_awareness_cell
+from pytest_budget.awareness._llm import LLMEstimator
+from pytest_budget.awareness._replay.rollouts import Rollout, Turn
+from pytest_budget.models._loop import run_on_worker_loop
+from pytest_budget.models._provider import build_chat_client
+from pytest_budget.models._runtime import ModelRuntime, RuntimeConfig
 
 _REPLY = {
     "id": "c1",

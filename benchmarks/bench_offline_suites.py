@@ -65,9 +65,9 @@ def oracle_cell(repeat: int = 3) -> None:
     """Per-cell V_oracle with whole values: all resamples at once vs one by one."""
     import numpy as np
 
-    from pytest_budget.bootstrap import counts_from_indices, resample_indices
-    from pytest_budget.triage import intervals
-    from pytest_budget.triage.scoring import oracle_value
+    from pytest_budget._stats.bootstrap import counts_from_indices, resample_indices
+    from pytest_budget.triage import _intervals as intervals
+    from pytest_budget.triage._scoring import oracle_value
 
     rng = np.random.default_rng(3)
     costs = rng.integers(50, 4000, size=30).astype(np.int64)

@@ -6,13 +6,13 @@ Run with::
 
 An estimator answers every probe of ``--probes`` probes with ``--mb`` megabytes of text
 (an ``<answer>`` tag buried at the end, as a model stuck in a loop would write).  Prints the
-wall time of :func:`~pytest_budget.awareness.evaluate.run_awareness_cell`:
+wall time of :func:`~pytest_budget.awareness._evaluate.run_awareness_cell`:
 
 * with the default ``--budget-max-output-chars`` (1,000,000): each reply is refused by its
   size before any parser reads it, and scored ``invalid`` with the size in the reason;
 * with the limit raised above the reply's size: each reply goes through the parser.
 
-The same check guards every role (:func:`pytest_budget.replies.reply_problem`); the figure
+The same check guards every role (:func:`pytest_budget._core.replies.reply_problem`); the figure
 for a planner or a tool agent is the same order.  No timed test relies on it.
 """
 
@@ -23,9 +23,9 @@ import time
 
 import anyio
 
-from pytest_budget.awareness.evaluate import run_awareness_cell
-from pytest_budget.awareness.rollouts import Rollout, Turn
-from pytest_budget.replies import output_limit
+from pytest_budget._core.replies import output_limit
+from pytest_budget.awareness._evaluate import run_awareness_cell
+from pytest_budget.awareness._replay.rollouts import Rollout, Turn
 
 
 def main() -> None:

@@ -20,39 +20,39 @@ import textwrap
 #: name -> (import line, call expression on ``text``)
 PARSERS: dict[str, tuple[str, str]] = {
     "triage.graders.extract_answer": (
-        "from pytest_budget.triage.graders import extract_answer as f",
+        "from pytest_budget.triage._graders import extract_answer as f",
         "f(text)",
     ),
     "triage.graders.parse_number": (
-        "from pytest_budget.triage.graders import parse_number as f",
+        "from pytest_budget.triage._graders import parse_number as f",
         "f(text)",
     ),
     "triage.graders.parse_moves": (
-        "from pytest_budget.triage.graders import parse_moves as f",
+        "from pytest_budget.triage._graders import parse_moves as f",
         "f(text)",
     ),
     "triage.plan_parser.parse_plan": (
-        "from pytest_budget.triage.plan_parser import parse_plan as f",
+        "from pytest_budget.triage._plan_parser import parse_plan as f",
         "f(text, ['q1', 'q2'])",
     ),
     "triage.llm.extract_solver_answer": (
-        "from pytest_budget.triage.llm import extract_solver_answer as f",
+        "from pytest_budget.triage._llm import extract_solver_answer as f",
         "f(text, 'arith')",
     ),
     "planning.episode.parse_reply": (
-        "from pytest_budget.planning.episode import parse_reply as f",
+        "from pytest_budget.planning._episode import parse_reply as f",
         "f(text)",
     ),
     "awareness.answers.parse_estimate": (
-        "from pytest_budget.awareness.answers import parse_estimate as f",
+        "from pytest_budget.awareness._replay.answers import parse_estimate as f",
         "f(text)",
     ),
     "awareness.evaluate.parse_answer": (
-        "from pytest_budget.awareness.evaluate import parse_answer as f",
+        "from pytest_budget.awareness._evaluate import parse_answer as f",
         "f(text, ('tokens',), 'bagen')",
     ),
     "awareness.sokoban_env.parse_reply": (
-        "from pytest_budget.awareness.sokoban_env import parse_reply as f",
+        "from pytest_budget.awareness.sokoban._env import parse_reply as f",
         "f(text)",
     ),
     "awareness.warehouse.parse_action": (
@@ -60,7 +60,7 @@ PARSERS: dict[str, tuple[str, str]] = {
         "f(text)",
     ),
     "awareness.search_env.parse_action": (
-        "from pytest_budget.awareness.search_env import parse_action as f",
+        "from pytest_budget.awareness.search._env import parse_action as f",
         "f(text)",
     ),
 }

@@ -35,13 +35,13 @@ from collections.abc import Callable
 
 import anyio
 
-from pytest_budget.planning.agents import OracleToolAgent
-from pytest_budget.planning.blocking import Blocker
-from pytest_budget.planning.env import TravelEnv
-from pytest_budget.planning.episode import run_episode
-from pytest_budget.planning.queries import generate_queries
-from pytest_budget.planning.records import Query
-from pytest_budget.planning.tools import TASKS
+from pytest_budget.planning._blocking import Blocker
+from pytest_budget.planning._env import TravelEnv
+from pytest_budget.planning._episode import run_episode
+from pytest_budget.planning._episode_records import Query
+from pytest_budget.planning._queries import generate_queries
+from pytest_budget.planning._reference_agents import OracleToolAgent
+from pytest_budget.planning._tools import TASKS
 
 LEVEL = 5
 

@@ -14,7 +14,7 @@ denominator of every gated score, the scores (sum / sum) and the bootstrap inter
 suite's resamples: 1,000, seed 42, the query as unit) - is an array operation on the drawn
 episodes' values.  Thousands of runs per cell cost seconds.  Each cell is self-checked: a
 few drawn runs are also scored by the suite's own code (``cell_summary``,
-``per_query_parts``) and gated by :mod:`pytest_budget.gating`'s functions, and every
+``per_query_parts``) and gated by :mod:`pytest_budget._stats.gating`'s functions, and every
 decision must agree (mismatches are printed; there should be none).
 
 **What is measured, per default cell** (six tasks x the five default scenarios) and queries
@@ -35,13 +35,13 @@ agent are gated against it:
 
 A cell *fails* when any of its five gated metrics fails, as in the suite.  Rules:
 ``tolerance``, ``ci``, ``overlap`` (new interval wholly on the worse side of the stored
-interval) and ``paired@a`` (:func:`pytest_budget.gating.compare_paired` at level ``a`` per
+interval) and ``paired@a`` (:func:`pytest_budget._stats.gating.compare_paired` at level ``a`` per
 metric; a metric with too few changed queries for the test falls back to ``overlap``, as in
 the suite).  Bonferroni-Holm over the five metrics at family level ``a`` fails a cell exactly
 when ``paired@(a/5)`` does (Holm's first step is Bonferroni; any rejection fails the cell),
 so those are rows of the same table.
 
-The paired p-value is the suite's (:func:`pytest_budget.paired.paired_p_value`: the same
+The paired p-value is the suite's (:func:`pytest_budget._stats.paired.paired_p_value`: the same
 20,000 fixed-seed swap patterns), computed for many runs at once by one matrix product.
 Only metrics past their tolerance are tested, and a normal approximation screens the rest:
 ``z < 1.5`` (p far above 0.01) counts as not significant, ``z > 7`` as the smallest p.  A
@@ -79,29 +79,35 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 
-from pytest_budget.bootstrap import (
+from pytest_budget._stats.bootstrap import (
     _sorted_quantile,
     bootstrap_seed,
     counts_from_indices,
     resample_indices,
 )
-from pytest_budget.gating import PAIRED_ALPHA, compare, compare_ci, compare_overlap, compare_paired
-from pytest_budget.metrics import MetricSpec, metric_specs
-from pytest_budget.paired import DRAWS, paired_p_value
-from pytest_budget.planning import env as env_module
-from pytest_budget.planning.agents import _ReferenceToolAgent
-from pytest_budget.planning.code_metrics import greedy_sums, score_sums
-from pytest_budget.planning.costs import tool_costs as _tool_costs
-from pytest_budget.planning.env import TravelEnv, greedy_pick
-from pytest_budget.planning.episode import ReferenceView, ToolAgentObservation, run_episode
-from pytest_budget.planning.evaluate import PlanningOutcome
-from pytest_budget.planning.intervals import _columns, cell_summary
-from pytest_budget.planning.metrics import greedy_scores, score_episodes
-from pytest_budget.planning.options import DEFAULT_SCENARIOS, parse_scenarios
-from pytest_budget.planning.per_query import PARTS, per_query_parts
-from pytest_budget.planning.queries import generate_queries
-from pytest_budget.planning.records import EpisodeRecord, Query
-from pytest_budget.planning.tools import TASKS, Tool
+from pytest_budget._stats.gated_metrics import MetricSpec, metric_specs
+from pytest_budget._stats.gating import (
+    PAIRED_ALPHA,
+    compare,
+    compare_ci,
+    compare_overlap,
+    compare_paired,
+)
+from pytest_budget._stats.paired import DRAWS, paired_p_value
+from pytest_budget.planning import _env as env_module
+from pytest_budget.planning._code_metrics import greedy_sums, score_sums
+from pytest_budget.planning._costs import tool_costs as _tool_costs
+from pytest_budget.planning._env import TravelEnv, greedy_pick
+from pytest_budget.planning._episode import ReferenceView, ToolAgentObservation, run_episode
+from pytest_budget.planning._episode_records import EpisodeRecord, Query
+from pytest_budget.planning._evaluate import PlanningOutcome
+from pytest_budget.planning._intervals import _columns, cell_summary
+from pytest_budget.planning._metrics import greedy_scores, score_episodes
+from pytest_budget.planning._options import DEFAULT_SCENARIOS, parse_scenarios
+from pytest_budget.planning._per_query import PARTS, per_query_parts
+from pytest_budget.planning._queries import generate_queries
+from pytest_budget.planning._reference_agents import _ReferenceToolAgent
+from pytest_budget.planning._tools import TASKS, Tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gate_arrays import Z_LOW, Runs, _ratio, decide

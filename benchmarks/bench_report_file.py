@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_budget.report import _encode, load_report, write_report
+from pytest_budget.report._document import _encode, load_report, write_report
 
 
 def _expanded(report: dict[str, Any], indent: int | None) -> Callable[[Path], None]:

@@ -22,10 +22,10 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_budget.models.client import ModelCallError, OpenAIChatClient
-from pytest_budget.models.loop import run_on_worker_loop
-from pytest_budget.models.retry import RetryPolicy
-from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
+from pytest_budget.models._client import ModelCallError, OpenAIChatClient
+from pytest_budget.models._loop import run_on_worker_loop
+from pytest_budget.models._retry import RetryPolicy
+from pytest_budget.models._runtime import ModelRuntime, RuntimeConfig
 from tests.slow_server import SlowServer
 
 

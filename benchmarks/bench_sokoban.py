@@ -1,4 +1,4 @@
-"""Benchmarks for Sokoban generation and solving (pytest_budget.sokoban).
+"""Benchmarks for Sokoban generation and solving (pytest_budget._environments.sokoban).
 
 Run with::
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_budget.sokoban import generate_level, generate_unsolvable_level, solve
+from pytest_budget._environments.sokoban import generate_level, generate_unsolvable_level, solve
 
 
 def _generate_and_solve(

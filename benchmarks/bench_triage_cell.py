@@ -8,7 +8,7 @@ One cell: a 30-item pool with Phase 0 ground truth, and 1,000 planner replies as
 text, each with prose around the JSON and roughly one entry in ten needing the repair pass
 (a count written "1,200", a fraction, a negative count, 1e30, an unknown id, a repeated id).
 Timed: :func:`~pytest_budget.triage.parse_plan` on every reply (the repair pass), then
-:func:`~pytest_budget.triage.batch.score_plans` (oracle and 1,000-ordering random reference
+:func:`~pytest_budget.triage._batch.score_plans` (oracle and 1,000-ordering random reference
 once, both regimes for every plan).  The script checks its result against
 :func:`~pytest_budget.triage.score_plan` on a sample, so a fast wrong answer fails.
 """
@@ -22,7 +22,7 @@ import random
 import time
 
 from pytest_budget.triage import Baseline, Item, budget_for, parse_plan, score_plan
-from pytest_budget.triage.batch import score_plans
+from pytest_budget.triage._batch import score_plans
 
 N_ITEMS = 30
 N_PLANS = 1000

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from pytest_budget.triage.scoring import oracle_value, random_reference
+from pytest_budget.triage._scoring import oracle_value, random_reference
 
 BUDGET = 1_000_000
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pytest_budget.metrics import MetricSpec
-from pytest_budget.paired import DRAWS, EXACT_LIMIT, _column, paired_p_value
+from pytest_budget._stats.gated_metrics import MetricSpec
+from pytest_budget._stats.paired import DRAWS, EXACT_LIMIT, _column, paired_p_value
 
 Array = npt.NDArray[np.float64]
 #: Normal-approximation screen of the paired test (see bench_planning_gate.py).

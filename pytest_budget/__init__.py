@@ -7,23 +7,27 @@ notebook or a script as well as under pytest.
 
 from typing import TYPE_CHECKING
 
+from pytest_budget._core.lazy_exports import lazy_exports
+from pytest_budget._core.old_paths import install_old_paths
 from pytest_budget._version import __version__
-from pytest_budget.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from pytest_budget.agents import register_provider
-    from pytest_budget.awareness.roles import Actor, Estimator
-    from pytest_budget.budget import Budget, BudgetExceeded, Meter, Usage
-    from pytest_budget.gating import MetricSpec, Regression, compare
-    from pytest_budget.planning.roles import ToolAgent
-    from pytest_budget.roles import AgentError, call_role
-    from pytest_budget.tokens import count_tokens
-    from pytest_budget.triage.roles import Planner, Solver
+    from pytest_budget._core.budget import Budget, BudgetExceeded, Meter, Usage
+    from pytest_budget._core.roles import AgentError, call_role
+    from pytest_budget._core.tokens import count_tokens
+    from pytest_budget._run.agent_names import register_provider
+    from pytest_budget._stats.gating import MetricSpec, Regression, compare
+    from pytest_budget.awareness._roles import Actor, Estimator
+    from pytest_budget.planning._roles import ToolAgent
+    from pytest_budget.triage._roles import Planner, Solver
 
-# Imported on first use (see pytest_budget.lazy_exports): the pytest plugin imports this
+# Imported on first use (see pytest_budget._core.lazy_exports): the pytest plugin imports this
 # package in every pytest run of the environment, and an unrelated run must not pay for
 # anyio and the rest.
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
+
+# Paths from before the layer folders (0.1) still import, with a DeprecationWarning.
+install_old_paths()
 
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from pytest_budget.cli import main
+from pytest_budget.report._cli import main
 
 if __name__ == "__main__":
     args = sys.argv[1:]

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_budget import hookspecs, suite_hooks
-from pytest_budget.plugin_options import (
+from pytest_budget._plugin import hookspecs, suite_hooks
+from pytest_budget._plugin.options import (
     INI_DEFAULTS,
     OPTION_GROUP,
     add_options,
@@ -31,8 +31,8 @@ from pytest_budget.plugin_options import (
 )
 
 if TYPE_CHECKING:
-    from pytest_budget.options import BudgetOptions
-    from pytest_budget.session import BudgetSession
+    from pytest_budget._run.options import BudgetOptions
+    from pytest_budget._run.session import BudgetSession
 
 #: Every fixture the plugin's fixture modules define (tests/test_import_cost.py checks the
 #: list against them): a test whose fixture closure names one engages the plugin.
@@ -139,20 +139,20 @@ def engage(config: pytest.Config, *, started: bool = False) -> BudgetSession:
     """Parse and check the options, start the run's session and reporter and register the
     fixture modules.  ``started``: the pytest session is running already (engaged by a test
     asking for a budget fixture), so the reporter's session-start work is done now."""
-    from pytest_budget.plugin_state import SESSION_KEY
+    from pytest_budget._plugin.state import SESSION_KEY
 
     if engaged(config):
         return config.stash[SESSION_KEY]
     config.stash[_ENGAGED] = True
-    from pytest_budget.options import OptionError, parse_options
-    from pytest_budget.plugin_models import (
+    from pytest_budget._core.registry import registered_suites
+    from pytest_budget._plugin.models import (
         check_model_agents,
         register_model_providers,
         set_up_model_runtime,
     )
-    from pytest_budget.run_reporter import RunReporter
-    from pytest_budget.session import BudgetSession
-    from pytest_budget.suite_registry import registered_suites
+    from pytest_budget._plugin.reporter import RunReporter
+    from pytest_budget._run.options import OptionError, parse_options
+    from pytest_budget._run.session import BudgetSession
 
     register_model_providers()
     try:
@@ -167,16 +167,16 @@ def engage(config: pytest.Config, *, started: bool = False) -> BudgetSession:
 
     session = BudgetSession(options)
     config.stash[SESSION_KEY] = session
-    from pytest_budget.replies import set_run_output_limit
+    from pytest_budget._core.replies import set_run_output_limit
 
     set_run_output_limit(options.max_output_chars)
-    from pytest_budget.agent_log import set_agent_timeout
+    from pytest_budget._core.agent_log import set_agent_timeout
 
     set_agent_timeout(options.agent_timeout)
     session.extra["shard"] = options.shard.as_dict() if options.shard else None
     reporter = RunReporter(config, session)
     config.pluginmanager.register(reporter, _REPORTER)
-    from pytest_budget.plugin_markdown import configure_markdown
+    from pytest_budget._plugin.markdown import configure_markdown
 
     configure_markdown(config)  # --budget-markdown, GITHUB_STEP_SUMMARY
     check_model_agents(options)
@@ -258,7 +258,7 @@ def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
     own tests under the current directory); with explicit paths the suites are added.
     """
     folder = _suites_folder()
-    from pytest_budget.suite_registry import cell_module_paths
+    from pytest_budget._core.registry import cell_module_paths
 
     wanted = [str(path) for path in cell_module_paths(options.suites, options)]
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
@@ -273,7 +273,7 @@ def _add_suite_paths(config: pytest.Config, options: BudgetOptions) -> None:
 
 
 def _suites_folder() -> Path:
-    from pytest_budget.suite_registry import bundled_cells_folder
+    from pytest_budget._core.registry import bundled_cells_folder
 
     return bundled_cells_folder()
 
@@ -289,7 +289,7 @@ def _map_suite_args(config: pytest.Config) -> None:
     """Printed suite node ids (``pytest_budget/suites/test_x.py::...``) run as shown."""
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         return
-    from pytest_budget.rerun import map_suite_arg
+    from pytest_budget._run.rerun import map_suite_arg
 
     folder, here = _suites_folder(), config.invocation_params.dir
     config.args[:] = [map_suite_arg(arg, folder, here) for arg in config.args]
@@ -351,8 +351,8 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
     rootdir, which cannot be re-run)."""
     if not engaged(parent.config) or module_path.resolve().parent != _suites_folder():
         return None
-    from pytest_budget.rerun import suite_node_path
-    from pytest_budget.suite_registry import kind_of_test_file
+    from pytest_budget._core.registry import kind_of_test_file
+    from pytest_budget._run.rerun import suite_node_path
 
     if not kind_of_test_file(module_path.name):
         return None
@@ -363,7 +363,7 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
 
 
 def _options(config: pytest.Config) -> BudgetOptions:
-    from pytest_budget.plugin_state import budget_session
+    from pytest_budget._plugin.state import budget_session
 
     return budget_session(config).options
 
@@ -384,7 +384,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if shard is None:
         return
     import pytest_budget.suites as suites_package
-    from pytest_budget.shard import partition
+    from pytest_budget._run.shard import partition
 
     folder = Path(suites_package.__file__).resolve().parent
     kept, dropped = partition((_shard_identity(item, folder) for item in items), shard)
@@ -395,7 +395,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _shard_identity(item: pytest.Item, suites_folder: Path) -> str:
     """The node id, with the install location of the bundled suite modules left out."""
-    from pytest_budget.shard import suite_identity
+    from pytest_budget._run.shard import suite_identity
 
     path = Path(item.path).resolve()
     return suite_identity(item.nodeid, path.name if path.parent == suites_folder else None)
@@ -411,7 +411,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     limit spans cells); each test then waits for its own cell's result."""
     if not engaged(item.config):
         return
-    from pytest_budget.plugin_state import budget_session
+    from pytest_budget._plugin.state import budget_session
 
     state = budget_session(item.config)
     if state.model_runtime is not None:
@@ -422,7 +422,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_keyboard_interrupt() -> None:
     """Ctrl-C: stop the work on the process's event loop too (cells started ahead)."""
-    loop_module = sys.modules.get("pytest_budget.models.loop")
+    loop_module = sys.modules.get("pytest_budget.models._loop")
     if loop_module is not None:
         loop_module.cancel_worker_loop()
 
@@ -430,9 +430,9 @@ def pytest_keyboard_interrupt() -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Collect the errors of agents called during the test (for the failure report)."""
-    if not engaged(item.config) and "pytest_budget.agent_log" not in sys.modules:
+    if not engaged(item.config) and "pytest_budget._core.agent_log" not in sys.modules:
         return (yield)  # no agent can have been called: nothing of the package is loaded
-    from pytest_budget.agent_log import collect_agent_errors
+    from pytest_budget._core.agent_log import collect_agent_errors
 
     with collect_agent_errors() as log:
         item.stash[AGENT_ERRORS_KEY] = log
@@ -491,8 +491,8 @@ def _add_cell_parts(
 ) -> None:
     """What an engaged run's report carries: a crashed cell, the re-run command, the cell's
     record, calls and per-unit gate changes."""
-    from pytest_budget.plugin_state import CELL_KEY, GATE_KEY
-    from pytest_budget.suite_registry import kind_of_test_file
+    from pytest_budget._core.registry import kind_of_test_file
+    from pytest_budget._plugin.state import CELL_KEY, GATE_KEY
 
     if report.when == "call":
         _stop_if_endpoint_down(item)
@@ -526,9 +526,9 @@ def _record_crashed_cell(
     its traceback; a recorded cell whose test then crashed (not a gate failure or a
     ``pytest.fail``) becomes ``error`` and keeps its scores.  Never lost from the reports."""
     import pytest_budget.suites as suites_package
-    from pytest_budget.crashed import error_cell, mark_crashed
-    from pytest_budget.plugin_state import CELL_KEY
-    from pytest_budget.record_json import cell_from_json, cell_to_json
+    from pytest_budget._core.record_json import cell_from_json, cell_to_json
+    from pytest_budget._plugin.state import CELL_KEY
+    from pytest_budget._run.crashed import error_cell, mark_crashed
 
     excinfo = call.excinfo
     reason = excinfo.exconly().splitlines()[0][:500] if excinfo is not None else "failed"
@@ -559,7 +559,7 @@ def _record_crashed_cell(
 def _stop_if_endpoint_down(item: pytest.Item) -> None:
     """Most calls to a model endpoint fail: stop the run with one line naming it (pytest's
     ``-x`` mechanism, which xdist workers pass on to the controller)."""
-    from pytest_budget.plugin_state import SESSION_KEY
+    from pytest_budget._plugin.state import SESSION_KEY
 
     state = item.config.stash.get(SESSION_KEY, None)
     runtime = state.model_runtime if state is not None else None
@@ -573,7 +573,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Workers write their last buffered model-call counters before they exit."""
     if not engaged(session.config):
         return
-    from pytest_budget.plugin_state import SESSION_KEY
+    from pytest_budget._plugin.state import SESSION_KEY
 
     state = session.config.stash.get(SESSION_KEY, None)
     runtime = state.model_runtime if state is not None else None
@@ -582,7 +582,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         scheduler.cancel_all()  # cells started ahead whose tests did not run (-x, Ctrl-C)
     if runtime is not None:
         runtime.flush()
-    loop_module = sys.modules.get("pytest_budget.models.loop")
+    loop_module = sys.modules.get("pytest_budget.models._loop")
     if loop_module is not None:
         loop_module.close_worker_loop()
 

@@ -13,22 +13,25 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.awareness.environments import WAREHOUSE_PRESETS, file_digest
-from pytest_budget.awareness.evaluate import (
+from pytest_budget._core.fingerprint import fingerprint
+from pytest_budget._core.roles import agent_name
+from pytest_budget._plugin.state import budget_session
+from pytest_budget._run.options import BudgetOptions
+from pytest_budget.awareness._environments import WAREHOUSE_PRESETS, file_digest
+from pytest_budget.awareness._evaluate import (
     AwarenessOutcome,
     awareness_outcome,
     run_awareness_cell,
     summarize_rollouts,
 )
-from pytest_budget.awareness.floor import trivial_floor
-from pytest_budget.awareness.intervals import cell_summary
-from pytest_budget.awareness.options import AwarenessOptions
-from pytest_budget.awareness.per_probe import per_probe_parts, per_probe_snapshot
-from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
-from pytest_budget.awareness.rollouts import Rollout
-from pytest_budget.awareness.subsample import LOGGED_ENVS, cell_probes
+from pytest_budget.awareness._options import AwarenessOptions
+from pytest_budget.awareness._replay.floor import trivial_floor
+from pytest_budget.awareness._replay.probes import Probe, ProbeTruth, make_probes
+from pytest_budget.awareness._replay.rollouts import Rollout
+from pytest_budget.awareness._replay.subsample import LOGGED_ENVS, cell_probes
+from pytest_budget.awareness._scoring.intervals import cell_summary
+from pytest_budget.awareness._scoring.per_probe import per_probe_parts, per_probe_snapshot
 from pytest_budget.awareness.warehouse import LEAKING_PRESETS
-from pytest_budget.fingerprint import fingerprint
 from pytest_budget.fixtures.awareness import (
     AwarenessCell,
     AwarenessRollouts,
@@ -38,10 +41,7 @@ from pytest_budget.fixtures.awareness import (
 from pytest_budget.fixtures.cells import cell_result
 from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
 from pytest_budget.fixtures.sequential import SequentialCell, sequential_cell, sequential_record
-from pytest_budget.models.loop import shared_limiter
-from pytest_budget.options import BudgetOptions
-from pytest_budget.plugin_state import budget_session
-from pytest_budget.roles import agent_name
+from pytest_budget.models._loop import shared_limiter
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -91,8 +91,8 @@ def _context(
 
 def _samples(rollouts: Sequence[Rollout], outcome: Any, options: BudgetOptions) -> dict[str, Any]:
     """Every asked probe (first repeat) and the rollout prefixes they replayed."""
-    from pytest_budget.awareness.samples import sample_fields
-    from pytest_budget.samples import options_secrets, scrubber
+    from pytest_budget._core.samples import options_secrets, scrubber
+    from pytest_budget.awareness._samples import sample_fields
 
     if not outcome.results or not (options.report_path or options.html_path):
         # Only the JSON report and the HTML page show them: not built for nothing.
@@ -157,7 +157,7 @@ def _run_sequential(
     of the probes asked."""
     from functools import partial
 
-    from pytest_budget.models.loop import run_on_worker_loop
+    from pytest_budget.models._loop import run_on_worker_loop
 
     asked = _asked(rollouts)
     dimensions = tuple(asked[0][0].budget)

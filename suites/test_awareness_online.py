@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.awareness.online.cell import cell_caps, run_online_cell
-from pytest_budget.awareness.online.envs import ONLINE_ENVS
-from pytest_budget.awareness.online.protocol import PROTOCOLS
-from pytest_budget.awareness.options import AwarenessOptions
+from pytest_budget._core.roles import agent_name
+from pytest_budget._plugin.state import budget_session
+from pytest_budget._run.options import BudgetOptions
+from pytest_budget.awareness._options import AwarenessOptions
+from pytest_budget.awareness.online._cell import cell_caps, run_online_cell
+from pytest_budget.awareness.online._envs import ONLINE_ENVS
+from pytest_budget.awareness.online._protocol import PROTOCOLS
 from pytest_budget.fixtures.core import agent_axis
-from pytest_budget.models.loop import run_on_worker_loop
-from pytest_budget.options import BudgetOptions
-from pytest_budget.plugin_state import budget_session
-from pytest_budget.roles import agent_name
+from pytest_budget.models._loop import run_on_worker_loop
 
 #: Per-run entries kept in a cell record (the rest are counted).
 _RUNS_KEPT = 64

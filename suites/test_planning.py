@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
+from pytest_budget._core.roles import agent_name
+from pytest_budget._plugin.state import budget_session
+from pytest_budget._run.options import BudgetOptions
 from pytest_budget.fixtures.cells import cell_result
 from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
 from pytest_budget.fixtures.planning import PlanningCell, PlanningQueries, planning_cells
 from pytest_budget.fixtures.sequential import sequential_record
-from pytest_budget.models.loop import shared_limiter
-from pytest_budget.options import BudgetOptions
-from pytest_budget.planning.evaluate import PlanningOutcome, planning_outcome, run_planning_cell
-from pytest_budget.planning.intervals import cell_summary
-from pytest_budget.planning.options import PlanningOptions
-from pytest_budget.planning.per_query import per_query_parts, per_query_snapshot
-from pytest_budget.planning.records import Query
-from pytest_budget.plugin_state import budget_session
-from pytest_budget.roles import agent_name
+from pytest_budget.models._loop import shared_limiter
+from pytest_budget.planning._episode_records import Query
+from pytest_budget.planning._evaluate import PlanningOutcome, planning_outcome, run_planning_cell
+from pytest_budget.planning._intervals import cell_summary
+from pytest_budget.planning._options import PlanningOptions
+from pytest_budget.planning._per_query import per_query_parts, per_query_snapshot
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -56,8 +56,8 @@ def _query_digest(queries: Sequence[Query]) -> str:
 
 def _samples(outcome: Any, queries: Sequence[Query], options: BudgetOptions) -> list[Any]:
     """Every episode of the cell (first repeat): calls, segments, paths, answers."""
-    from pytest_budget.planning.samples import episode_samples
-    from pytest_budget.samples import options_secrets, scrubber
+    from pytest_budget._core.samples import options_secrets, scrubber
+    from pytest_budget.planning._samples import episode_samples
 
     if not (options.report_path or options.html_path):
         return []  # only the JSON report and the HTML page show them: not built for nothing
@@ -97,7 +97,7 @@ def _run_sequential(
 ) -> PlanningOutcome:  # fmt: skip
     """The cell's queries batch by batch, deciding after each (the first batch may have
     been started ahead); the outcome of the queries run."""
-    from pytest_budget.models.loop import run_on_worker_loop
+    from pytest_budget.models._loop import run_on_worker_loop
 
     reading = options.of(PlanningOptions).planning_reading
     episodes: list[Any] = []

@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 
+from pytest_budget._core.roles import agent_name
+from pytest_budget._plugin.state import budget_session
+from pytest_budget._run.options import BudgetOptions
+from pytest_budget._run.session import BudgetSession
 from pytest_budget.fixtures.cells import cell_result, in_background
 from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
 from pytest_budget.fixtures.triage import (
@@ -22,12 +26,8 @@ from pytest_budget.fixtures.triage import (
     ground_truth_for,
     triage_cells,
 )
-from pytest_budget.models.loop import shared_limiter
-from pytest_budget.options import BudgetOptions
-from pytest_budget.plugin_state import budget_session
-from pytest_budget.roles import agent_name
-from pytest_budget.session import BudgetSession
-from pytest_budget.triage.evaluate import (
+from pytest_budget.models._loop import shared_limiter
+from pytest_budget.triage._evaluate import (
     CellOutcome,
     TruncationWarning,
     cell_notes,
@@ -35,10 +35,10 @@ from pytest_budget.triage.evaluate import (
     truncation_counts,
     truncation_warning,
 )
-from pytest_budget.triage.intervals import cell_summary, item_units, warm_shared
-from pytest_budget.triage.per_item import per_item_snapshot
-from pytest_budget.triage.phase0 import BaselineReport
-from pytest_budget.triage.types import Pool
+from pytest_budget.triage._intervals import cell_summary, item_units, warm_shared
+from pytest_budget.triage._per_item import per_item_snapshot
+from pytest_budget.triage._phase0 import BaselineReport
+from pytest_budget.triage._types import Pool
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -197,8 +197,8 @@ def _samples(
     pool: Pool, phase0: BaselineReport, outcome: CellOutcome, options: BudgetOptions
 ) -> dict[str, Any]:
     """The cell's pool items (first plan) and the planner's reply, for the report."""
-    from pytest_budget.samples import options_secrets
-    from pytest_budget.triage.samples import cell_samples
+    from pytest_budget._core.samples import options_secrets
+    from pytest_budget.triage._samples import cell_samples
 
     if not (options.report_path or options.html_path):
         # Only the JSON report and the HTML page show them: not built for nothing.

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
+from pytest_budget._plugin.state import budget_session
+from pytest_budget._run.options import BudgetOptions
 from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
-from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
-from pytest_budget.options import BudgetOptions
-from pytest_budget.plugin_state import budget_session
+from pytest_budget.models._loop import run_on_worker_loop, shared_limiter
 from pytest_budget.suites.test_triage import _context, _fail_on_error, _phase0, _plan, _record
-from pytest_budget.triage.evaluate import TRUNCATION_WARN_SHARE, TruncationWarning
-from pytest_budget.triage.intervals import resolve_cell_summary
-from pytest_budget.triage.resolve import resolve_records, summarize_records
+from pytest_budget.triage._evaluate import TRUNCATION_WARN_SHARE, TruncationWarning
+from pytest_budget.triage._intervals import resolve_cell_summary
+from pytest_budget.triage._resolve import resolve_records, summarize_records
 
 #: The paper re-solves the plans made with the full baseline budget.
 RESOLVE_ALPHA = 1.0

@@ -318,7 +318,7 @@ def trust_authority(authority: Any, folder: Path, monkeypatch: Any) -> None:
 def fresh_worker_loop() -> Iterator[None]:
     """A test between two closings of the process's worker loop (its HTTP client and
     pool start anew); ``yield from`` it in an autouse fixture."""
-    from pytest_budget.models.loop import close_worker_loop
+    from pytest_budget.models._loop import close_worker_loop
 
     close_worker_loop()
     yield

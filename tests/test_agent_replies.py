@@ -14,21 +14,25 @@ import anyio
 import pytest
 from model_server import ModelServer
 
-from pytest_budget.agents import UnknownAgentError, normalize_agent_name, validate_agent_name
-from pytest_budget.awareness.answers import Interval, IntervalMap, Invalid
-from pytest_budget.awareness.evaluate import run_awareness_cell
-from pytest_budget.awareness.rollouts import Rollout, Turn
-from pytest_budget.models.client import ChatResult, ToolCall
-from pytest_budget.models.loop import run_blocking
-from pytest_budget.models.provider import build_chat_client, endpoint_settings
-from pytest_budget.models.recorder import CallRecorder, request_key, scrub_result
-from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
-from pytest_budget.models.usage import TokenUsage
-from pytest_budget.options import OptionError, parse_options
-from pytest_budget.planning.episode import run_episode
-from pytest_budget.planning.queries import generate_queries
-from pytest_budget.replies import output_limit, reply_problem, safe_repr
-from pytest_budget.roles import AgentError, InvalidOutput, call_role, collect_agent_errors
+from pytest_budget._core.replies import output_limit, reply_problem, safe_repr
+from pytest_budget._core.roles import AgentError, InvalidOutput, call_role, collect_agent_errors
+from pytest_budget._run.agent_names import (
+    UnknownAgentError,
+    normalize_agent_name,
+    validate_agent_name,
+)
+from pytest_budget._run.options import OptionError, parse_options
+from pytest_budget.awareness._evaluate import run_awareness_cell
+from pytest_budget.awareness._replay.answers import Interval, IntervalMap, Invalid
+from pytest_budget.awareness._replay.rollouts import Rollout, Turn
+from pytest_budget.models._client import ChatResult, ToolCall
+from pytest_budget.models._loop import run_blocking
+from pytest_budget.models._provider import build_chat_client, endpoint_settings
+from pytest_budget.models._recorder import CallRecorder, request_key, scrub_result
+from pytest_budget.models._runtime import ModelRuntime, RuntimeConfig
+from pytest_budget.models._usage import TokenUsage
+from pytest_budget.planning._episode import run_episode
+from pytest_budget.planning._queries import generate_queries
 
 
 class RaisingRepr:
@@ -334,9 +338,9 @@ def test_unknown_provider_lists_the_valid_forms() -> None:
 
 
 def test_both_forms_are_one_agent(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_budget.agents import register_provider
-    from pytest_budget.llm_agents import provider_factory
-    from pytest_budget.models.provider import PROVIDERS
+    from pytest_budget._run.agent_names import register_provider
+    from pytest_budget._run.model_agents import provider_factory
+    from pytest_budget.models._provider import PROVIDERS
 
     for provider in PROVIDERS:
         register_provider(provider, provider_factory(provider))

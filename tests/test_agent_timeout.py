@@ -8,10 +8,10 @@ import time
 import anyio
 import pytest
 
-from pytest_budget.agent_log import agent_timeout, set_agent_timeout
-from pytest_budget.models.loop import run_on_worker_loop
-from pytest_budget.options import OptionError, parse_options
-from pytest_budget.roles import AgentError, call_role
+from pytest_budget._core.agent_log import agent_timeout, set_agent_timeout
+from pytest_budget._core.roles import AgentError, call_role
+from pytest_budget._run.options import OptionError, parse_options
+from pytest_budget.models._loop import run_on_worker_loop
 
 
 @pytest.fixture

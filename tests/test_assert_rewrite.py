@@ -35,8 +35,8 @@ def _rewritten(hook: AssertionRewritingHook, config: pytest.Config, name: str) -
 def test_only_the_bundled_suites_stay_marked(pytester: pytest.Pytester) -> None:
     hook, config = _marked_hook(pytester, "pytest_budget", "syrupy")
     core = (
-        "pytest_budget.gating",
-        "pytest_budget.planning.blocking",
+        "pytest_budget._stats.gating",
+        "pytest_budget.planning._blocking",
         "pytest_budget.fixtures.cells",
     )
     assert all(_rewritten(hook, config, name) for name in core)  # as pytest marks a wheel

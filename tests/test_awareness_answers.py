@@ -17,8 +17,8 @@ from pytest_budget.awareness import (
     parse_rl,
     parse_strict,
 )
-from pytest_budget.awareness.answers import RLInterval, Scalar
-from pytest_budget.awareness.metrics import reward_from_text
+from pytest_budget.awareness._replay.answers import RLInterval, Scalar
+from pytest_budget.awareness._scoring.metrics import reward_from_text
 
 
 @pytest.mark.parametrize(

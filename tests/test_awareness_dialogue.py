@@ -10,19 +10,19 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_budget.awareness.dialogue import (
+from pytest_budget._core.tokens import count_tokens
+from pytest_budget.awareness._environments import ReferenceActor, generate_env_rollouts
+from pytest_budget.awareness._logs.trajectories import bundled_swe_rollouts, load_trajectories
+from pytest_budget.awareness._prompts import actor_system
+from pytest_budget.awareness._replay.dialogue import (
     ESTIMATION_SYSTEM,
     NO_TEXT,
     WAREHOUSE_ESTIMATION_SYSTEM,
     turn_tokens,
 )
-from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
-from pytest_budget.awareness.probes import Probe, estimator_prompt_tokens, make_probes
-from pytest_budget.awareness.prompts import actor_system
-from pytest_budget.awareness.rollouts import ActorObservation, Rollout, Turn
-from pytest_budget.awareness.sokoban_env import SOKOBAN_PRESETS, generate_puzzles, run_rollout
-from pytest_budget.awareness.trajectories import bundled_swe_rollouts, load_trajectories
-from pytest_budget.tokens import count_tokens
+from pytest_budget.awareness._replay.probes import Probe, estimator_prompt_tokens, make_probes
+from pytest_budget.awareness._replay.rollouts import ActorObservation, Rollout, Turn
+from pytest_budget.awareness.sokoban._env import SOKOBAN_PRESETS, generate_puzzles, run_rollout
 
 
 def test_token_split_sources_in_order() -> None:

@@ -8,18 +8,18 @@ import anyio
 import numpy as np
 import pytest
 
-from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
-from pytest_budget.awareness.floor import (
+from pytest_budget.awareness._environments import ReferenceActor, generate_env_rollouts
+from pytest_budget.awareness._logs.trajectories import bundled_swe_rollouts
+from pytest_budget.awareness._replay.floor import (
     FLOOR_WARN,
     best_threshold_f1,
     floor_line,
     probe_features,
     trivial_floor,
 )
-from pytest_budget.awareness.probes import make_probes
-from pytest_budget.awareness.rollouts import Rollout, Turn
-from pytest_budget.awareness.subsample import subsample_probes
-from pytest_budget.awareness.trajectories import bundled_swe_rollouts
+from pytest_budget.awareness._replay.probes import make_probes
+from pytest_budget.awareness._replay.rollouts import Rollout, Turn
+from pytest_budget.awareness._replay.subsample import subsample_probes
 
 
 def _macro_f1(pred_impossible: np.ndarray, impossible: np.ndarray) -> float:
@@ -125,9 +125,9 @@ def _replay_cell(agent: str, outcome: str = "ok", **fields: object) -> dict[str,
 def test_the_terminal_table_reads_the_typed_records() -> None:
     """awareness_table / rollout_lines / floor_value / online_table read record attributes
     (cells as the JSON report holds them, read back with cell_from_json)."""
-    from pytest_budget.awareness.online.summary import online_table
-    from pytest_budget.awareness.summary import awareness_table, floor_value, rollout_lines
-    from pytest_budget.record_json import cell_from_json
+    from pytest_budget._core.record_json import cell_from_json
+    from pytest_budget.awareness._summary import awareness_table, floor_value, rollout_lines
+    from pytest_budget.awareness.online._summary import online_table
 
     floor = {"macro_f1": 0.8, "feature": "cap:t", "feasible_probes": 3, "impossible_probes": 1,
              "warn": True}  # fmt: skip

@@ -14,22 +14,22 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.awareness.fair_split import bagen_probes, fair_split_random
-from pytest_budget.awareness.logged import LoggedEstimator, read_logged_answers
-from pytest_budget.awareness.probes import make_probes
-from pytest_budget.awareness.rollouts import RolloutFileError
-from pytest_budget.awareness.subsample import (
+from pytest_budget.awareness._logs.trajectories import (
+    bundled_swe_rollouts,
+    detect_format,
+    load_trajectories,
+)
+from pytest_budget.awareness._logs.verdicts import read_harness_reports
+from pytest_budget.awareness._replay.fair_split import bagen_probes, fair_split_random
+from pytest_budget.awareness._replay.logged import LoggedEstimator, read_logged_answers
+from pytest_budget.awareness._replay.probes import make_probes
+from pytest_budget.awareness._replay.rollouts import RolloutFileError
+from pytest_budget.awareness._replay.subsample import (
     DEFAULT_MAX_PROBES,
     LOGGED_ENVS,
     cell_probes,
     subsample_probes,
 )
-from pytest_budget.awareness.trajectories import (
-    bundled_swe_rollouts,
-    detect_format,
-    load_trajectories,
-)
-from pytest_budget.awareness.verdicts import read_harness_reports
 
 DATA = Path(__file__).parent / "data" / "logs"
 SOKOBAN = DATA / "sokoban_api_eval_estimation_dialogues.json"

@@ -58,7 +58,7 @@ from pytest_budget.awareness import (
     rewards,
     score_probes,
 )
-from pytest_budget.awareness.metrics import score_notes
+from pytest_budget.awareness._scoring.metrics import score_notes
 
 BAD = Invalid("<answer>?</answer>", "no number in the answer")
 

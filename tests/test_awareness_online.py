@@ -9,8 +9,11 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_budget.awareness.answers import Impossible, Interval, Invalid
-from pytest_budget.awareness.metrics import ProbeRecord, fail_f1, macro_f1
+from pytest_budget._core.tokens import count_tokens
+from pytest_budget._environments.sokoban import parse_level
+from pytest_budget.awareness._cell_records import OnlineCellRecord
+from pytest_budget.awareness._replay.answers import Impossible, Interval, Invalid
+from pytest_budget.awareness._scoring.metrics import ProbeRecord, fail_f1, macro_f1
 from pytest_budget.awareness.online import (
     ReferenceOnlineAgent,
     read_online_reply,
@@ -18,16 +21,13 @@ from pytest_budget.awareness.online import (
     run_episode,
     run_online_cell,
 )
-from pytest_budget.awareness.online.envs import make_session
-from pytest_budget.awareness.online.protocol import budget_block, split_tokens
-from pytest_budget.awareness.online.scoring import (
+from pytest_budget.awareness.online._envs import make_session
+from pytest_budget.awareness.online._protocol import budget_block, split_tokens
+from pytest_budget.awareness.online._scoring import (
     early_stop_outcome,
     online_probe_results,
     score_online_runs,
 )
-from pytest_budget.awareness.record import OnlineCellRecord
-from pytest_budget.sokoban import parse_level
-from pytest_budget.tokens import count_tokens
 
 # Player at (1, 1), box at (1, 3), target at (1, 4): "Right || Right" solves it; "Left" bumps
 # the wall (a move that changes nothing and never solves).
@@ -295,7 +295,7 @@ def test_odd_replies_never_crash_a_run(reply: Any) -> None:
 
 
 def _reference_rollouts(env: str, n: int) -> list[Any]:
-    from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
+    from pytest_budget.awareness._environments import ReferenceActor, generate_env_rollouts
 
     return anyio.run(lambda: generate_env_rollouts(env, n, seed=42, actor=ReferenceActor(42)))
 
@@ -317,7 +317,7 @@ def test_the_replay_pass_is_the_replay_suite_s_rollout(env: str) -> None:
 
 
 def test_warehouse_online_runs_follow_the_external_caps() -> None:
-    from pytest_budget.awareness.online.cell import cell_caps
+    from pytest_budget.awareness.online._cell import cell_caps
 
     result = anyio.run(
         lambda: run_online_cell(
@@ -376,7 +376,7 @@ def test_hostile_estimate_objects_are_invalid_not_errors() -> None:
 
 def test_the_cap_curve_is_drawn_from_online_cells() -> None:
     pytest.importorskip("matplotlib")
-    from pytest_budget.awareness.online.figures import online_charts
+    from pytest_budget.awareness.online._figures import online_charts
 
     cells = [
         OnlineCellRecord(

@@ -10,8 +10,7 @@ import anyio
 import jsonschema
 import pytest
 
-from pytest_budget.awareness.answers import Impossible, Interval, IntervalMap, Invalid
-from pytest_budget.awareness.estimators import (
+from pytest_budget.awareness._estimators import (
     AlwaysFeasibleEstimator,
     AlwaysImpossibleEstimator,
     LinearEstimator,
@@ -20,9 +19,10 @@ from pytest_budget.awareness.estimators import (
     RandomEstimator,
     format_answer,
 )
-from pytest_budget.awareness.evaluate import parse_answer, run_awareness_cell
-from pytest_budget.awareness.probes import make_probes
-from pytest_budget.awareness.rollouts import (
+from pytest_budget.awareness._evaluate import parse_answer, run_awareness_cell
+from pytest_budget.awareness._replay.answers import Impossible, Interval, IntervalMap, Invalid
+from pytest_budget.awareness._replay.probes import make_probes
+from pytest_budget.awareness._replay.rollouts import (
     Rollout,
     RolloutFileError,
     Turn,

@@ -1,4 +1,4 @@
-"""BM25 retrieval and its HTTP service on loopback (pytest_budget/awareness/retrieval.py).
+"""BM25 retrieval and its HTTP service on loopback (pytest_budget/awareness/retrieval/_client.py).
 
 The server is real: it binds 127.0.0.1 at a free port and is queried over TCP with the
 package's client, with raw httpx and, for framing errors httpx will not produce, with a raw
@@ -21,7 +21,7 @@ import httpx
 import pytest
 from scripted_server import Reply, ScriptedServer  # tests/ is on sys.path (prepend import mode)
 
-from pytest_budget.awareness.retrieval import (
+from pytest_budget.awareness.retrieval._client import (
     DEFAULT_K,
     MAX_BODY_BYTES,
     MAX_K,
@@ -755,7 +755,7 @@ def test_wait_until_healthy_on_something_else_reports_its_status() -> None:
 
 def test_module_does_not_import_pytest() -> None:
     code = (
-        "import sys, pytest_budget.awareness.retrieval\n"
+        "import sys, pytest_budget.awareness.retrieval._client\n"
         "print(sorted(m for m in sys.modules if m == 'pytest' or m.startswith('_pytest')))\n"
     )
     result = subprocess.run(

@@ -17,21 +17,22 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_budget.awareness.probes import make_probes
-from pytest_budget.awareness.retrieval import (
-    BM25Index,
-    Document,
-    RetrievalClient,
-    RetrievalServer,
-)
-from pytest_budget.awareness.rollouts import (
+from pytest_budget._core.tokens import count_tokens
+from pytest_budget.awareness._replay.probes import make_probes
+from pytest_budget.awareness._replay.rollouts import (
     ActorObservation,
     Rollout,
     read_rollouts,
     rollout_to_dict,
     write_rollouts,
 )
-from pytest_budget.awareness.search_corpus import (
+from pytest_budget.awareness.retrieval._client import (
+    BM25Index,
+    Document,
+    RetrievalClient,
+    RetrievalServer,
+)
+from pytest_budget.awareness.search._corpus import (
     ABSTAIN_ALIASES,
     RELATIONS,
     UNKNOWN_ANSWER,
@@ -48,7 +49,7 @@ from pytest_budget.awareness.search_corpus import (
     normalize_answer,
     title_entity,
 )
-from pytest_budget.awareness.search_env import (
+from pytest_budget.awareness.search._env import (
     SEARCH_PRESET,
     IndexSearcher,
     ParsedAction,
@@ -66,7 +67,6 @@ from pytest_budget.awareness.search_env import (
     run_rollout,
     token_f1,
 )
-from pytest_budget.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,7 +102,7 @@ def _sentences(text: str) -> int:
 
 def test_corpus_is_the_same_in_another_process(corpus: SearchCorpus) -> None:
     code = (
-        "from pytest_budget.awareness.search_corpus import build_corpus, corpus_digest\n"
+        "from pytest_budget.awareness.search._corpus import build_corpus, corpus_digest\n"
         "print(corpus_digest(build_corpus(0)))\n"
     )
     digests = set()
@@ -646,9 +646,9 @@ def test_rollouts_are_the_same_in_another_process(
 ) -> None:
     code = (
         "import anyio, hashlib, json\n"
-        "from pytest_budget.awareness.rollouts import rollout_to_dict\n"
-        "from pytest_budget.awareness.search_corpus import build_corpus\n"
-        "from pytest_budget.awareness.search_env import *\n"
+        "from pytest_budget.awareness._replay.rollouts import rollout_to_dict\n"
+        "from pytest_budget.awareness.search._corpus import build_corpus\n"
+        "from pytest_budget.awareness.search._env import *\n"
         "c = build_corpus(0)\n"
         "s = IndexSearcher(corpus_index(c))\n"
         "rs = anyio.run(generate_rollouts, c, 8, 5, SearchReferenceActor(0), s)\n"
@@ -771,7 +771,7 @@ def test_index_searcher_accepts_a_small_bm25_index() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["pytest_budget.awareness.search_corpus", "pytest_budget.awareness.search_env"]
+    "module", ["pytest_budget.awareness.search._corpus", "pytest_budget.awareness.search._env"]
 )
 def test_modules_do_not_import_pytest(module: str) -> None:
     code = (
@@ -793,8 +793,8 @@ def test_reference_rollouts_after_sys_modules_was_reset(monkeypatch: pytest.Monk
     import anyio
 
     import pytest_budget.awareness as package
-    from pytest_budget.awareness import search_env
-    from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
+    from pytest_budget.awareness._environments import ReferenceActor, generate_env_rollouts
+    from pytest_budget.awareness.search import _env as search_env
 
     def summary() -> list[tuple[str, object, int, bool]]:
         rollouts = anyio.run(
@@ -805,5 +805,5 @@ def test_reference_rollouts_after_sys_modules_was_reset(monkeypatch: pytest.Monk
     expected = summary()
     assert all(reason in ("answered", "token_cap") for _, reason, _, _ in expected)
     monkeypatch.setattr(package, "search_env", search_env, raising=False)
-    monkeypatch.delitem(sys.modules, "pytest_budget.awareness.search_env")
+    monkeypatch.delitem(sys.modules, "pytest_budget.awareness.search._env")
     assert summary() == expected

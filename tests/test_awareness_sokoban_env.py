@@ -14,7 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_budget.awareness.rollouts import (
+from pytest_budget._core.tokens import count_tokens
+from pytest_budget._environments.sokoban import Level, parse_level, render, solve
+from pytest_budget.awareness._replay.rollouts import (
     ActorObservation,
     ActorReply,
     Rollout,
@@ -22,7 +24,7 @@ from pytest_budget.awareness.rollouts import (
     rollout_to_dict,
     write_rollouts,
 )
-from pytest_budget.awareness.sokoban_env import (
+from pytest_budget.awareness.sokoban._env import (
     SOKOBAN_PRESETS,
     ParsedReply,
     SokobanPreset,
@@ -36,8 +38,6 @@ from pytest_budget.awareness.sokoban_env import (
     run_rollout,
     sokoban_prompt,
 )
-from pytest_budget.sokoban import Level, parse_level, render, solve
-from pytest_budget.tokens import count_tokens
 
 EIGHT = SOKOBAN_PRESETS["sokoban-8x8"]
 SIX = SOKOBAN_PRESETS["sokoban-6x6"]
@@ -498,10 +498,10 @@ def test_concurrency_does_not_change_results() -> None:
 
 _SUBPROCESS = """
 import functools, hashlib, json, anyio
-from pytest_budget.awareness.rollouts import rollout_to_dict
-from pytest_budget.awareness.sokoban_env import (
+from pytest_budget.awareness._replay.rollouts import rollout_to_dict
+from pytest_budget.awareness.sokoban._env import (
     SOKOBAN_PRESETS, SokobanReferenceActor, generate_puzzles, generate_rollouts)
-from pytest_budget.sokoban import render
+from pytest_budget._environments.sokoban import render
 preset = SOKOBAN_PRESETS["sokoban-8x8"]
 print("\\n\\n".join(render(level) for level in generate_puzzles(preset, 10, 77)))
 print("==")
@@ -526,7 +526,7 @@ def test_puzzles_and_rollouts_are_the_same_in_a_fresh_process(hashseed: str) -> 
 def test_random_player_moves_after_reverse_play() -> None:
     """BAGEN (fact sheet §4 step 4): after reverse play the player takes 0-3 random steps
     onto free floor; the boxes, walls and targets stay those of reverse play."""
-    from pytest_budget.sokoban import generate_level
+    from pytest_budget._environments.sokoban import generate_level
 
     moved = 0
     for seed in range(40):

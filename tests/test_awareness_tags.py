@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_budget.awareness.answers import WAREHOUSE_DIMENSIONS, Invalid, parse_strict
+from pytest_budget._core.textscan import blocks, count_opens, first_block, strip_blocks
+from pytest_budget.awareness._replay.answers import WAREHOUSE_DIMENSIONS, Invalid, parse_strict
 from pytest_budget.awareness.warehouse import ActionError, parse_action
-from pytest_budget.textscan import blocks, count_opens, first_block, strip_blocks
 
 # Text made of tag fragments, so that opening/closing tags (in any case) are common.
 _pieces = st.sampled_from(

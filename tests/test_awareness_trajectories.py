@@ -10,10 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_budget.awareness.probes import make_probes
-from pytest_budget.awareness.rollouts import Rollout, RolloutFileError, Turn, write_rollouts
-from pytest_budget.awareness.subsample import length_buckets, subsample_probes
-from pytest_budget.awareness.trajectories import (
+from pytest_budget.awareness._logs.trajectories import (
     MAX_TEXT_CHARS,
     SYNTHETIC_COUNT,
     SYNTHETIC_ENV,
@@ -26,6 +23,9 @@ from pytest_budget.awareness.trajectories import (
     synthesize_swe_trajectories,
     synthetic_swe_text,
 )
+from pytest_budget.awareness._replay.probes import make_probes
+from pytest_budget.awareness._replay.rollouts import Rollout, RolloutFileError, Turn, write_rollouts
+from pytest_budget.awareness._replay.subsample import length_buckets, subsample_probes
 
 # ----------------------------------------------------------------------------- builders
 

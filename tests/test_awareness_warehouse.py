@@ -15,8 +15,8 @@ import anyio
 import numpy as np
 import pytest
 
-from pytest_budget.awareness.answers import WAREHOUSE_DIMENSIONS
-from pytest_budget.awareness.rollouts import (
+from pytest_budget.awareness._replay.answers import WAREHOUSE_DIMENSIONS
+from pytest_budget.awareness._replay.rollouts import (
     ActorObservation,
     Rollout,
     read_rollouts,
@@ -42,7 +42,7 @@ from pytest_budget.awareness.warehouse import (
     parse_action,
     synthesize_demand_panel,
 )
-from pytest_budget.awareness.warehouse_policy import (
+from pytest_budget.awareness.warehouse._policy import (
     NoisyReorderPointPolicy,
     ReorderPointPolicy,
 )
@@ -572,9 +572,9 @@ def test_concurrency_one_and_eight_give_identical_rollouts() -> None:
 
 _DIGEST_SCRIPT = """
 import anyio, hashlib, json
-from pytest_budget.awareness.rollouts import rollout_to_dict
+from pytest_budget.awareness._replay.rollouts import rollout_to_dict
 from pytest_budget.awareness.warehouse import condition_challenges, generate_rollouts
-from pytest_budget.awareness.warehouse_policy import NoisyReorderPointPolicy
+from pytest_budget.awareness.warehouse._policy import NoisyReorderPointPolicy
 rs = anyio.run(lambda: generate_rollouts(6, 7, NoisyReorderPointPolicy(noise=0.4, seed=3)))
 rs = condition_challenges(rs, seed=42)
 text = json.dumps([rollout_to_dict(r) for r in rs], sort_keys=True)
@@ -761,7 +761,7 @@ def test_challenges_handle_a_broke_rollout_and_reject_foreign_ones(
 def test_core_modules_do_not_import_pytest() -> None:
     code = (
         "import sys\n"
-        "import pytest_budget.awareness.warehouse, pytest_budget.awareness.warehouse_policy\n"
+        "import pytest_budget.awareness.warehouse, pytest_budget.awareness.warehouse._policy\n"
         "print(sorted(m for m in sys.modules if m == 'pytest' or m.startswith('_pytest')))\n"
     )
     result = subprocess.run(

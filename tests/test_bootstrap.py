@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pytest_budget.bootstrap import (
+from pytest_budget._stats.bootstrap import (
     CIMeta,
     bootstrap_seed,
     counts_from_indices,
@@ -20,7 +20,7 @@ from pytest_budget.bootstrap import (
     validate_level,
     weighted_percentile,
 )
-from pytest_budget.repeats import (
+from pytest_budget._stats.repeats import (
     Consistency,
     mean_scores,
     pass_hat_k,

@@ -16,25 +16,25 @@ import anyio
 import numpy as np
 import pytest
 
-from pytest_budget.awareness.answers import Impossible, Interval
-from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
-from pytest_budget.awareness.estimators import LinearEstimator, OracleEstimator, RandomEstimator
-from pytest_budget.awareness.evaluate import ProbeResult, run_awareness_cell, score_results
-from pytest_budget.awareness.intervals import probe_correct, rollout_units
-from pytest_budget.awareness.intervals import resampled_scores as awareness_resampled
-from pytest_budget.awareness.probes import Probe
-from pytest_budget.bootstrap import counts_from_indices, resample_indices
-from pytest_budget.planning.agents import OracleToolAgent, RandomValidToolAgent
-from pytest_budget.planning.evaluate import run_planning_cell
-from pytest_budget.planning.intervals import resampled_scores as planning_resampled
-from pytest_budget.planning.metrics import score_episodes
-from pytest_budget.planning.queries import generate_queries
-from pytest_budget.triage.evaluate import budget_for, score_plan
-from pytest_budget.triage.intervals import item_units, resampled_resolve_scores
-from pytest_budget.triage.intervals import resampled_scores as triage_resampled
-from pytest_budget.triage.resolve import summarize_records
-from pytest_budget.triage.scoring import random_reference
-from pytest_budget.triage.types import Baseline, Item, Plan, PlanEntry
+from pytest_budget._stats.bootstrap import counts_from_indices, resample_indices
+from pytest_budget.awareness._environments import ReferenceActor, generate_env_rollouts
+from pytest_budget.awareness._estimators import LinearEstimator, OracleEstimator, RandomEstimator
+from pytest_budget.awareness._evaluate import ProbeResult, run_awareness_cell, score_results
+from pytest_budget.awareness._replay.answers import Impossible, Interval
+from pytest_budget.awareness._replay.probes import Probe
+from pytest_budget.awareness._scoring.intervals import probe_correct, rollout_units
+from pytest_budget.awareness._scoring.intervals import resampled_scores as awareness_resampled
+from pytest_budget.planning._evaluate import run_planning_cell
+from pytest_budget.planning._intervals import resampled_scores as planning_resampled
+from pytest_budget.planning._metrics import score_episodes
+from pytest_budget.planning._queries import generate_queries
+from pytest_budget.planning._reference_agents import OracleToolAgent, RandomValidToolAgent
+from pytest_budget.triage._evaluate import budget_for, score_plan
+from pytest_budget.triage._intervals import item_units, resampled_resolve_scores
+from pytest_budget.triage._intervals import resampled_scores as triage_resampled
+from pytest_budget.triage._resolve import summarize_records
+from pytest_budget.triage._scoring import random_reference
+from pytest_budget.triage._types import Baseline, Item, Plan, PlanEntry
 
 ROWS = 12  # resamples compared one by one with the slow computation
 

@@ -9,7 +9,7 @@ import threading
 import anyio
 import pytest
 
-from pytest_budget.budget import (
+from pytest_budget._core.budget import (
     KNOWN_DIMENSIONS,
     SCOPES,
     Budget,

@@ -52,13 +52,15 @@ def _imports_pytest(tree: ast.AST) -> list[int]:
 def test_the_walk_finds_the_package() -> None:
     found = core_modules()
     assert len(found) > 90
-    for module in ("pytest_budget", "pytest_budget.budget", "pytest_budget.textscan"):
+    for module in ("pytest_budget", "pytest_budget._core.budget", "pytest_budget._core.textscan"):
         assert module in found
     # the table allows pytest in the plugin layer and the entry point, and nowhere else
-    assert {"pytest_budget.plugin", "pytest_budget.plugin_state", "pytest_budget._snapshot"} <= (
-        PLUGIN_FACING
-    )
-    assert "pytest_budget.options" not in PLUGIN_FACING
+    assert {
+        "pytest_budget.plugin",
+        "pytest_budget._plugin.state",
+        "pytest_budget._plugin.snapshot",
+    } <= (PLUGIN_FACING)
+    assert "pytest_budget._run.options" not in PLUGIN_FACING
     assert "pytest_budget" not in PLUGIN_FACING
 
 
@@ -100,7 +102,10 @@ def test_the_dynamic_check_can_fail() -> None:
         "importlib.import_module(sys.argv[1])\n"
         "print(any(m == 'pytest' for m in sys.modules))\n"
     )
-    for module, expected in (("pytest_budget.plugin", "True"), ("pytest_budget.roles", "False")):
+    for module, expected in (
+        ("pytest_budget.plugin", "True"),
+        ("pytest_budget._core.roles", "False"),
+    ):
         result = subprocess.run(
             [sys.executable, "-c", code, module], capture_output=True, text=True, check=True
         )

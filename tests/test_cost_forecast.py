@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.forecast import (
+from pytest_budget._core.tokens import count_tokens
+from pytest_budget._run.forecast import (
     PROMPT_PAD,
     RoleForecast,
     multi_turn_tokens,
 )
-from pytest_budget.models.prices import ModelPrice, PriceTable
-from pytest_budget.tokens import count_tokens
+from pytest_budget.models._prices import ModelPrice, PriceTable
 from tests import inprocess
 from tests.model_server import ModelServer
 from tests.schemas import validate_report

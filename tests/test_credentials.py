@@ -10,12 +10,12 @@ import socket
 import anyio
 import pytest
 
-from pytest_budget.awareness.options import AwarenessOptions
-from pytest_budget.models.client import ChatClient, ChatResult, ModelCallError, OpenAIChatClient
-from pytest_budget.models.preflight import PreflightError, preflight
-from pytest_budget.models.provider import ProviderConfigError, build_chat_client
-from pytest_budget.options import BudgetOptions
-from pytest_budget.redact import redact_text, redact_url, split_credentials
+from pytest_budget._core.redact import redact_text, redact_url, split_credentials
+from pytest_budget._run.options import BudgetOptions
+from pytest_budget.awareness._options import AwarenessOptions
+from pytest_budget.models._client import ChatClient, ChatResult, ModelCallError, OpenAIChatClient
+from pytest_budget.models._preflight import PreflightError, preflight
+from pytest_budget.models._provider import ProviderConfigError, build_chat_client
 from tests.chat_logs import write_chat_file
 from tests.model_server import Fault, ModelServer
 
@@ -105,7 +105,7 @@ def test_errors_never_hold_the_password_or_header_values(
         server.fail(Fault.http(500))
         echo = OpenAIChatClient("m", with_credentials(server.url), extra_headers={"X-Gw": TOKEN})
         # The scripted error body says "scripted 500"; make the echo explicit through _mask.
-        from pytest_budget.models.client import _mask
+        from pytest_budget.models._client import _mask
 
         masked = _mask(f"bad header {TOKEN} for alice:{PASSWORD} at {server.url}", echo._secrets)
         with pytest.raises(ModelCallError) as failed:

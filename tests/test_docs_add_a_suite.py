@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_budget.suite_registry import registered_suites, role
+from pytest_budget._core.registry import registered_suites, role
 
 ROOT = Path(__file__).resolve().parents[1]
 HOW_TO = ROOT / "docs" / "how-to" / "add-a-suite.md"
@@ -212,8 +212,8 @@ def test_the_fourth_suites_role_needs_no_shared_change(toy_project: pytest.Pytes
     script = (
         "import anyio\n"
         "from coin_suite import COINS\n"
-        "from pytest_budget.roles import InvalidOutput, call_role\n"
-        "from pytest_budget.suite_registry import register_suite\n"
+        "from pytest_budget._core.roles import InvalidOutput, call_role\n"
+        "from pytest_budget._core.registry import register_suite\n"
         "register_suite(COINS)\n"
         "try:\n"
         "    anyio.run(lambda: call_role(lambda i, c: 3, 'caller', 0, 'H'))\n"

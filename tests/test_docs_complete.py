@@ -36,10 +36,10 @@ from typing import Any
 
 import pytest
 
-import pytest_budget.hookspecs
-from pytest_budget.awareness.options import AwarenessOptions
-from pytest_budget.metrics import suite_metrics
-from pytest_budget.options import parse_options
+import pytest_budget._plugin.hookspecs
+from pytest_budget._run.options import parse_options
+from pytest_budget._stats.gated_metrics import suite_metrics
+from pytest_budget.awareness._options import AwarenessOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -219,7 +219,7 @@ def test_every_public_fixture_has_a_row_in_the_fixtures_reference(
 def test_every_hook_has_a_section_in_the_hooks_reference() -> None:
     hooks = [
         name
-        for name, _ in inspect.getmembers(pytest_budget.hookspecs, inspect.isfunction)
+        for name, _ in inspect.getmembers(pytest_budget._plugin.hookspecs, inspect.isfunction)
         if name.startswith("pytest_budget_")
     ]
     assert "pytest_budget_planner" in hooks
@@ -354,7 +354,7 @@ def suite_score_keys() -> dict[str, set[str]]:
         score_episodes,
     )
     from pytest_budget.triage import Baseline, Item, parse_plan, score_plan
-    from pytest_budget.triage.resolve import summarize_resolve
+    from pytest_budget.triage._resolve import summarize_resolve
 
     items = [Item(id="a", text="1 + 1"), Item(id="b", text="?", unsolvable=True)]
     truth = {"a": Baseline(solved=True, tokens=10), "b": Baseline(solved=False, tokens=10)}

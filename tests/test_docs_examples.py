@@ -2,7 +2,7 @@
 
 Each example is copied into a pytester directory (conftest examples as ``conftest.py``) and
 run in a subprocess on a small grid.  ``python tests/test_docs_examples.py`` rewrites the
-generated part of docs/reference/hooks.md from pytest_budget/hookspecs.py.
+generated part of docs/reference/hooks.md from pytest_budget/_plugin/hookspecs.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-import pytest_budget.hookspecs
+import pytest_budget._plugin.hookspecs
 from tests import inprocess
 from tests.schemas import validate, validate_report
 
@@ -365,10 +365,10 @@ def test_environment_facts_stated_in_the_reference() -> None:
     import anyio
     import numpy as np
 
-    from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
-    from pytest_budget.awareness.search_corpus import RELATIONS, build_corpus
-    from pytest_budget.awareness.subsample import subsample_probes
-    from pytest_budget.awareness.trajectories import bundled_swe_rollouts
+    from pytest_budget.awareness._environments import ReferenceActor, generate_env_rollouts
+    from pytest_budget.awareness._logs.trajectories import bundled_swe_rollouts
+    from pytest_budget.awareness._replay.subsample import subsample_probes
+    from pytest_budget.awareness.search._corpus import RELATIONS, build_corpus
 
     text = (DOCS / "reference" / "environments.md").read_text(encoding="utf-8")
     corpus = build_corpus(0)
@@ -412,7 +412,7 @@ def test_chat_transcripts_example_imported_with_history_excluded(
     pytester: pytest.Pytester,
 ) -> None:
     """replay-logged-rollouts.md and rollout-format.md: the transcripts, worked by hand."""
-    from pytest_budget.awareness.trajectories import load_trajectories
+    from pytest_budget.awareness._logs.trajectories import load_trajectories
 
     loaded = load_trajectories([EXAMPLES / "chat_transcripts_example.jsonl"])
     assert [r.id for r in loaded] == ["chat-001", "chat-002", "chat-003", "chat-004"]
@@ -461,8 +461,8 @@ def test_mini_swe_agent_example_and_the_verdicts_snippet(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """replay-logged-rollouts.md: import mini-swe-agent trajectories, with verdicts."""
-    from pytest_budget.awareness.rollouts import read_rollouts
-    from pytest_budget.awareness.trajectories import load_trajectories
+    from pytest_budget.awareness._logs.trajectories import load_trajectories
+    from pytest_budget.awareness._replay.rollouts import read_rollouts
 
     (rollout,) = load_trajectories([EXAMPLES / "mini_swe_agent_example.traj.json"])
     assert (rollout.id, rollout.env) == ("acme__textkit-142", "swe-coder-large")
@@ -516,7 +516,7 @@ def test_retrieval_server_example_answers_as_documented() -> None:
     import anyio
     import httpx
 
-    from pytest_budget.awareness.retrieval import wait_until_healthy
+    from pytest_budget.awareness.retrieval._client import wait_until_healthy
 
     api = (DOCS / "reference" / "retrieval-api.md").read_text(encoding="utf-8")
     retrieve_doc, health_doc, search_doc = _json_blocks("reference/retrieval-api.md")
@@ -557,7 +557,7 @@ def test_retrieval_server_example_answers_as_documented() -> None:
         from retrieval_server_example import DOCUMENTS  # type: ignore[import-not-found]
     finally:
         sys.path.remove(str(EXAMPLES))
-    from pytest_budget.awareness.retrieval import tokenize
+    from pytest_budget.awareness.retrieval._client import tokenize
 
     docs = [tokenize(f"{d.title}\n{d.text}") for d in DOCUMENTS]
     avgdl = sum(map(len, docs)) / len(docs)
@@ -951,7 +951,7 @@ def test_planning_reference_snippets_run(tmp_path: Path, monkeypatch: pytest.Mon
 
 # --------------------------------------------------------------------------- hooks.md
 
-BEGIN = "<!-- BEGIN GENERATED from pytest_budget/hookspecs.py -->"
+BEGIN = "<!-- BEGIN GENERATED from pytest_budget/_plugin/hookspecs.py -->"
 END = "<!-- END GENERATED -->"
 
 
@@ -982,7 +982,7 @@ def _markdown(doc: str) -> str:
 
 def render_hooks() -> str:
     """The generated block of hooks.md, from the hookspecs module and its docstrings."""
-    module = pytest_budget.hookspecs
+    module = pytest_budget._plugin.hookspecs
     parts = [BEGIN, "", _markdown(inspect.getdoc(module) or "")]
     hooks = [
         (name, fn)

@@ -230,7 +230,7 @@ def test_agent_exception_shows_the_users_traceback(pytester: pytest.Pytester) ->
             "*ZeroDivisionError: division by zero",
         ]
     )
-    assert "pytest_budget/roles.py" not in result.stdout.str()  # only the user's frames
+    assert "pytest_budget/_core/roles.py" not in result.stdout.str()  # only the user's frames
     by_pool = {cell["pool"]: cell for cell in cells(pytester)}
     assert by_pool["arith"]["outcome"] == "error"
     assert by_pool["sokoban"]["outcome"] == "ok"

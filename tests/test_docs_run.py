@@ -77,8 +77,8 @@ def test_every_shell_block_runs_or_says_why_not() -> None:
 def test_the_gated_metric_lists_of_gate_ci_are_the_real_ones() -> None:
     """gate-ci.md's unknown-tolerance error is the message the code gives, and its list of
     gated metrics names every one the code gates (issue 31: two had gone missing)."""
-    from pytest_budget.gating import parse_tolerances
-    from pytest_budget.metrics import gated_metric_names
+    from pytest_budget._stats.gated_metrics import gated_metric_names
+    from pytest_budget._stats.gating import parse_tolerances
 
     text = (ROOT / "docs/how-to/gate-ci.md").read_text(encoding="utf-8")
     with pytest.raises(ValueError) as refused:

@@ -36,7 +36,7 @@ def test_every_role_fixture_of_the_plugin_requests_its_marker() -> None:
     ``_budget_own_<role>``, else its own use would read as an override."""
     import ast
 
-    from pytest_budget.suite_registry import registered_roles
+    from pytest_budget._core.registry import registered_roles
 
     found = {}
     for path in sorted((ROOT / "fixtures").glob("*.py")):

@@ -1,4 +1,4 @@
-"""The cost-score frontier (pytest_budget.frontier) on hand-made cells, worked by hand."""
+"""The cost-score frontier (pytest_budget.report._frontier) on hand-made cells, worked by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.frontier import (
+from pytest_budget._core.record_json import as_record
+from pytest_budget._core.written import reply_text, with_written
+from pytest_budget.report._frontier import (
     AgentPoint,
     Frontier,
     cell_tokens,
@@ -14,8 +16,6 @@ from pytest_budget.frontier import (
     mark_dominated,
     moves,
 )
-from pytest_budget.record_json import as_record
-from pytest_budget.written import reply_text, with_written
 
 
 def _cell(agent: str, score: float | None, tokens: int, **extra: Any) -> Any:

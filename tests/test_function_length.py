@@ -15,7 +15,7 @@ LIMIT = 80
 
 #: "path::qualified name" -> why the function is kept whole (also said at its ``def``).
 KEPT: dict[str, str] = {
-    "pytest_budget/awareness/warehouse_policy.py::ReorderPointPolicy.decide": (
+    "pytest_budget/awareness/warehouse/_policy.py::ReorderPointPolicy.decide": (
         "reads as the module docstring's heuristic, step by step"
     ),
 }
@@ -23,7 +23,7 @@ KEPT: dict[str, str] = {
 
 #: Functions over the limit that still wait for their split (issue 35, must-have 6).
 WAITING: set[str] = {
-    "pytest_budget/triage/intervals.py::resampled_scores",
+    "pytest_budget/triage/_intervals.py::resampled_scores",
     "suites/test_awareness.py::test_awareness",
     "suites/test_planning.py::test_planning",
     "suites/test_triage.py::test_triage",

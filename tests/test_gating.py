@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_budget.gating import MetricSpec, compare, compare_ci, compare_overlap, parse_tolerances
+from pytest_budget._stats.gating import (
+    MetricSpec,
+    compare,
+    compare_ci,
+    compare_overlap,
+    parse_tolerances,
+)
 
 SPECS = (
     MetricSpec("eta_u", "higher", 0.05),
@@ -114,7 +120,7 @@ def test_overlap_falls_back_without_intervals() -> None:
 
 
 def test_planning_gates_by_paired_test_unless_a_gate_is_given() -> None:
-    from pytest_budget.options import BudgetOptions
+    from pytest_budget._run.options import BudgetOptions
 
     default = BudgetOptions()
     assert [default.gate_for(s) for s in ("planning", "triage", "awareness")] == [

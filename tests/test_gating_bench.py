@@ -15,8 +15,8 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from pytest_budget.metrics import metric_specs
-from pytest_budget.planning.options import parse_scenarios
+from pytest_budget._stats.gated_metrics import metric_specs
+from pytest_budget.planning._options import parse_scenarios
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_planning_gate.py"
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.gating import PAIRED_ALPHA, MetricSpec, Regression, compare_paired
-from pytest_budget.paired import (
+from pytest_budget._stats.gating import PAIRED_ALPHA, MetricSpec, Regression, compare_paired
+from pytest_budget._stats.paired import (
     DRAWS,
     EXACT_LIMIT,
     decode,
@@ -327,11 +327,11 @@ def test_unusable_stored_values_say_why(data: object, why: str) -> None:
 def test_per_query_parts_sum_to_the_cell_scores(
     reading: str, scenario: tuple[str, int, int]
 ) -> None:
-    from pytest_budget.planning.agents import RandomValidToolAgent
-    from pytest_budget.planning.evaluate import run_planning_cell
-    from pytest_budget.planning.intervals import cell_summary
-    from pytest_budget.planning.per_query import per_query_parts, per_query_snapshot
-    from pytest_budget.planning.queries import generate_queries
+    from pytest_budget.planning._evaluate import run_planning_cell
+    from pytest_budget.planning._intervals import cell_summary
+    from pytest_budget.planning._per_query import per_query_parts, per_query_snapshot
+    from pytest_budget.planning._queries import generate_queries
+    from pytest_budget.planning._reference_agents import RandomValidToolAgent
 
     mode, blocks, level = scenario
     queries = generate_queries("dining", 12, seed=42)
@@ -377,7 +377,7 @@ def test_per_query_parts_sum_to_the_cell_scores(
 def test_default_level_by_hand() -> None:
     # 0.0005 per metric; five gated planning metrics: at most 0.25% of a cell's reruns
     # fail by chance (Bonferroni), the level benchmarks/bench_planning_gate.py measured.
-    from pytest_budget.metrics import metric_specs
+    from pytest_budget._stats.gated_metrics import metric_specs
 
     assert PAIRED_ALPHA == 0.0005
     assert len(metric_specs("planning")) * PAIRED_ALPHA == pytest.approx(0.0025)

@@ -4,7 +4,7 @@ Each role's agent returns an arbitrary value: text over every code point (lone s
 included, with the tags the parsers look for mixed in), or an arbitrary Python object
 (huge integers, NaN, bytes, nested containers, estimate and plan objects with arbitrary
 fields, objects whose ``repr``/``str`` raise or recurse).  The value goes through the same
-path a suite cell takes: :func:`~pytest_budget.roles.call_role`, the role's coercion and
+path a suite cell takes: :func:`~pytest_budget._core.roles.call_role`, the role's coercion and
 parser, and scoring.  Properties: no exception escapes, and every item ends either read or
 ``invalid``/unreadable with a reason (never silently dropped).
 """
@@ -22,21 +22,21 @@ import anyio
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.awareness.answers import Impossible, Interval, IntervalMap, Invalid
-from pytest_budget.awareness.evaluate import run_awareness_cell
-from pytest_budget.awareness.rollouts import ActorReply, Rollout, Turn
-from pytest_budget.awareness.samples import TURN_TEXT_LIMIT, sample_fields
-from pytest_budget.awareness.sokoban_env import SOKOBAN_PRESETS, generate_rollouts
-from pytest_budget.html.samples import pack, unpack
-from pytest_budget.planning.episode import run_episode
-from pytest_budget.planning.queries import generate_queries
-from pytest_budget.planning.samples import episode_samples
-from pytest_budget.report import _encode, finite_cell, pack_samples, unpack_samples
-from pytest_budget.samples import SAMPLE_TEXT_LIMIT, scrubber
+from pytest_budget._core.samples import SAMPLE_TEXT_LIMIT, scrubber
+from pytest_budget.awareness._evaluate import run_awareness_cell
+from pytest_budget.awareness._replay.answers import Impossible, Interval, IntervalMap, Invalid
+from pytest_budget.awareness._replay.rollouts import ActorReply, Rollout, Turn
+from pytest_budget.awareness._samples import TURN_TEXT_LIMIT, sample_fields
+from pytest_budget.awareness.sokoban._env import SOKOBAN_PRESETS, generate_rollouts
+from pytest_budget.planning._episode import run_episode
+from pytest_budget.planning._queries import generate_queries
+from pytest_budget.planning._samples import episode_samples
+from pytest_budget.report._document import _encode, finite_cell, pack_samples, unpack_samples
+from pytest_budget.report._html.drill_data import pack, unpack
 from pytest_budget.triage import Baseline, Item, Plan, PlanEntry, run_cell
-from pytest_budget.triage.phase0 import Phase0Cache, measure_baselines
-from pytest_budget.triage.samples import cell_samples
-from pytest_budget.triage.types import Pool, Solution
+from pytest_budget.triage._phase0 import Phase0Cache, measure_baselines
+from pytest_budget.triage._samples import cell_samples
+from pytest_budget.triage._types import Pool, Solution
 
 
 class RaisingRepr:

@@ -1,4 +1,4 @@
-"""The page's figures drawn together (pytest_budget.html.batch): a worker that dies loses
+"""The page's figures drawn together (pytest_budget.report._html.batch): a worker that dies loses
 no figure, and no report text stands for one.  That workers draw the same bytes is
 checked on the full page in test_html_report.py."""
 
@@ -20,7 +20,7 @@ FORKS = pytest.mark.skipif(
 
 
 def _figure() -> object:
-    from pytest_budget.html.figures import finish, new_figure
+    from pytest_budget.report._html.figures import finish, new_figure
 
     fig, axes = new_figure(1, 1, 3.0, 2.0)
     axes[0].plot([0, 1, 2], [1, 0, 2])
@@ -29,9 +29,9 @@ def _figure() -> object:
 
 @FORKS
 def test_a_worker_that_dies_leaves_its_figure_to_the_page() -> None:
-    from pytest_budget.html.batch import batched
-    from pytest_budget.html.figures import draw_chart
-    from pytest_budget.html.layout import chart_html
+    from pytest_budget.report._html.batch import batched
+    from pytest_budget.report._html.figures import draw_chart
+    from pytest_budget.report._html.layout import chart_html
 
     here = os.getpid()
 
@@ -53,7 +53,7 @@ def test_a_worker_that_dies_leaves_its_figure_to_the_page() -> None:
 
 
 def test_no_workers_while_other_threads_run() -> None:
-    from pytest_budget.html.batch import default_workers
+    from pytest_budget.report._html.batch import default_workers
 
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
@@ -67,7 +67,7 @@ def test_no_workers_while_other_threads_run() -> None:
 
 
 def test_a_report_text_cannot_stand_for_a_figure() -> None:
-    from pytest_budget.html import render_html
+    from pytest_budget.report._html import render_html
 
     cells = [_triage_cell("a", 0.5, 0.0)]
     cells[0]["reason"] = "\x00figure-0\x00 not a figure"

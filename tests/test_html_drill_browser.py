@@ -145,7 +145,7 @@ def test_filter_to_invalid_probes_and_read_one(
 
 
 def test_no_credential_reaches_the_page_or_the_report(hostile_run: Path) -> None:
-    from pytest_budget.html.samples import unpack
+    from pytest_budget.report._html.drill_data import unpack
 
     page = (hostile_run / "page.html").read_text(encoding="utf-8")
     report = (hostile_run / "r.json").read_text(encoding="utf-8")
@@ -167,7 +167,7 @@ def all_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _run(folder, ALL_ARGS)
     # The "new run": the same run with two planning episodes regressed by known amounts
     # (another seed would draw other queries, which the page rightly does not compare).
-    from pytest_budget.report import load_report_json
+    from pytest_budget.report._document import load_report_json
 
     report = load_report_json(folder / "all.json")  # samples decoded
     planning = [c for c in report["cells"] if c["suite"] == "planning"]

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.awareness.answers import Impossible, Interval
-from pytest_budget.awareness.metrics import (
+from pytest_budget.awareness._replay.answers import Impossible, Interval
+from pytest_budget.awareness._scoring.metrics import (
     ProbeRecord,
     late_recognition_curve,
     progress_curves,
@@ -161,7 +161,7 @@ def _planning_cell(agent: str, mode: str, blocks: int, level: int, **scores: flo
 
 
 def _report(cells: list[dict[str, Any]], suites: list[str] | None = None) -> dict[str, Any]:
-    from pytest_budget.report import build_report
+    from pytest_budget.report._document import build_report
 
     names = suites if suites is not None else sorted({str(c["suite"]) for c in cells})
     report = build_report(cells, options={}, suites=names, duration_s=1.0, seed=42)
@@ -182,7 +182,7 @@ def _full_cells() -> list[dict[str, Any]]:
 
 
 def _write(tmp_path: Path, name: str, report: dict[str, Any]) -> Path:
-    from pytest_budget.report import write_report
+    from pytest_budget.report._document import write_report
 
     return write_report(tmp_path / name, report)
 
@@ -218,7 +218,7 @@ def _parse(page: str) -> list[dict[str, Any]]:
 
 
 def _render(reports: list[tuple[str, dict[str, Any]]], compare: bool = False) -> str:
-    from pytest_budget.html import render_html
+    from pytest_budget.report._html import render_html
 
     return render_html(reports, compare=compare)
 
@@ -288,8 +288,8 @@ def test_same_report_renders_the_same_bytes() -> None:
 
 
 def test_figures_drawn_in_workers_or_here_give_the_same_page(full_page: str) -> None:
-    from pytest_budget.html import render_html
-    from pytest_budget.html.batch import default_workers
+    from pytest_budget.report._html import render_html
+    from pytest_budget.report._html.batch import default_workers
 
     # full_page was drawn the default way: here the other way (workers, or this process)
     other = 1 if default_workers(15) > 1 else 2
@@ -467,7 +467,7 @@ def test_render_command_writes_the_page(tmp_path: Path) -> None:
     done = _cli("render", str(path), "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"budget-report: wrote {out} (1 report(s))"
-    from pytest_budget.report import load_report
+    from pytest_budget.report._document import load_report
 
     assert out.read_text(encoding="utf-8") == _render([(str(path), load_report(path))])
 
@@ -476,7 +476,7 @@ def test_render_compare_with_two_reports(tmp_path: Path) -> None:
     a = _write(tmp_path, "a.json", _report([_triage_cell("mine", 0.5, 0.0, eta_u=0.5)]))
     b = _write(tmp_path, "b.json", _report([_triage_cell("mine", 0.5, 0.0, eta_u=0.6)]))
     out = tmp_path / "cmp.html"
-    from pytest_budget.cli import main
+    from pytest_budget.report._cli import main
 
     assert main(["render", str(a), str(b), "-o", str(out), "--compare"]) == 0
     eta = _score_cell(_parse(out.read_text(encoding="utf-8")), "mine", "eta_u")
@@ -487,7 +487,7 @@ def test_compare_needs_exactly_two_reports(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _write(tmp_path, "a.json", _report([_triage_cell("mine", 0.5, 0.0)]))
-    from pytest_budget.cli import main
+    from pytest_budget.report._cli import main
 
     assert main(["render", str(path), "-o", str(tmp_path / "x.html"), "--compare"]) == 2
     err = capsys.readouterr().err
@@ -539,7 +539,7 @@ sys.meta_path.insert(0, _Hide())
 def test_render_without_matplotlib_says_how_to_install(tmp_path: Path) -> None:
     path = _write(tmp_path, "r.json", _report([_triage_cell("mine", 0.5, 0.0)]))
     code = _HIDE_MATPLOTLIB + (
-        "from pytest_budget.cli import main\n"
+        "from pytest_budget.report._cli import main\n"
         f"raise SystemExit(main(['render', {str(path)!r}, '-o', {str(tmp_path / 'o.html')!r}]))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -590,7 +590,7 @@ def test_budget_html_end_to_end(pytester: pytest.Pytester, workers: str | None) 
     page_path = pytester.path / "out" / "page.html"
     result.stdout.fnmatch_lines([f"budget html: {page_path}"])
     page = page_path.read_text(encoding="utf-8")
-    from pytest_budget.report import load_report
+    from pytest_budget.report._document import load_report
 
     report = load_report(pytester.path / "r.json")
     if not workers:  # the page is drawn from the same document the JSON report holds
@@ -646,9 +646,9 @@ def test_bootstrap_intervals_are_shown_on_hover() -> None:
 
 
 def test_compared_figures_share_their_axis_ranges() -> None:
-    from pytest_budget.html.figures import agent_colors, deferred, finish_pair
-    from pytest_budget.record_json import cell_from_json
-    from pytest_budget.triage.figures import triage_charts
+    from pytest_budget._core.record_json import cell_from_json
+    from pytest_budget.report._html.figures import agent_colors, deferred, finish_pair
+    from pytest_budget.triage._figures import triage_charts
 
     low = [cell_from_json(_triage_cell(a, 0.5, 0.0, eta_u=0.2, eta_e=0.1)) for a in ("p", "q")]
     high = [cell_from_json(_triage_cell(a, 0.5, 0.0, eta_u=-1.2, eta_e=0.9)) for a in ("p", "q")]
@@ -672,9 +672,10 @@ def test_html_package_is_core_code(tmp_path: Path) -> None:
     path = _write(tmp_path, "r.json", _report([_triage_cell("mine", 0.5, 0.0)]))
     code = (
         "import sys\n"
-        "import pytest_budget.html, pytest_budget.html.page, pytest_budget.cli\n"
+        "import pytest_budget.report._html, pytest_budget.report._html.page,"
+        " pytest_budget.report._cli\n"
         "print(sorted(m for m in ('pytest', 'matplotlib') if m in sys.modules))\n"
-        "from pytest_budget.cli import main\n"
+        "from pytest_budget.report._cli import main\n"
         f"main(['render', {str(path)!r}, '-o', {str(tmp_path / 'o.html')!r}])\n"
         "print(sorted(m for m in ('pytest', 'matplotlib') if m in sys.modules))\n"
     )

@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.awareness.answers import Impossible, Interval, Invalid
-from pytest_budget.awareness.evaluate import ProbeResult
-from pytest_budget.awareness.probes import Probe, ProbeTruth
-from pytest_budget.awareness.samples import probe_samples
-from pytest_budget.html.samples import cap_samples, changed_samples, pack, unpack
-from pytest_budget.report import load_report_json
-from pytest_budget.samples import clip, scrub, scrubber
-from pytest_budget.triage.samples import item_samples
-from pytest_budget.triage.types import Baseline, Item, Plan, PlanEntry
+from pytest_budget._core.samples import clip, scrub, scrubber
+from pytest_budget.awareness._evaluate import ProbeResult
+from pytest_budget.awareness._replay.answers import Impossible, Interval, Invalid
+from pytest_budget.awareness._replay.probes import Probe, ProbeTruth
+from pytest_budget.awareness._samples import probe_samples
+from pytest_budget.report._document import load_report_json
+from pytest_budget.report._html.drill_data import cap_samples, changed_samples, pack, unpack
+from pytest_budget.triage._samples import item_samples
+from pytest_budget.triage._types import Baseline, Item, Plan, PlanEntry
 from tests.schemas import validate, validate_report
 
 
@@ -161,7 +161,7 @@ def test_cap_keeps_failures_first_in_run_order() -> None:
 
 
 def test_page_notes_a_capped_cell() -> None:
-    from pytest_budget.html import render_html
+    from pytest_budget.report._html import render_html
 
     cell = {
         "suite": "own", "cell": "c1", "agent": "a", "outcome": "ok", "scores": {"x": 1.0},
@@ -179,8 +179,8 @@ def test_page_notes_a_capped_cell() -> None:
 
 
 def test_changed_samples_rank_by_the_size_of_the_change() -> None:
-    from pytest_budget.record_json import cell_from_json
-    from pytest_budget.records import CellRecord
+    from pytest_budget._core.record_json import cell_from_json
+    from pytest_budget._core.records import CellRecord
 
     def cell(scores: dict[str, float | None], tags: dict[str, str]) -> CellRecord:
         return cell_from_json({
@@ -209,8 +209,8 @@ def test_changed_samples_rank_by_the_size_of_the_change() -> None:
 def _eta_axes(cells: list[Any]) -> Any:
     import matplotlib
 
-    from pytest_budget.html.figures import RC
-    from pytest_budget.triage.figures import _eta_bars
+    from pytest_budget.report._html.figures import RC
+    from pytest_budget.triage._figures import _eta_bars
 
     with matplotlib.rc_context(RC):  # type: ignore[arg-type]
         fig = _eta_bars(cells, {"a": "#000000"}, 0.5, "A")
@@ -219,7 +219,7 @@ def _eta_axes(cells: list[Any]) -> Any:
 
 
 def _triage(pool: str, eta: float | None, ci: list[float] | None, note: str | None = None) -> Any:
-    from pytest_budget.record_json import cell_from_json
+    from pytest_budget._core.record_json import cell_from_json
 
     return cell_from_json({
         "suite": "triage", "cell": f"{pool}-u0-a0.5-A", "seed": 0, "outcome": "ok",
@@ -238,7 +238,7 @@ def test_eta_whiskers_fit_inside_the_axes() -> None:
 
 
 def test_pool_the_solver_solved_nothing_of_gets_a_note() -> None:
-    from pytest_budget.triage.evaluate import NOTE_NOTHING_SOLVED
+    from pytest_budget.triage._evaluate import NOTE_NOTHING_SOLVED
 
     ax = _eta_axes(
         [_triage("arith#1", 0.5, None), _triage("arith#2", None, None, NOTE_NOTHING_SOLVED)]
@@ -318,7 +318,7 @@ def test_saved_run_and_merged_shards_render_the_same_samples(tmp_path: Path) -> 
 def test_page_with_samples_is_self_contained() -> None:
     from html.parser import HTMLParser
 
-    from pytest_budget.html import render_html
+    from pytest_budget.report._html import render_html
 
     class Scripts(HTMLParser):
         def __init__(self) -> None:

@@ -1,4 +1,4 @@
-"""The worker loop's HTTP pool (:mod:`pytest_budget.models.http_transport`) on real sockets.
+"""The worker loop's HTTP pool (:mod:`pytest_budget.models._http_transport`) on real sockets.
 
 Every test talks HTTP(S) to :class:`tests.model_server.ModelServer` on loopback through the
 pooled client every cell uses; nothing is monkeypatched except the environment.
@@ -16,10 +16,10 @@ import httpcore
 import pytest
 import trustme
 
-from pytest_budget.models.client import ModelCallError
-from pytest_budget.models.http_transport import AsyncioBackend, PooledTransport
-from pytest_budget.models.loop import run_on_worker_loop, shared_http_client
-from pytest_budget.models.provider import build_chat_client
+from pytest_budget.models._client import ModelCallError
+from pytest_budget.models._http_transport import AsyncioBackend, PooledTransport
+from pytest_budget.models._loop import run_on_worker_loop, shared_http_client
+from pytest_budget.models._provider import build_chat_client
 from tests.model_server import (
     Fault,
     ModelServer,

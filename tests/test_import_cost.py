@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import pytest_budget.plugin_models as plugin_models
+import pytest_budget._plugin.models as plugin_models
 
 HEAVY = ("numpy", "httpx", "httpcore", "httptools", "h11", "anyio", "sniffio", "tenacity",
          "filelock", "syrupy", "matplotlib", "asyncio", "ssl")  # fmt: skip
@@ -32,24 +32,24 @@ UNRELATED_RUN_MODULES = [
     "pytest_budget._version",
     "pytest_budget.awareness",
     "pytest_budget.awareness.online",
-    "pytest_budget.awareness.online.options",
-    "pytest_budget.awareness.options",
-    "pytest_budget.awareness.suite",
-    "pytest_budget.hookspecs",
-    "pytest_budget.lazy_exports",
-    "pytest_budget.metric_spec",
+    "pytest_budget.awareness.online._options",
+    "pytest_budget.awareness._options",
+    "pytest_budget.awareness._suite",
+    "pytest_budget._plugin.hookspecs",
+    "pytest_budget._core.lazy_exports",
+    "pytest_budget._core.metric_spec",
     "pytest_budget.planning",
-    "pytest_budget.planning.options",
-    "pytest_budget.planning.suite",
+    "pytest_budget.planning._options",
+    "pytest_budget.planning._suite",
     "pytest_budget.plugin",
-    "pytest_budget.plugin_markdown",  # registers --budget-markdown (imports os, pytest)
-    "pytest_budget.plugin_options",
-    "pytest_budget.sizes",
-    "pytest_budget.suite_hooks",
-    "pytest_budget.suite_registry",
+    "pytest_budget._plugin.markdown",  # registers --budget-markdown (imports os, pytest)
+    "pytest_budget._plugin.options",
+    "pytest_budget._core.sizes",
+    "pytest_budget._plugin.suite_hooks",
+    "pytest_budget._core.registry",
     "pytest_budget.triage",
-    "pytest_budget.triage.options",
-    "pytest_budget.triage.suite",
+    "pytest_budget.triage._options",
+    "pytest_budget.triage._suite",
 ]
 
 AT_EXIT = """
@@ -123,7 +123,7 @@ def test_an_unrelated_run_imports_nothing_heavy(tmp_path: Path, others: tuple[st
         and m != "pytest_budget.awareness.online"  # the package, resolved lazily
     ]
     assert suite_code == []
-    assert "pytest_budget.bootstrap" not in ours and "pytest_budget.session" not in ours
+    assert "pytest_budget._stats.bootstrap" not in ours and "pytest_budget._run.session" not in ours
 
 
 def modules_at_exit(folder: Path, *args: str) -> list[str]:
@@ -156,7 +156,11 @@ def test_a_budget_option_or_ini_key_engages_the_plugin(
 ) -> None:
     (tmp_path / "test_probe.py").write_text(PROBE, encoding="utf-8")
     found = modules_at_exit(tmp_path, *OTHERS_OFF, *args)
-    engaged = ("pytest_budget.session", "pytest_budget.run_reporter", "pytest_budget.fixtures.core")
+    engaged = (
+        "pytest_budget._run.session",
+        "pytest_budget._plugin.reporter",
+        "pytest_budget.fixtures.core",
+    )
     assert set(engaged) <= set(found)
 
 
@@ -173,7 +177,7 @@ def test_a_budget_fixture_engages_the_plugin_and_resolves(tmp_path: Path) -> Non
         encoding="utf-8",
     )
     found = modules_at_exit(tmp_path, *OTHERS_OFF)
-    assert "pytest_budget.session" in found and "pytest_budget.fixtures.core" in found
+    assert "pytest_budget._run.session" in found and "pytest_budget.fixtures.core" in found
 
 
 def test_the_engaging_fixture_names_are_the_fixture_modules_own(tmp_path: Path) -> None:
@@ -212,7 +216,7 @@ def test_a_suite_run_still_loads_what_it_needs(pytester: pytest.Pytester) -> Non
 
 
 def test_lazy_provider_names_match_the_model_layer() -> None:
-    from pytest_budget.models.provider import PROVIDERS
+    from pytest_budget.models._provider import PROVIDERS
 
     assert plugin_models._MODEL_PROVIDERS == PROVIDERS
 
@@ -233,7 +237,7 @@ import json
 def pytest_unconfigure(config):
     if hasattr(config, "workerinput"):
         return
-    from pytest_budget.plugin_state import SESSION_KEY
+    from pytest_budget._plugin.state import SESSION_KEY
 
     state = config.stash.get(SESSION_KEY, None)
     with open("controller.json", "w") as handle:

@@ -127,11 +127,14 @@ def test_no_new_import_circles() -> None:
 
 def test_the_circles_fixed_in_issue_22_stay_fixed() -> None:
     graph = import_graph()
-    assert "pytest_budget.html.page" not in graph["pytest_budget.html.compare_page"]
-    assert "pytest_budget.triage.domains" not in graph["pytest_budget.triage.arithmetic"]
-    assert "pytest_budget.triage.domains" not in graph["pytest_budget.triage.puzzles"]
+    assert "pytest_budget.report._html.page" not in graph["pytest_budget.report._html.compare_page"]
+    assert "pytest_budget.triage._domains" not in graph["pytest_budget.triage._arithmetic"]
+    assert "pytest_budget.triage._domains" not in graph["pytest_budget.triage._puzzles"]
     # issue 35: the Probe-taking functions live in probes (TYPE_CHECKING imports count)
-    assert "pytest_budget.awareness.probes" not in graph["pytest_budget.awareness.dialogue"]
+    assert (
+        "pytest_budget.awareness._replay.probes"
+        not in graph["pytest_budget.awareness._replay.dialogue"]
+    )
 
 
 SUITE_PACKAGES = ("pytest_budget.triage", "pytest_budget.awareness", "pytest_budget.planning")
@@ -141,14 +144,14 @@ def test_the_model_layer_imports_no_suite() -> None:
     """No ``pytest_budget.models.*`` module imports a suite package: each suite's LLM
     adapters live in the suite (``triage/llm.py``, ``awareness/llm.py``,
     ``awareness/online/llm.py``, ``planning/llm.py``), declared in its registry entry, and
-    ``pytest_budget.llm_agents``, above both, joins them to roles through the registry.
+    ``pytest_budget._run.model_agents``, above both, joins them to roles through the registry.
     (The role layer below, ``roles`` -> ``replies``, still checks replies against the
     suites' types.)"""
     graph = import_graph()
     models = [
         m for m in graph if m == "pytest_budget.models" or m.startswith("pytest_budget.models.")
     ]
-    assert {"pytest_budget.models.agents", "pytest_budget.models.messages"} <= set(models)
+    assert {"pytest_budget.models._llm_agent", "pytest_budget.models._messages"} <= set(models)
     into_suites = sorted(
         f"{module} -> {target}"
         for module in models
@@ -159,7 +162,7 @@ def test_the_model_layer_imports_no_suite() -> None:
     # The join reads the registry: it names no suite either.
     assert not [
         target
-        for target in graph["pytest_budget.llm_agents"]
+        for target in graph["pytest_budget._run.model_agents"]
         if any(target == p or target.startswith(p + ".") for p in SUITE_PACKAGES)
     ]
 
@@ -185,9 +188,11 @@ def test_no_new_import_up_the_layer_table() -> None:
 
 def test_the_rank_check_can_fail() -> None:
     """A made-up import from the core into the plugin layer is caught, with its name."""
-    graph = {"pytest_budget.tokens": {"pytest_budget.plugin_state", "pytest_budget.files"}}
-    assert upward_edges(graph) == {"pytest_budget.tokens -> pytest_budget.plugin_state"}
-    assert layer_of("pytest_budget.plugin_state") is not None
+    graph = {
+        "pytest_budget._core.tokens": {"pytest_budget._plugin.state", "pytest_budget._core.files"}
+    }
+    assert upward_edges(graph) == {"pytest_budget._core.tokens -> pytest_budget._plugin.state"}
+    assert layer_of("pytest_budget._plugin.state") is not None
 
 
 def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:

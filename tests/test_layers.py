@@ -192,18 +192,24 @@ def test_every_module_has_exactly_one_layer() -> None:
 
 def test_the_table_reads_as_documented() -> None:
     """Longest prefix wins; own layer and lower ranks only; peers of one rank are apart."""
-    assert layer_of("pytest_budget.report_pool") == layer_of("pytest_budget.report")
-    assert layer_of("pytest_budget.html.tables") == layer_of("pytest_budget.report")
-    assert layer_of("pytest_budget.plugin_state") != layer_of("pytest_budget.plugin")
-    assert layer_of("pytest_budget.triage.types") != layer_of("pytest_budget")
-    assert may_import("pytest_budget.roles", "pytest_budget.tokens")  # own layer
-    assert may_import("pytest_budget.gating", "pytest_budget.records")  # lower rank
-    assert not may_import("pytest_budget.records", "pytest_budget.gating")  # higher
-    assert not may_import("pytest_budget.triage.types", "pytest_budget.planning.env")  # peers
-    assert not may_import("pytest_budget.bootstrap", "pytest_budget.sokoban")  # peers
+    assert layer_of("pytest_budget.report._sample_pool") == layer_of(
+        "pytest_budget.report._document"
+    )
+    assert layer_of("pytest_budget.report._html.columns") == layer_of(
+        "pytest_budget.report._document"
+    )
+    assert layer_of("pytest_budget._plugin.state") != layer_of("pytest_budget.plugin")
+    assert layer_of("pytest_budget.triage._types") != layer_of("pytest_budget")
+    assert may_import("pytest_budget._core.roles", "pytest_budget._core.tokens")  # own layer
+    assert may_import("pytest_budget._stats.gating", "pytest_budget._core.records")  # lower rank
+    assert not may_import("pytest_budget._core.records", "pytest_budget._stats.gating")  # higher
+    assert not may_import("pytest_budget.triage._types", "pytest_budget.planning._env")  # peers
+    assert not may_import(
+        "pytest_budget._stats.bootstrap", "pytest_budget._environments.sokoban"
+    )  # peers
     assert pytest_allowed("pytest_budget.plugin") and not pytest_allowed("pytest_budget")
     assert pytest_allowed("pytest_budget.fixtures.core")
-    assert not pytest_allowed("pytest_budget.options")
+    assert not pytest_allowed("pytest_budget._run.options")
     assert [layer.rank for layer in LAYERS] == sorted(layer.rank for layer in LAYERS)
 
 

@@ -115,7 +115,7 @@ def test_ctrl_c_stops_a_live_run_promptly_and_a_rerun_resumes(
             time.sleep(0.05)
         first = list(answered)
         # Target 5 s. Measured 2.5-3.1 s under -n 2 at load 10 on 2 cores (workers exit at
-        # once: pytest_budget.interrupt); the extra second under xdist covers the controller
+        # once: pytest_budget._plugin.interrupt); the extra second under xdist covers the controller
         # rendering its own KeyboardInterrupt and other plugins' end-of-session work.
         assert took < (5 if workers == "0" else 6), (took, output[-2000:])
         assert run.returncode == pytest.ExitCode.INTERRUPTED, output[-2000:]

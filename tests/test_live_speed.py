@@ -18,20 +18,20 @@ import anyio
 import numpy as np
 import pytest
 
-from pytest_budget import sokoban
+from pytest_budget._environments import sokoban
+from pytest_budget._environments.sokoban_board import _OPPOSITE, _Board, _board
 from pytest_budget.fixtures.cells import in_background
-from pytest_budget.models.loop import (
+from pytest_budget.models._loop import (
     CALL_RANK,
     close_worker_loop,
     ranked_limiter,
     run_on_worker_loop,
     shared_limiter,
 )
-from pytest_budget.sokoban_board import _OPPOSITE, _Board, _board
-from pytest_budget.triage import intervals
-from pytest_budget.triage.evaluate import CellOutcome, score_plan
-from pytest_budget.triage.intervals import cell_summary, warm_shared
-from pytest_budget.triage.types import Baseline, Item, Plan, PlanEntry, PlanStatus
+from pytest_budget.triage import _intervals as intervals
+from pytest_budget.triage._evaluate import CellOutcome, score_plan
+from pytest_budget.triage._intervals import cell_summary, warm_shared
+from pytest_budget.triage._types import Baseline, Item, Plan, PlanEntry, PlanStatus
 
 
 @pytest.fixture(autouse=True)
@@ -272,9 +272,9 @@ def test_reverse_play_with_tables_equals_the_plain_search(boxes: int) -> None:
 def test_xdist_workers_load_the_pools_the_controller_generated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from pytest_budget._run.session import BudgetSession
     from pytest_budget.fixtures import triage as fixtures
-    from pytest_budget.session import BudgetSession
-    from pytest_budget.triage import pools
+    from pytest_budget.triage import _pools as pools
 
     def session() -> Any:
         runtime = SimpleNamespace(ledger_path=str(tmp_path / "runs" / "r1.json"))

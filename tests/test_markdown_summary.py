@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from pytest_budget.markdown_summary import code, escape_cell, render_markdown
-from pytest_budget.written import with_written
+from pytest_budget._core.written import with_written
+from pytest_budget.report._markdown import code, escape_cell, render_markdown
 from tests import inprocess
 
 HOSTILE = "evil|agent `rm -rf` <script>alert(1)</script> *bold* [x](y)"

@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.cli import main as budget_report
-from pytest_budget.merge import MergeError, merge_reports
-from pytest_budget.options import BudgetOptions
-from pytest_budget.record_json import cell_to_json
-from pytest_budget.report import build_report, write_report
-from pytest_budget.shard import Shard
-from pytest_budget.triage.options import TriageOptions
+from pytest_budget._core.record_json import cell_to_json
+from pytest_budget._run.options import BudgetOptions
+from pytest_budget._run.shard import Shard
+from pytest_budget.report._cli import main as budget_report
+from pytest_budget.report._document import build_report, write_report
+from pytest_budget.report._merge import MergeError, merge_reports
+from pytest_budget.triage._options import TriageOptions
 from tests.schemas import validate_report
 
 # Every suite, small: triage 2 pools x 2 ratios x 2 alphas x 4 agents = 32 cells,
@@ -229,7 +229,7 @@ def _shard_report(
     duration: float = 1.0,
 ) -> dict[str, Any]:
     """A shard's report as the plugin writes it: the shard's cells of ``ALL_CELLS``."""
-    from pytest_budget.shard import shard_of
+    from pytest_budget._run.shard import shard_of
 
     base = options or BudgetOptions(suites=("planning", "triage"), gate="off")
     shard_options = replace(

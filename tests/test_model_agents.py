@@ -1,4 +1,4 @@
-"""LLM-backed agents (pytest_budget.llm_agents, the suites' llm modules, models.provider)
+"""LLM-backed agents (pytest_budget._run.model_agents, the suites' llm modules, models.provider)
 against real loopback servers.
 
 Each role is called through a real HTTP client on ``127.0.0.1``: the request the server
@@ -23,16 +23,18 @@ import httpx
 import pytest
 from scripted_server import Reply, ScriptedServer  # tests/ is on sys.path (prepend import mode)
 
-import pytest_budget.agents as agents_module
-from pytest_budget.agents import resolve_agent
-from pytest_budget.awareness.answers import Interval, Invalid
-from pytest_budget.awareness.dialogue import WAREHOUSE_ESTIMATION_SYSTEM
-from pytest_budget.awareness.evaluate import parse_answer
-from pytest_budget.awareness.llm import LLMActor, LLMEstimator
-from pytest_budget.awareness.probes import Probe
-from pytest_budget.awareness.prompts import ACTOR_SYSTEMS, actor_system, estimator_system
-from pytest_budget.awareness.rollouts import ActorObservation, ActorReply, Turn, actor_reply
-from pytest_budget.awareness.sokoban_env import (
+import pytest_budget._run.agent_names as agents_module
+from pytest_budget._core.tokens import count_tokens
+from pytest_budget._run.agent_names import resolve_agent
+from pytest_budget._run.model_agents import DEFAULT_MAX_TOKENS, make_llm_agent, provider_factory
+from pytest_budget.awareness._evaluate import parse_answer
+from pytest_budget.awareness._llm import LLMActor, LLMEstimator
+from pytest_budget.awareness._prompts import ACTOR_SYSTEMS, actor_system, estimator_system
+from pytest_budget.awareness._replay.answers import Interval, Invalid
+from pytest_budget.awareness._replay.dialogue import WAREHOUSE_ESTIMATION_SYSTEM
+from pytest_budget.awareness._replay.probes import Probe
+from pytest_budget.awareness._replay.rollouts import ActorObservation, ActorReply, Turn, actor_reply
+from pytest_budget.awareness.sokoban._env import (
     SOKOBAN_PRESETS,
     generate_puzzles,
     parse_reply,
@@ -40,7 +42,6 @@ from pytest_budget.awareness.sokoban_env import (
     sokoban_prompt,
 )
 from pytest_budget.awareness.warehouse import WarehouseEnv
-from pytest_budget.llm_agents import DEFAULT_MAX_TOKENS, make_llm_agent, provider_factory
 from pytest_budget.models import (
     AnthropicChatClient,
     ChatClient,
@@ -51,36 +52,36 @@ from pytest_budget.models import (
     ToolCall,
     ToolSpec,
 )
-from pytest_budget.models.agents import ChatModel
-from pytest_budget.models.messages import (
+from pytest_budget.models._llm_agent import ChatModel
+from pytest_budget.models._messages import (
     assistant_message,
     detect_message_format,
     openai_messages_to_anthropic,
     tool_spec_from_openai,
 )
-from pytest_budget.models.provider import (
+from pytest_budget.models._provider import (
     ProviderConfigError,
     build_chat_client,
     key_required,
 )
-from pytest_budget.planning.env import TravelEnv
-from pytest_budget.planning.episode import ToolAgentObservation, run_episode, system_prompt
-from pytest_budget.planning.llm import LLMToolAgent
-from pytest_budget.planning.records import Query
-from pytest_budget.planning.tools import DIMENSIONS, PREFERENCE_VALUES
-from pytest_budget.tokens import count_tokens
-from pytest_budget.triage import arithmetic, puzzles
-from pytest_budget.triage.graders import grade
-from pytest_budget.triage.llm import LLMPlanner, LLMSolver, ModelSolution, extract_solver_answer
-from pytest_budget.triage.phase0 import coerce_solution
-from pytest_budget.triage.plan_parser import parse_plan
-from pytest_budget.triage.prompts import (
+from pytest_budget.planning._env import TravelEnv
+from pytest_budget.planning._episode import ToolAgentObservation, run_episode, system_prompt
+from pytest_budget.planning._episode_records import Query
+from pytest_budget.planning._llm import LLMToolAgent
+from pytest_budget.planning._tools import DIMENSIONS, PREFERENCE_VALUES
+from pytest_budget.triage import _arithmetic as arithmetic
+from pytest_budget.triage import _puzzles as puzzles
+from pytest_budget.triage._graders import grade
+from pytest_budget.triage._llm import LLMPlanner, LLMSolver, ModelSolution, extract_solver_answer
+from pytest_budget.triage._phase0 import coerce_solution
+from pytest_budget.triage._plan_parser import parse_plan
+from pytest_budget.triage._prompts import (
     PLANNER_SYSTEM,
     render_plan_prompt,
     render_resolve_banner,
     solver_system,
 )
-from pytest_budget.triage.types import PlanRequest, PlanStatus, Problem
+from pytest_budget.triage._types import PlanRequest, PlanStatus, Problem
 
 KEY = "sk-canary-agents-7c41e0-do-not-leak"
 MODEL = "gpt-test"
@@ -930,9 +931,9 @@ class Recorder:
 def test_every_llm_role_has_its_suite_adapter_and_a_role_method() -> None:
     """The role table joins each suite's adapters; each fills a role the harness calls, with
     that role's method, and the online actor reads the actor's ``max_tokens`` setting."""
-    from pytest_budget.awareness.online.llm import LLMOnlineActor
-    from pytest_budget.llm_agents import LLM_ROLES, ROLES
-    from pytest_budget.suite_registry import registered_roles, registered_suites
+    from pytest_budget._core.registry import registered_roles, registered_suites
+    from pytest_budget._run.model_agents import LLM_ROLES, ROLES
+    from pytest_budget.awareness.online._llm import LLMOnlineActor
 
     assert set(ROLES) == {"planner", "solver", "estimator", "actor", "tool_agent", "online_actor"}
     for role, cls in LLM_ROLES.items():
@@ -1198,7 +1199,7 @@ def test_a_provider_client_makes_its_own_httpx_client_only_when_it_needs_one(
     # An httpx client builds an SSL context (~10 ms of CPU, a third of a live planning
     # run's CPU when every cell's agent made one): on the worker loop the calls use the
     # loop's pooled client, so the client's own is made on first use elsewhere only.
-    from pytest_budget.models.loop import run_on_worker_loop
+    from pytest_budget.models._loop import run_on_worker_loop
 
     made: list[int] = []
     real = httpx.AsyncClient.__init__

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from scripted_server import Reply, ScriptedServer  # tests/ is on sys.path (prepend import mode)
 
-from pytest_budget.budget import Usage
+from pytest_budget._core.budget import Usage
 from pytest_budget.models import (
     ANTHROPIC_VERSION,
     AnthropicChatClient,

@@ -16,16 +16,16 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from pytest_budget.models.client import ChatClient, ModelCallError
-from pytest_budget.models.loop import (
+from pytest_budget.models._client import ChatClient, ModelCallError
+from pytest_budget.models._loop import (
     close_worker_loop,
     on_worker_loop,
     run_blocking,
     run_on_worker_loop,
     worker_loop,
 )
-from pytest_budget.models.provider import build_chat_client
-from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
+from pytest_budget.models._provider import build_chat_client
+from pytest_budget.models._runtime import ModelRuntime, RuntimeConfig
 from tests.model_server import Fault, ModelServer, fresh_worker_loop
 
 MESSAGES = [{"role": "user", "content": "hello"}]

@@ -10,10 +10,10 @@ import anyio
 import httpx
 import pytest
 
-from pytest_budget.models.client import ModelCallError, OpenAIChatClient
-from pytest_budget.models.loop import run_on_worker_loop
-from pytest_budget.models.retry import RetryPolicy
-from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
+from pytest_budget.models._client import ModelCallError, OpenAIChatClient
+from pytest_budget.models._loop import run_on_worker_loop
+from pytest_budget.models._retry import RetryPolicy
+from pytest_budget.models._runtime import ModelRuntime, RuntimeConfig
 from tests.chat_logs import write_chat_file
 from tests.slow_server import SlowServer
 

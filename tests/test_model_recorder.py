@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_budget.models.client import ChatResult, ToolCall
-from pytest_budget.models.recorder import (
+from pytest_budget.models._client import ChatResult, ToolCall
+from pytest_budget.models._recorder import (
     CallRecorder,
     canonical_body,
     cassette_has_records,
@@ -20,7 +20,7 @@ from pytest_budget.models.recorder import (
     request_key,
     result_to_json,
 )
-from pytest_budget.models.usage import TokenUsage
+from pytest_budget.models._usage import TokenUsage
 
 BODY = {
     "model": "m",

@@ -14,15 +14,15 @@ import anyio
 import pytest
 from model_server import Fault, ModelServer
 
-from pytest_budget.budget import Budget, Meter
-from pytest_budget.models.client import ModelCallError
-from pytest_budget.models.ledger import SpendLedger
-from pytest_budget.models.prices import ModelPrice, PriceTableError, load_price_table
-from pytest_budget.models.provider import build_chat_client
-from pytest_budget.models.recorder import cassette_has_records, request_key, resolve_mode
-from pytest_budget.models.retry import RetryPolicy, is_transient, server_wait
-from pytest_budget.models.runtime import AdaptiveLimit, ModelRuntime, RuntimeConfig
-from pytest_budget.models.usage import TokenUsage
+from pytest_budget._core.budget import Budget, Meter
+from pytest_budget.models._client import ModelCallError
+from pytest_budget.models._ledger import SpendLedger
+from pytest_budget.models._prices import ModelPrice, PriceTableError, load_price_table
+from pytest_budget.models._provider import build_chat_client
+from pytest_budget.models._recorder import cassette_has_records, request_key, resolve_mode
+from pytest_budget.models._retry import RetryPolicy, is_transient, server_wait
+from pytest_budget.models._runtime import AdaptiveLimit, ModelRuntime, RuntimeConfig
+from pytest_budget.models._usage import TokenUsage
 
 FAST = RetryPolicy(max_attempts=6, max_total_s=30, initial_wait_s=0.01, max_wait_s=0.05)
 MESSAGES = [{"role": "user", "content": "How far?"}]
@@ -418,8 +418,8 @@ def test_anthropic_calls_go_through_the_same_runtime(tmp_path: Path) -> None:
 
 
 def test_progress_line_projects_the_total_from_finished_tests() -> None:
-    from pytest_budget.models.ledger import LedgerState
-    from pytest_budget.models.run import progress_line
+    from pytest_budget.models._ledger import LedgerState
+    from pytest_budget.models._setup import progress_line
 
     state = LedgerState(
         counts={"calls": 1000, "replayed": 200, "retries": 3, "input_tokens": 45000,
@@ -441,8 +441,8 @@ def test_a_tool_list_sent_again_is_encoded_as_it_is_now(
 ) -> None:
     # The runtime reuses a tool list's JSON while the same tools object builds an equal
     # list; one changed in place in between is sent (and keyed) as it is now.
-    from pytest_budget.models.chat_types import ToolSpec
-    from pytest_budget.models.recorder import canonical_body
+    from pytest_budget.models._chat_types import ToolSpec
+    from pytest_budget.models._recorder import canonical_body
 
     model = make_runtime(tmp_path).wrap(client(server))
     parameters: dict[str, Any] = {"type": "object", "properties": {}}

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_budget.awareness.environments import ReferenceActor, RolloutCache
-from pytest_budget.awareness.rollouts import Rollout, Turn, as_read_back, read_rollouts
-from pytest_budget.fingerprint import canonical_json, fingerprint
+from pytest_budget._core.fingerprint import canonical_json, fingerprint
+from pytest_budget.awareness._environments import ReferenceActor, RolloutCache
+from pytest_budget.awareness._replay.rollouts import Rollout, Turn, as_read_back, read_rollouts
 
 _TITLE = re.compile(r"^=+ (triage|awareness|planning): ")
 # What follows the tables: syrupy's summary (not printed when pytest runs inside an xdist

@@ -18,22 +18,23 @@ import anyio
 import numpy as np
 import pytest
 
-from pytest_budget import distribute
-from pytest_budget.awareness.options import AwarenessOptions
-from pytest_budget.bootstrap import counts_from_indices, resample_indices
-from pytest_budget.options import BudgetOptions
-from pytest_budget.planning import costs as costs_module
-from pytest_budget.planning import ground_truth, tool_specs
-from pytest_budget.planning.agents import GreedyToolAgent, OracleToolAgent
-from pytest_budget.planning.costs import query_seed, tool_costs
-from pytest_budget.planning.env import TravelEnv
-from pytest_budget.planning.episode import ToolAgentObservation, run_episode
-from pytest_budget.planning.queries import generate_queries
-from pytest_budget.planning.tool_specs import copy_json
-from pytest_budget.planning.tools import TASKS, atomic_chain, build_tools
-from pytest_budget.report import finite_cell
-from pytest_budget.triage import intervals
-from pytest_budget.triage.scoring import oracle_value
+from pytest_budget._run import distribute
+from pytest_budget._run.options import BudgetOptions
+from pytest_budget._stats.bootstrap import counts_from_indices, resample_indices
+from pytest_budget.awareness._options import AwarenessOptions
+from pytest_budget.planning import _costs as costs_module
+from pytest_budget.planning import _ground_truth as ground_truth
+from pytest_budget.planning import _tool_specs as tool_specs
+from pytest_budget.planning._costs import query_seed, tool_costs
+from pytest_budget.planning._env import TravelEnv
+from pytest_budget.planning._episode import ToolAgentObservation, run_episode
+from pytest_budget.planning._queries import generate_queries
+from pytest_budget.planning._reference_agents import GreedyToolAgent, OracleToolAgent
+from pytest_budget.planning._tool_specs import copy_json
+from pytest_budget.planning._tools import TASKS, atomic_chain, build_tools
+from pytest_budget.report._document import finite_cell
+from pytest_budget.triage import _intervals as intervals
+from pytest_budget.triage._scoring import oracle_value
 
 
 def _fresh_tools(env: TravelEnv) -> list[dict[str, Any]]:

@@ -6,8 +6,8 @@ import fnmatch
 import tomllib
 from pathlib import Path
 
-from pytest_budget.awareness import search_facts
-from pytest_budget.awareness.search_corpus import RELATIONS, build_corpus, corpus_digest
+from pytest_budget.awareness.search import _facts as search_facts
+from pytest_budget.awareness.search._corpus import RELATIONS, build_corpus, corpus_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = {
@@ -72,7 +72,7 @@ def test_every_sample_script_of_a_cell_kind_is_declared_package_data() -> None:
     """The scripts that draw each kind's samples on the HTML page live in the suites'
     packages: each exists and matches a package-data glob (else a wheel leaves it out and
     the page loses its drill-down)."""
-    from pytest_budget.suite_registry import cell_kinds
+    from pytest_budget._core.registry import cell_kinds
 
     declared = _declared()["pytest_budget"]
     scripts = {name: kind.sample_script for name, kind in cell_kinds().items()}

@@ -63,7 +63,7 @@ def test_suite_code_never_reads_a_submodule_off_its_package() -> None:
     of its package; the next run imports the submodule again, so ``from pkg import sub``
     would hand out the previous run's module and its classes (a Solution that is not a
     Solution).  Suite code imports submodules by their full name
-    (``import pytest_budget.triage.arithmetic as arithmetic``), which imports them again."""
+    (``import pytest_budget.triage._arithmetic as arithmetic``), which imports them again."""
     suites = ("triage", "awareness", "planning")
     offenders = {
         str(path.relative_to(ROOT)): found

@@ -7,15 +7,15 @@ import anyio
 import numpy as np
 import pytest
 
-from pytest_budget.awareness.environments import ReferenceActor, generate_env_rollouts
-from pytest_budget.awareness.estimators import LinearEstimator, RandomEstimator
-from pytest_budget.awareness.evaluate import run_awareness_cell
-from pytest_budget.awareness.per_probe import per_probe_parts
-from pytest_budget.paired import read_per_unit
-from pytest_budget.triage.evaluate import CellOutcome, budget_for, score_plan
-from pytest_budget.triage.intervals import item_units
-from pytest_budget.triage.per_item import per_item_parts, per_item_snapshot
-from pytest_budget.triage.types import Baseline, Item, Plan, PlanEntry
+from pytest_budget._stats.paired import read_per_unit
+from pytest_budget.awareness._environments import ReferenceActor, generate_env_rollouts
+from pytest_budget.awareness._estimators import LinearEstimator, RandomEstimator
+from pytest_budget.awareness._evaluate import run_awareness_cell
+from pytest_budget.awareness._scoring.per_probe import per_probe_parts
+from pytest_budget.triage._evaluate import CellOutcome, budget_for, score_plan
+from pytest_budget.triage._intervals import item_units
+from pytest_budget.triage._per_item import per_item_parts, per_item_snapshot
+from pytest_budget.triage._types import Baseline, Item, Plan, PlanEntry
 
 
 def _ratio(parts: tuple[list[float], list[float]]) -> float:

@@ -10,8 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_budget.planning.agents import GreedyToolAgent, OracleToolAgent
-from pytest_budget.planning.blocking import (
+from pytest_budget.planning._blocking import (
     BAN_MESSAGES,
     PREFERENCE_LEAD_INS,
     Blocker,
@@ -20,11 +19,12 @@ from pytest_budget.planning.blocking import (
     removal_ranges,
     trigger_step,
 )
-from pytest_budget.planning.env import TravelEnv
-from pytest_budget.planning.episode import run_episode
-from pytest_budget.planning.metrics import greedy_scores
-from pytest_budget.planning.queries import generate_queries, groundtruth_id
-from pytest_budget.planning.records import EpisodeRecord
+from pytest_budget.planning._env import TravelEnv
+from pytest_budget.planning._episode import run_episode
+from pytest_budget.planning._episode_records import EpisodeRecord
+from pytest_budget.planning._metrics import greedy_scores
+from pytest_budget.planning._queries import generate_queries, groundtruth_id
+from pytest_budget.planning._reference_agents import GreedyToolAgent, OracleToolAgent
 
 QUERIES = generate_queries("dining", 8)
 QUERY = QUERIES[2]

@@ -8,18 +8,18 @@ from collections.abc import Sequence
 
 import pytest
 
-from pytest_budget.planning.code_metrics import (
+from pytest_budget._core.record_json import cell_from_json
+from pytest_budget.planning._cell_record import PlanningCellRecord
+from pytest_budget.planning._code_metrics import (
     evaluate_episode,
     greedy_pooled_scores,
     greedy_sums,
     pooled_scores,
     score_sums,
 )
-from pytest_budget.planning.metrics import greedy_scores, score_episodes
-from pytest_budget.planning.record import PlanningCellRecord
-from pytest_budget.planning.records import EpisodeRecord, Segment, ToolCallRecord
-from pytest_budget.planning.summary import planning_table, pooled_rows
-from pytest_budget.record_json import cell_from_json
+from pytest_budget.planning._episode_records import EpisodeRecord, Segment, ToolCallRecord
+from pytest_budget.planning._metrics import greedy_scores, score_episodes
+from pytest_budget.planning._summary import planning_table, pooled_rows
 
 EXPECTED = "<DiningCandidate00007>"
 

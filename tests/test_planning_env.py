@@ -23,9 +23,9 @@ from pytest_budget.planning import (
     build_tools,
     expected_answer,
 )
-from pytest_budget.planning.costs import query_seed
-from pytest_budget.planning.env import fill_arguments, id_kind
-from pytest_budget.planning.records import Query
+from pytest_budget.planning._costs import query_seed
+from pytest_budget.planning._env import fill_arguments, id_kind
+from pytest_budget.planning._episode_records import Query
 
 QUERIES = [f"<Query{i:05d}>" for i in range(1, 9)]
 

@@ -13,18 +13,11 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_budget.models.client import ChatResult, ToolCall
-from pytest_budget.models.usage import TokenUsage
-from pytest_budget.planning.agents import (
-    AtomicOnlyToolAgent,
-    GreedyToolAgent,
-    OracleToolAgent,
-    RandomValidToolAgent,
-    held_ids,
-)
-from pytest_budget.planning.blocking import BLOCK_MODES
-from pytest_budget.planning.env import TravelEnv, fill_arguments, id_kind
-from pytest_budget.planning.episode import (
+from pytest_budget.models._client import ChatResult, ToolCall
+from pytest_budget.models._usage import TokenUsage
+from pytest_budget.planning._blocking import BLOCK_MODES
+from pytest_budget.planning._env import TravelEnv, fill_arguments, id_kind
+from pytest_budget.planning._episode import (
     ONE_TOOL_MESSAGE,
     ToolAgentObservation,
     example_paths,
@@ -33,10 +26,17 @@ from pytest_budget.planning.episode import (
     run_episode,
     system_prompt,
 )
-from pytest_budget.planning.metrics import score_episodes
-from pytest_budget.planning.queries import generate_queries
-from pytest_budget.planning.records import CALL_ERROR_KINDS, EpisodeRecord, Query
-from pytest_budget.planning.tools import atomic_chain
+from pytest_budget.planning._episode_records import CALL_ERROR_KINDS, EpisodeRecord, Query
+from pytest_budget.planning._metrics import score_episodes
+from pytest_budget.planning._queries import generate_queries
+from pytest_budget.planning._reference_agents import (
+    AtomicOnlyToolAgent,
+    GreedyToolAgent,
+    OracleToolAgent,
+    RandomValidToolAgent,
+    held_ids,
+)
+from pytest_budget.planning._tools import atomic_chain
 
 CELLS = [("static", 0)] + [(mode, n) for mode in BLOCK_MODES for n in (1, 2, 3)]
 QUERY = generate_queries("dining", 1)[0]
@@ -479,7 +479,7 @@ def test_sdk_message_objects_are_read_through_model_dump() -> None:
 def test_answer_parsing_is_linear_on_hostile_text() -> None:
     import time
 
-    from pytest_budget.planning.ids import parse_answer
+    from pytest_budget.planning._ids import parse_answer
 
     start = time.perf_counter()
     assert parse_answer("<answer>" * 200_000) is None

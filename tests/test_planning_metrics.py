@@ -1,4 +1,4 @@
-"""CostBench planning metrics (pytest_budget.planning.metrics): hand-worked cases, properties."""
+"""CostBench planning metrics (pytest_budget.planning._metrics): hand-worked cases, properties."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.planning.metrics import (
+from pytest_budget.planning._episode_records import EpisodeRecord, Segment, ToolCallRecord
+from pytest_budget.planning._metrics import (
     edit_distance,
     greedy_scores,
     score_episode,
     score_episodes,
     segmented_edit_distance,
 )
-from pytest_budget.planning.records import EpisodeRecord, Segment, ToolCallRecord
 
 ANSWER = "<DiningCandidate01234>"
 

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.planning.agents import OracleToolAgent
-from pytest_budget.planning.env import TravelEnv
-from pytest_budget.planning.episode import run_episode
-from pytest_budget.planning.metrics import score_episodes
-from pytest_budget.planning.queries import generate_queries
-from pytest_budget.planning.tools import TASKS, atomic_chain, build_tools
+from pytest_budget.planning._env import TravelEnv
+from pytest_budget.planning._episode import run_episode
+from pytest_budget.planning._metrics import score_episodes
+from pytest_budget.planning._queries import generate_queries
+from pytest_budget.planning._reference_agents import OracleToolAgent
+from pytest_budget.planning._tools import TASKS, atomic_chain, build_tools
 
 tasks = st.sampled_from(TASKS)
 levels = st.integers(min_value=0, max_value=5)

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from pytest_budget.planning import PREFERENCE_VALUES, TASKS, TravelEnv, expected_answer
-from pytest_budget.planning.queries import (
+from pytest_budget.planning._episode_records import Query
+from pytest_budget.planning._queries import (
     _PHRASES,
     QUERY_ID_BLOCK,
     QueryFileError,
@@ -27,8 +28,7 @@ from pytest_budget.planning.queries import (
     query_id,
     query_to_dict,
 )
-from pytest_budget.planning.records import Query
-from pytest_budget.planning.tools import DIMENSIONS
+from pytest_budget.planning._tools import DIMENSIONS
 
 _ID_RE = re.compile(r"^<Query\d{5}>$")
 _TIME_RE = re.compile(r"^<TimeInfo(\d{5})>$")
@@ -137,8 +137,8 @@ def test_generation_is_deterministic_and_prefix_stable() -> None:
 def test_generation_is_identical_in_other_processes() -> None:
     code = (
         "import hashlib, json\n"
-        "from pytest_budget.planning.queries import generate_queries, query_to_dict\n"
-        "from pytest_budget.planning.tools import TASKS\n"
+        "from pytest_budget.planning._queries import generate_queries, query_to_dict\n"
+        "from pytest_budget.planning._tools import TASKS\n"
         "rows = [query_to_dict(q) for t in TASKS for q in generate_queries(t, 60, seed=3)]\n"
         "print(hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest())\n"
     )
@@ -451,7 +451,7 @@ def test_search_space_ids_hand_worked() -> None:
     # enum declaration order, base 4, ids from 1.  location: seaside = category 1,
     # culinary_capital = feature 3, natural_and_serene = style 2, small_town = tier 2:
     # index 1*64 + 3*16 + 2*4 + 2 = 122, id 123.
-    from pytest_budget.planning.ids import search_space_id
+    from pytest_budget.planning._ids import search_space_id
 
     prefs = {
         "category": "seaside",

@@ -9,18 +9,18 @@ import math
 import anyio
 import pytest
 
-from pytest_budget.planning.agents import (
+from pytest_budget.planning._code_metrics import evaluate_episode
+from pytest_budget.planning._episode import run_episode
+from pytest_budget.planning._episode_records import EpisodeRecord
+from pytest_budget.planning._metrics import score_episodes
+from pytest_budget.planning._queries import generate_queries
+from pytest_budget.planning._reference_agents import (
     AtomicOnlyToolAgent,
     GreedyToolAgent,
     OracleToolAgent,
     RandomValidToolAgent,
 )
-from pytest_budget.planning.code_metrics import evaluate_episode
-from pytest_budget.planning.episode import run_episode
-from pytest_budget.planning.metrics import score_episodes
-from pytest_budget.planning.queries import generate_queries
-from pytest_budget.planning.records import EpisodeRecord
-from pytest_budget.planning.samples import episode_samples
+from pytest_budget.planning._samples import episode_samples
 
 QUERIES = generate_queries("dining", 12) + generate_queries("location", 12)
 

@@ -2,7 +2,7 @@
 
 CostBench makes one request per turn with ``temperature``, ``max_tokens``, the task's tools,
 ``tool_choice="auto"`` and ``parallel_tool_calls=False``.  Each test runs a real episode
-through :class:`~pytest_budget.planning.llm.LLMToolAgent` against the loopback
+through :class:`~pytest_budget.planning._llm.LLMToolAgent` against the loopback
 ``ScriptedServer`` and checks every request body the server received.
 """
 
@@ -13,13 +13,13 @@ from typing import Any
 import anyio
 from scripted_server import Reply, ScriptedServer  # tests/ is on sys.path (prepend import mode)
 
-from pytest_budget.llm_agents import make_llm_agent
+from pytest_budget._run.model_agents import make_llm_agent
 from pytest_budget.models import AnthropicChatClient, OpenAIChatClient
-from pytest_budget.models.agents import assistant_message
-from pytest_budget.planning.episode import ONE_TOOL_MESSAGE, run_episode
-from pytest_budget.planning.llm import LLMToolAgent
-from pytest_budget.planning.queries import generate_queries
-from pytest_budget.planning.records import EpisodeRecord
+from pytest_budget.models._llm_agent import assistant_message
+from pytest_budget.planning._episode import ONE_TOOL_MESSAGE, run_episode
+from pytest_budget.planning._episode_records import EpisodeRecord
+from pytest_budget.planning._llm import LLMToolAgent
+from pytest_budget.planning._queries import generate_queries
 
 QUERY = generate_queries("dining", 1)[0]
 
@@ -134,9 +134,9 @@ def test_a_turn_waiting_for_another_cells_identical_request_takes_no_slot(tmp_pa
     # held a slot of the cell limiter while they waited, so D went out after A's answer.
     from model_server import ModelServer
 
-    from pytest_budget.models.loop import run_on_worker_loop, shared_limiter
-    from pytest_budget.models.runtime import ModelRuntime, RuntimeConfig
-    from pytest_budget.planning.evaluate import run_planning_cell
+    from pytest_budget.models._loop import run_on_worker_loop, shared_limiter
+    from pytest_budget.models._runtime import ModelRuntime, RuntimeConfig
+    from pytest_budget.planning._evaluate import run_planning_cell
 
     other = generate_queries("shopping", 1)[0]
     with ModelServer(lambda body: "<answer>00000</answer>", latency=1.0) as server:
@@ -174,7 +174,7 @@ def test_the_tool_list_sent_each_turn_is_the_observations_as_costs_change() -> N
     # agent once did.  Both send the same bodies, turn by turn, through a cost change.
     from model_server import ModelServer
 
-    from pytest_budget.models.messages import tool_spec_from_openai
+    from pytest_budget.models._messages import tool_spec_from_openai
 
     class CopyingAgent(LLMToolAgent):
         async def act(self, observation: Any) -> dict[str, Any]:

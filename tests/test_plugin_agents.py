@@ -138,7 +138,7 @@ def pytest_budget_planner(config):
 def test_phase0_is_cached_on_disk(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("""
 import os
-from pytest_budget.triage.domains import ReferenceSolver
+from pytest_budget.triage._domains import ReferenceSolver
 
 class CountingSolver:
     name = "counting"
@@ -229,7 +229,7 @@ def pytest_budget_planner(config):
 
 def test_solver_failures_exclude_items_or_fail_the_cell(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("""
-from pytest_budget.triage.domains import ReferenceSolver
+from pytest_budget.triage._domains import ReferenceSolver
 
 def pytest_budget_solver(config):
     inner = ReferenceSolver()
@@ -258,7 +258,7 @@ def pytest_budget_solver(config):
 def test_concurrency_bounds_agent_calls_in_flight(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("""
 import threading, time
-from pytest_budget.triage.domains import ReferenceSolver
+from pytest_budget.triage._domains import ReferenceSolver
 
 class SlowSolver:
     name = "slow"

@@ -334,7 +334,7 @@ def test_bundled_coding_logs_are_subsampled_to_512_probes(pytester: pytest.Pytes
 
 
 def test_search_environment_uses_the_given_retrieval_server(pytester: pytest.Pytester) -> None:
-    from pytest_budget.awareness.retrieval import BM25Index, Document, RetrievalServer
+    from pytest_budget.awareness.retrieval._client import BM25Index, Document, RetrievalServer
 
     args = ("--budget-env=search", "--budget-rollout-count=8", "--budget-agent=oracle",
             "--budget-gate=off")  # fmt: skip
@@ -354,7 +354,7 @@ def test_search_url_whose_retrieve_fails_fails_the_cell_with_one_line(
     pytester: pytest.Pytester,
 ) -> None:
     """A healthy server whose /retrieve errors: the cell fails naming the cause, no traceback."""
-    from pytest_budget.awareness.retrieval import BM25Index, Document, RetrievalServer
+    from pytest_budget.awareness.retrieval._client import BM25Index, Document, RetrievalServer
 
     class Broken(BM25Index):
         def search(self, query: str, k: int = 3) -> list[Any]:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.awareness.online.cell import run_online_cell
-from pytest_budget.awareness.online.protocol import budget_block
-from pytest_budget.tokens import count_tokens
+from pytest_budget._core.tokens import count_tokens
+from pytest_budget.awareness.online._cell import run_online_cell
+from pytest_budget.awareness.online._protocol import budget_block
 from tests import inprocess
 from tests.model_server import ModelServer
 from tests.schemas import validate_report
@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _play(body: dict[str, Any]) -> str:
     """A model that plays Sokoban with the solver and estimates [100, 400] every turn."""
-    from pytest_budget.awareness.sokoban_env import grid_from_prompt
-    from pytest_budget.sokoban import solve
+    from pytest_budget._environments.sokoban import solve
+    from pytest_budget.awareness.sokoban._env import grid_from_prompt
 
     messages = body.get("messages", [])
     user = str(messages[-1]["content"]) if messages else ""
@@ -118,8 +118,8 @@ def test_offline_online_run_records_budget_split_and_protocol(pytester: pytest.P
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_http_online_actor_keeps_acting_and_estimation_tokens_apart(provider: str) -> None:
-    from pytest_budget.llm_agents import provider_factory
-    from pytest_budget.models.loop import run_on_worker_loop
+    from pytest_budget._run.model_agents import provider_factory
+    from pytest_budget.models._loop import run_on_worker_loop
 
     with ModelServer(_play, input_tokens=400, output_tokens=30) as server:
         agent = provider_factory(provider)("m", "online_actor", {"base_url": server.url})

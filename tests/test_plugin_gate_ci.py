@@ -35,8 +35,8 @@ SMALL = (
 PLANNER = """
 from pathlib import Path
 from pytest_budget.triage import Plan, PlanEntry
-from pytest_budget.triage.domains import estimate_any
-from pytest_budget.triage.planners import CheapestFirstPlanner
+from pytest_budget.triage._domains import estimate_any
+from pytest_budget.triage._planners import CheapestFirstPlanner
 
 
 class SwitchedPlanner:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.planning.queries import dump_queries, generate_queries
+from pytest_budget.planning._queries import dump_queries, generate_queries
 
 SMALL = ["--budget-task=dining", "--budget-query-count=4", "--budget-scenario=static@1"]
 
@@ -116,7 +116,7 @@ def test_snapshot_gate_catches_a_worse_agent(
 ) -> None:
     pytester.makeconftest(
         "import os, pytest\n"
-        "from pytest_budget.planning.agents import GreedyToolAgent, OracleToolAgent\n"
+        "from pytest_budget.planning._reference_agents import GreedyToolAgent, OracleToolAgent\n"
         "@pytest.fixture\n"
         "def budget_tool_agent():\n"
         "    return OracleToolAgent() if os.environ.get('GOOD') else GreedyToolAgent()\n"
@@ -142,7 +142,7 @@ def test_snapshot_gate_catches_a_worse_agent(
 
 ORACLE_OR_GREEDY = (
     "import os, pytest\n"
-    "from pytest_budget.planning.agents import GreedyToolAgent, OracleToolAgent\n"
+    "from pytest_budget.planning._reference_agents import GreedyToolAgent, OracleToolAgent\n"
     "@pytest.fixture\n"
     "def budget_tool_agent():\n"
     "    return OracleToolAgent() if os.environ.get('GOOD') else GreedyToolAgent()\n"
@@ -215,7 +215,7 @@ def test_default_planning_gate_reads_the_noise_of_both_runs(
     gate, while the tolerance rule would fail it."""
     pytester.makeconftest(
         "import os, random, pytest\n"
-        "from pytest_budget.planning.agents import OracleToolAgent, GreedyToolAgent\n"
+        "from pytest_budget.planning._reference_agents import OracleToolAgent, GreedyToolAgent\n"
         "class Coin(OracleToolAgent):\n"
         "    name = 'coin'\n"
         "    def choose(self, observation, view):\n"
@@ -223,7 +223,7 @@ def test_default_planning_gate_reads_the_noise_of_both_runs(
         "        if random.Random(seed).random() < 0.7:\n"
         "            return super().choose(observation, view)\n"
         "        tools = [t for t in view.tools if t.name not in view.banned]\n"
-        "        from pytest_budget.planning.env import greedy_pick\n"
+        "        from pytest_budget.planning._env import greedy_pick\n"
         "        return greedy_pick(tools, view.costs, view.held, view.previous_output)\n"
         "@pytest.fixture\n"
         "def budget_tool_agent():\n"

@@ -260,7 +260,7 @@ def test_a_cell_with_infinite_or_nan_values_is_recorded_with_nulls_and_notes(
 def test_truncated_planner_replies_are_counted_and_warned(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("""
 import pytest
-from pytest_budget.triage.llm import PlanText
+from pytest_budget.triage._llm import PlanText
 
 
 class CutPlanner:

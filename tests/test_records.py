@@ -9,10 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_budget.awareness.record import AwarenessCellRecord, OnlineCellRecord
-from pytest_budget.planning.record import PlanningCellRecord
-from pytest_budget.record_json import cell_from_json, cell_to_json
-from pytest_budget.records import (
+from pytest_budget._core.record_json import cell_from_json, cell_to_json
+from pytest_budget._core.records import (
     REPORT_SCHEMA_VERSION,
     CellRecord,
     RecordError,
@@ -20,11 +18,13 @@ from pytest_budget.records import (
     field_value,
     of_type,
 )
-from pytest_budget.report import ReportFileError, load_report
-from pytest_budget.report_schema import main as schema_main
-from pytest_budget.report_schema import record_types, with_cell_schema
-from pytest_budget.suite_registry import cell_kinds
-from pytest_budget.triage.record import ResolveCellRecord, TriageCellRecord
+from pytest_budget._core.registry import cell_kinds
+from pytest_budget.awareness._cell_records import AwarenessCellRecord, OnlineCellRecord
+from pytest_budget.planning._cell_record import PlanningCellRecord
+from pytest_budget.report._document import ReportFileError, load_report
+from pytest_budget.report._schema import main as schema_main
+from pytest_budget.report._schema import record_types, with_cell_schema
+from pytest_budget.triage._cell_record import ResolveCellRecord, TriageCellRecord
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "docs" / "reference" / "report.schema.json"
 

@@ -19,15 +19,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.record_json import cell_to_json
-from pytest_budget.report import (
+from pytest_budget._core.record_json import cell_to_json
+from pytest_budget.report._document import (
     REPORT_SCHEMA_VERSION,
     ReportFileError,
     build_report,
     load_report,
     write_report,
 )
-from pytest_budget.report_pool import PoolError, decode_pool, encode
+from pytest_budget.report._sample_pool import PoolError, decode_pool, encode
 
 
 def _roundtrip(values: list[Any]) -> list[Any]:
@@ -244,7 +244,7 @@ def pytest_budget_planner(config):
 
 
 def _blocks(page: Path) -> list[Any]:
-    from pytest_budget.html.samples import unpack
+    from pytest_budget.report._html.drill_data import unpack
 
     found = re.findall(r'class="sample-block" id="[^"]+">([^<]*)</script>', page.read_text("utf-8"))
     return [unpack(text) for text in found]

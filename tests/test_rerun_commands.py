@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_budget.rerun import map_suite_arg, rerun_command, suite_of_module
+from pytest_budget._run.rerun import map_suite_arg, rerun_command, suite_of_module
 from tests import inprocess
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -113,7 +113,10 @@ def test_map_suite_arg() -> None:
     assert map_suite_arg("tests/test_x.py::t", folder, here) == "tests/test_x.py::t"
     # A real file of the user's at that path wins.
     project = Path(__file__).resolve().parents[1]
-    assert map_suite_arg("pytest_budget/rerun.py", folder, project) == "pytest_budget/rerun.py"
+    assert (
+        map_suite_arg("pytest_budget/_run/rerun.py", folder, project)
+        == "pytest_budget/_run/rerun.py"
+    )
 
 
 def test_suite_of_module_and_quoting() -> None:

@@ -13,7 +13,7 @@ import importlib
 
 import pytest
 
-from pytest_budget.suite_registry import (
+from pytest_budget._core.registry import (
     CellKind,
     ReplyRule,
     Role,

@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_budget.awareness.answers import Impossible, Interval
-from pytest_budget.awareness.probes import Probe
-from pytest_budget.awareness.rollouts import ActorObservation
-from pytest_budget.planning.episode import ToolAgentObservation
+from pytest_budget.awareness._replay.answers import Impossible, Interval
+from pytest_budget.awareness._replay.probes import Probe
+from pytest_budget.awareness._replay.rollouts import ActorObservation
+from pytest_budget.planning._episode import ToolAgentObservation
 from pytest_budget import Actor, Estimator, Planner, Solver, ToolAgent
-from pytest_budget.triage.types import Plan, PlanEntry, PlanRequest, Problem, Solution
+from pytest_budget.triage._types import Plan, PlanEntry, PlanRequest, Problem, Solution
 
 
 class MyPlanner:
@@ -69,7 +69,7 @@ BAD = """
 from __future__ import annotations
 
 from pytest_budget import Estimator, Planner
-from pytest_budget.triage.types import PlanRequest
+from pytest_budget.triage._types import PlanRequest
 
 
 class NumberPlanner:

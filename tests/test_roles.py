@@ -8,8 +8,8 @@ import time
 import anyio
 import pytest
 
-from pytest_budget.concurrency import acquire, for_each_bounded
-from pytest_budget.roles import AgentError, agent_name, call_role
+from pytest_budget._core.concurrency import acquire, for_each_bounded
+from pytest_budget._core.roles import AgentError, agent_name, call_role
 
 
 class SyncPlanner:

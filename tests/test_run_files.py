@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_budget._snapshot import cell_file_name, extension_for
-from pytest_budget.files import current_umask, new_file_mode, write_atomic
-from pytest_budget.report import write_report
+from pytest_budget._core.files import current_umask, new_file_mode, write_atomic
+from pytest_budget._plugin.snapshot import cell_file_name, extension_for
+from pytest_budget.report._document import write_report
 
 PLANNER = """
 def pytest_budget_planner(config):
@@ -69,9 +69,14 @@ def test_write_atomic_gives_the_mode_of_a_new_file(tmp_path: Path) -> None:
 def test_every_writer_of_the_run_gives_the_umask_mode(tmp_path: Path) -> None:
     """Rollouts, corpora, the spend ledger and the Phase 0 cache go through the one helper:
     none is left with ``mkstemp``'s private 0600."""
-    from pytest_budget.awareness.rollouts import Rollout, Turn, read_rollouts, write_rollouts
-    from pytest_budget.awareness.search_corpus import build_corpus, dump_corpus, load_corpus
-    from pytest_budget.models.ledger import SpendLedger
+    from pytest_budget.awareness._replay.rollouts import (
+        Rollout,
+        Turn,
+        read_rollouts,
+        write_rollouts,
+    )
+    from pytest_budget.awareness.search._corpus import build_corpus, dump_corpus, load_corpus
+    from pytest_budget.models._ledger import SpendLedger
 
     old = os.umask(0o022)
     try:
@@ -94,7 +99,7 @@ def test_every_writer_of_the_run_gives_the_umask_mode(tmp_path: Path) -> None:
 
 
 def test_one_atomic_write_helper() -> None:
-    """Temporary file + rename lives in ``pytest_budget/files.py`` only."""
+    """Temporary file + rename lives in ``pytest_budget/_core/files.py`` only."""
     package = Path(__file__).resolve().parents[1] / "pytest_budget"
     copies = sorted(
         str(path.relative_to(package))

@@ -1,4 +1,4 @@
-"""The run's gate (pytest_budget.run_gate): per-unit changes, the sign-flip p-value, the
+"""The run's gate (pytest_budget._stats.run_gate): per-unit changes, the sign-flip p-value, the
 run-level alpha split, the pooled test and the sequential rule, on hand-worked cases."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from pytest_budget.run_gate import (
+from pytest_budget._stats.run_gate import (
     RUN_ALPHA,
     SequentialRule,
     cell_alpha,

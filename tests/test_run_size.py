@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.models.prices import PriceTable, library_price
-from pytest_budget.sizes import SIZES, parse_size
+from pytest_budget._core.sizes import SIZES, parse_size
+from pytest_budget.models._prices import PriceTable, library_price
 from tests import inprocess
 from tests.model_server import ModelServer, role_answer
 

@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from pytest_budget.metric_spec import MetricSpec
-from pytest_budget.run_gate import SequentialRule
-from pytest_budget.sequential import (
+from pytest_budget._core.metric_spec import MetricSpec
+from pytest_budget._stats.run_gate import SequentialRule
+from pytest_budget._stats.sequential import (
     batch_bounds,
     batch_changes,
     cell_look,

@@ -23,7 +23,7 @@ import os
 import random
 import zlib
 
-from pytest_budget.planning.agents import GreedyToolAgent, OracleToolAgent
+from pytest_budget.planning._reference_agents import GreedyToolAgent, OracleToolAgent
 
 _RNG = random.SystemRandom()
 _GREEDY = GreedyToolAgent()
@@ -136,7 +136,7 @@ SLIPPING = """
 import os
 import zlib
 
-from pytest_budget.planning.agents import GreedyToolAgent, OracleToolAgent
+from pytest_budget.planning._reference_agents import GreedyToolAgent, OracleToolAgent
 
 _GREEDY = GreedyToolAgent()
 

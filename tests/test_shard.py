@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_budget.shard import (
+from pytest_budget._run.shard import (
     SUITES_PREFIX,
     Shard,
     ShardSpecError,

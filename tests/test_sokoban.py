@@ -1,4 +1,5 @@
-"""Sokoban generator, text form, gym-style rewards and BFS solver (pytest_budget.sokoban)."""
+"""Sokoban generator, text form, gym-style rewards and BFS solver
+(pytest_budget._environments.sokoban)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.sokoban import (
+from pytest_budget._environments.sokoban import (
     ACTIONS,
     GenerationError,
     Level,
@@ -79,7 +80,8 @@ def test_different_seeds_give_different_levels() -> None:
 @pytest.mark.parametrize("hashseed", ["0", "4242"])
 def test_same_level_in_a_fresh_process(hashseed: str) -> None:
     code = (
-        "from pytest_budget.sokoban import generate_level, generate_unsolvable_level, render\n"
+        "from pytest_budget._environments.sokoban import generate_level,"
+        " generate_unsolvable_level, render\n"
         "print(render(generate_level(seed=31)))\n"
         "print('--')\n"
         "print(render(generate_level(seed=5, width=6, height=6, num_boxes=1)))\n"

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.awareness.probes import make_probes
-from pytest_budget.awareness.rollouts import Rollout, Turn
-from pytest_budget.sokoban import generate_level
-from pytest_budget.sokoban_board import ACTIONS, Level, solve, step
+from pytest_budget._environments.sokoban import generate_level
+from pytest_budget._environments.sokoban_board import ACTIONS, Level, solve, step
+from pytest_budget.awareness._replay.probes import make_probes
+from pytest_budget.awareness._replay.rollouts import Rollout, Turn
 
 
 def _cells(path: Path) -> list[dict[str, Any]]:

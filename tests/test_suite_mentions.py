@@ -13,7 +13,7 @@ import ast
 import re
 from pathlib import Path
 
-from pytest_budget.suite_registry import BUILTIN_SUITES, registered_roles
+from pytest_budget._core.registry import BUILTIN_SUITES, registered_roles
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = tuple(path.split(".")[1] for path in BUILTIN_SUITES)  # ("triage", ...)
@@ -84,7 +84,7 @@ def test_no_shared_module_names_a_suite() -> None:
         for path in shared_modules()
         if (hits := mentions(path))
     }
-    registry = found.pop("pytest_budget/suite_registry.py", [])
+    registry = found.pop("pytest_budget/_core/registry.py", [])
     assert found == {}
     # The registry list names each built-in suite's declaration once, and nothing else.
     assert [hit.split(": ", 1)[1] for hit in registry] == [repr(p) for p in BUILTIN_SUITES]
@@ -96,7 +96,7 @@ def test_the_count_sees_what_it_must() -> None:
     probe = ROOT / "tests" / "data" / "suite_mentions_probe.py"
     assert sorted(hit.split(": ", 1)[1] for hit in mentions(probe)) == [
         "'planning'",
-        "'pytest_budget.triage.types'",
+        "'pytest_budget.triage._types'",
         "'pytest_budget/suites/test_awareness.py'",
         "'triage-resolve'",
     ]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_budget.suite_registry import (
+from pytest_budget._core.registry import (
     CellKind,
     Suite,
     SuiteError,
@@ -76,7 +76,7 @@ def test_a_taken_name_or_cell_kind_is_a_one_line_error(dice: Suite) -> None:
 
 
 def test_the_default_gate_of_a_suite_and_of_its_kinds() -> None:
-    from pytest_budget.options import BudgetOptions
+    from pytest_budget._run.options import BudgetOptions
 
     options = BudgetOptions()
     assert [options.gate_for(name) for name in ("planning", "triage", "triage-resolve")] == [
@@ -91,8 +91,8 @@ def test_suite_packages_resolve_their_names_on_first_use() -> None:
     unknown one is an AttributeError, and dir() lists them (a fresh interpreter)."""
     script = (
         "import sys\n"
-        "import pytest_budget.triage.suite, pytest_budget.awareness.suite, "
-        "pytest_budget.planning.suite\n"
+        "import pytest_budget.triage._suite, pytest_budget.awareness._suite, "
+        "pytest_budget.planning._suite\n"
         "assert 'numpy' not in sys.modules, 'declarations imported numpy'\n"
         "import pytest_budget.triage as t, pytest_budget.awareness as a, "
         "pytest_budget.planning as p, pytest_budget.awareness.online as o\n"

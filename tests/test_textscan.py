@@ -11,14 +11,14 @@ import textwrap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.planning.episode import parse_reply
-from pytest_budget.textscan import (
+from pytest_budget._core.textscan import (
     last_balanced_boxed,
     last_tag_content,
     remove_tag_blocks,
     tag_contents,
 )
-from pytest_budget.triage.graders import _ANSWER_LINE
+from pytest_budget.planning._episode import parse_reply
+from pytest_budget.triage._graders import _ANSWER_LINE
 
 # The expressions of the previous versions (quadratic on hostile text): the oracles.
 OLD_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
@@ -141,9 +141,9 @@ def test_two_megabytes_of_hostile_text_parse_in_seconds() -> None:
     process so a regression fails on the timeout instead of hanging the suite."""
     code = textwrap.dedent(
         """
-        from pytest_budget.triage.llm import extract_solver_answer
-        from pytest_budget.planning.episode import parse_reply
-        from pytest_budget.triage.graders import extract_answer
+        from pytest_budget.triage._llm import extract_solver_answer
+        from pytest_budget.planning._episode import parse_reply
+        from pytest_budget.triage._graders import extract_answer
         n = 2_000_000
         for text in ["<answer>" * (n // 8), "<answer>x" + " " * n, "\\\\boxed{" * (n // 7),
                      " " * n, "answer" + " " * n, "<think>" * (n // 7),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_budget.tokens import _REMEMBERED_CHARS, count_tokens
+from pytest_budget._core.tokens import _REMEMBERED_CHARS, count_tokens
 
 
 def test_hand_counted_examples() -> None:

@@ -15,11 +15,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.triage.evaluate import budget_for, score_plan
-from pytest_budget.triage.intervals import resampled_scores
-from pytest_budget.triage.plan_parser import MAX_TOKENS, parse_plan
-from pytest_budget.triage.scoring import clamp_allocations, execute_enforced
-from pytest_budget.triage.types import Baseline, Item, Plan, PlanEntry
+from pytest_budget.triage._evaluate import budget_for, score_plan
+from pytest_budget.triage._intervals import resampled_scores
+from pytest_budget.triage._plan_parser import MAX_TOKENS, parse_plan
+from pytest_budget.triage._scoring import clamp_allocations, execute_enforced
+from pytest_budget.triage._types import Baseline, Item, Plan, PlanEntry
 
 ITEMS = tuple(Item(id=name, text=f"problem {name}") for name in "abc")
 # Costs 4, 3, 5, all solved: sum 12, alpha 0.5 -> B = 6.  Oracle: b (3) alone fits,

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.triage.batch import score_plans
-from pytest_budget.triage.evaluate import budget_for, score_plan
-from pytest_budget.triage.plan_parser import parse_plan
-from pytest_budget.triage.types import Baseline, Item, Plan, PlanEntry, PlanStatus
+from pytest_budget.triage._batch import score_plans
+from pytest_budget.triage._evaluate import budget_for, score_plan
+from pytest_budget.triage._plan_parser import parse_plan
+from pytest_budget.triage._types import Baseline, Item, Plan, PlanEntry, PlanStatus
 
 
 @st.composite

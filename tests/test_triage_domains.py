@@ -19,18 +19,19 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pytest_budget import sokoban
-from pytest_budget.tokens import count_tokens
-from pytest_budget.triage import arithmetic, puzzles
-from pytest_budget.triage.domains import (
+from pytest_budget._core.tokens import count_tokens
+from pytest_budget._environments import sokoban
+from pytest_budget.triage import _arithmetic as arithmetic
+from pytest_budget.triage import _puzzles as puzzles
+from pytest_budget.triage._domains import (
     DOMAINS,
     Estimate,
     ReferenceSolver,
     estimate_any,
     get_domain,
 )
-from pytest_budget.triage.graders import extract_answer, grade
-from pytest_budget.triage.types import Item, Problem, Solution
+from pytest_budget.triage._graders import extract_answer, grade
+from pytest_budget.triage._types import Item, Problem, Solution
 
 # ------------------------------------------------------------------ helpers
 

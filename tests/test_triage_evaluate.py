@@ -26,7 +26,7 @@ from pytest_budget.triage import (
     run_cell,
     score_plan,
 )
-from pytest_budget.triage.evaluate import (
+from pytest_budget.triage._evaluate import (
     NOTE_CONVENTION,
     NOTE_NO_ORACLE,
     NOTE_NOTHING_SOLVED,

@@ -13,10 +13,10 @@ import re
 import anyio
 import pytest
 
-from pytest_budget.html.tables import columns_for
-from pytest_budget.record_json import cell_from_json
-from pytest_budget.records import CellRecord
-from pytest_budget.triage.evaluate import (
+from pytest_budget._core.record_json import cell_from_json
+from pytest_budget._core.records import CellRecord
+from pytest_budget.report._html.columns import columns_for
+from pytest_budget.triage._evaluate import (
     NOTE_CONVENTION,
     NOTE_NOTHING_SOLVED,
     CellOutcome,
@@ -24,9 +24,9 @@ from pytest_budget.triage.evaluate import (
     run_cell,
     score_plan,
 )
-from pytest_budget.triage.intervals import cell_summary, item_units
-from pytest_budget.triage.summary import UNDEFINED, triage_table
-from pytest_budget.triage.types import Baseline, Item, Plan, PlanEntry, PlanStatus, Pool
+from pytest_budget.triage._intervals import cell_summary, item_units
+from pytest_budget.triage._summary import UNDEFINED, triage_table
+from pytest_budget.triage._types import Baseline, Item, Plan, PlanEntry, PlanStatus, Pool
 
 ITEMS = tuple(Item(id=name, text=f"problem {name}") for name in "abcd")
 TRUTH = {
@@ -174,7 +174,7 @@ def test_run_cell_counts_an_unparseable_reply() -> None:
 
 
 def test_injected_items_keep_their_label_but_the_planner_sees_the_pools() -> None:
-    from pytest_budget.triage.pools import inject_unsolvable, unsolvable_supply
+    from pytest_budget.triage._pools import inject_unsolvable, unsolvable_supply
 
     mine = Pool(
         name="mine",

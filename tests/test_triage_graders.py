@@ -1,4 +1,4 @@
-"""Answer extraction and the built-in graders (pytest_budget.triage.graders)."""
+"""Answer extraction and the built-in graders (pytest_budget.triage._graders)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_budget import sokoban
-from pytest_budget.triage.graders import (
+from pytest_budget._environments import sokoban
+from pytest_budget.triage._graders import (
     GRADERS,
     extract_answer,
     get_grader,
@@ -18,8 +18,8 @@ from pytest_budget.triage.graders import (
     parse_moves,
     parse_number,
 )
-from pytest_budget.triage.puzzles import grid_from_text, problem_text
-from pytest_budget.triage.types import Item
+from pytest_budget.triage._puzzles import grid_from_text, problem_text
+from pytest_budget.triage._types import Item
 
 # ------------------------------------------------------------------ extraction
 

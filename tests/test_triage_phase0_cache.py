@@ -17,16 +17,16 @@ import anyio
 import pytest
 from model_server import ModelServer  # tests/ is on sys.path (prepend import mode)
 
-from pytest_budget.models.client import AnthropicChatClient, OpenAIChatClient
-from pytest_budget.triage import prompts as triage_prompts
-from pytest_budget.triage.llm import LLMSolver
-from pytest_budget.triage.phase0 import (
+from pytest_budget.models._client import AnthropicChatClient, OpenAIChatClient
+from pytest_budget.triage import _prompts as triage_prompts
+from pytest_budget.triage._llm import LLMSolver
+from pytest_budget.triage._phase0 import (
     BaselineReport,
     Phase0Cache,
     measure_baselines,
     solver_identity,
 )
-from pytest_budget.triage.types import Baseline, Item
+from pytest_budget.triage._types import Baseline, Item
 
 ITEM = Item(id="q1", text="What is 6 * 7?", answer="42", grader="exact")
 
@@ -142,9 +142,9 @@ def test_python_solvers_are_keyed_by_kind_and_caps() -> None:
 
 
 def test_terminal_summary_counts_phase0_sources_once_per_pool() -> None:
-    from pytest_budget.record_json import cell_from_json
-    from pytest_budget.records import CellRecord
-    from pytest_budget.triage.summary import triage_table
+    from pytest_budget._core.record_json import cell_from_json
+    from pytest_budget._core.records import CellRecord
+    from pytest_budget.triage._summary import triage_table
 
     def cell(pool: str, agent: str, phase0: dict[str, int]) -> CellRecord:
         return cell_from_json(

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_budget.triage.plan_parser import MAX_TOKENS, parse_plan
-from pytest_budget.triage.types import Plan, PlanEntry, PlanStatus
+from pytest_budget.triage._plan_parser import MAX_TOKENS, parse_plan
+from pytest_budget.triage._types import Plan, PlanEntry, PlanStatus
 
 POOL = ["p1", "p2", "p3", "4"]
 CLEAN = '{"plan": [{"id": "p2", "tokens": 300}, {"id": "p1", "tokens": 120}]}'

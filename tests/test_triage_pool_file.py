@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_budget.triage.pool_file import (
+from pytest_budget.triage._pool_file import (
     PoolFileError,
     chunk_pool,
     load_pool_file,
     load_pools,
     write_pool_file,
 )
-from pytest_budget.triage.types import Baseline, Item
+from pytest_budget.triage._types import Baseline, Item
 
 GRADERS = {"exact", "numeric", "choice"}
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_budget.record_json import cell_from_json
-from pytest_budget.records import CellRecord
-from pytest_budget.suite_registry import cell_kind
-from pytest_budget.triage.record import ResolveCellRecord, TriageCellRecord
+from pytest_budget._core.record_json import cell_from_json
+from pytest_budget._core.records import CellRecord
+from pytest_budget._core.registry import cell_kind
+from pytest_budget.triage._cell_record import ResolveCellRecord, TriageCellRecord
 
 #: The dict-style reads a record still answers while the layers move to attributes.
 DICT_READS = ("get", "__getitem__", "__contains__", "keys", "items", "__iter__", "__len__")
@@ -49,7 +49,7 @@ CELLS = [
 
 
 def _drawn() -> dict[str, Any]:
-    from pytest_budget.html.figures import agent_colors
+    from pytest_budget.report._html.figures import agent_colors
 
     triage, resolve = cell_kind("triage"), cell_kind("triage-resolve")
     assert triage is not None and resolve is not None

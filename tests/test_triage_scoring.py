@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_budget.triage import scoring
-from pytest_budget.triage.scoring import (
+from pytest_budget.triage import _scoring as scoring
+from pytest_budget.triage._scoring import (
     Execution,
     OracleResult,
     detection_rate,

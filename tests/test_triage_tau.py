@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_budget.record_json import cell_from_json
-from pytest_budget.records import CellRecord
-from pytest_budget.triage.summary import variant_agreement
+from pytest_budget._core.record_json import cell_from_json
+from pytest_budget._core.records import CellRecord
+from pytest_budget.triage._summary import variant_agreement
 
 AGENTS = ("w", "x", "y", "z")
 

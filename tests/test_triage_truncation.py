@@ -9,12 +9,12 @@ import anyio
 import pytest
 from model_server import ModelServer  # tests/ is on sys.path (prepend import mode)
 
-from pytest_budget.llm_agents import DEFAULT_MAX_TOKENS
-from pytest_budget.models.client import OpenAIChatClient
-from pytest_budget.triage.evaluate import run_cell, truncation_counts, truncation_warning
-from pytest_budget.triage.llm import LLMPlanner, ModelSolution, PlanText
-from pytest_budget.triage.phase0 import Phase0Cache, measure_baselines
-from pytest_budget.triage.types import Baseline, Item, Pool, Problem
+from pytest_budget._run.model_agents import DEFAULT_MAX_TOKENS
+from pytest_budget.models._client import OpenAIChatClient
+from pytest_budget.triage._evaluate import run_cell, truncation_counts, truncation_warning
+from pytest_budget.triage._llm import LLMPlanner, ModelSolution, PlanText
+from pytest_budget.triage._phase0 import Phase0Cache, measure_baselines
+from pytest_budget.triage._types import Baseline, Item, Pool, Problem
 
 ITEMS = tuple(Item(id=f"q{i}", text=f"Compute {i} + 1.", answer=str(i + 1)) for i in range(4))
 TRUTH = {item.id: Baseline(solved=True, tokens=10) for item in ITEMS}
@@ -42,7 +42,7 @@ def test_llm_planner_carries_the_finish_reason_over_http() -> None:
 
         async def go() -> PlanText:
             async with LLMPlanner(OpenAIChatClient("m", server.url)) as planner:
-                from pytest_budget.triage.types import PlanRequest
+                from pytest_budget.triage._types import PlanRequest
 
                 return await planner.plan(PlanRequest(items=(), budget=10, prompt="plan"))
 
@@ -91,8 +91,8 @@ def test_no_calls_no_warning(calls: int) -> None:
 
 
 def test_resolve_collects_replies_cut_at_the_cap() -> None:
-    from pytest_budget.triage.resolve import resolve_records
-    from pytest_budget.triage.types import Plan, PlanEntry
+    from pytest_budget.triage._resolve import resolve_records
+    from pytest_budget.triage._types import Plan, PlanEntry
 
     def solver(problem: Problem, max_tokens: int | None = None) -> ModelSolution:
         cut = problem.id == "q2"

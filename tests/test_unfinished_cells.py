@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pytest_budget.crashed import LIST_LIMIT, bound_cell
+from pytest_budget._run.crashed import LIST_LIMIT, bound_cell
 from tests.chat_logs import write_chat_file
 from tests.model_server import Fault, ModelServer
 
@@ -32,7 +32,7 @@ def report(pytester: pytest.Pytester) -> dict:
 def test_a_crash_in_setup_keeps_every_cell_as_an_error(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         """
-        import pytest_budget.plugin_role_agents as role_agents
+        import pytest_budget._plugin.role_agents as role_agents
 
         def boom(*args, **kwargs):
             raise RuntimeError("boom inside pytest-budget")
@@ -62,7 +62,7 @@ def test_a_crash_in_setup_keeps_every_cell_as_an_error(pytester: pytest.Pytester
 def test_a_crash_while_scoring_is_an_error_cell(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         """
-        import pytest_budget.awareness.evaluate as evaluate
+        import pytest_budget.awareness._evaluate as evaluate
 
         def boom(*args, **kwargs):
             raise ZeroDivisionError("scoring broke")

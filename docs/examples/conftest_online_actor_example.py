@@ -6,7 +6,7 @@ The moves come from the built-in reference actor (stand-in for your agent's poli
 budget sense is ours: tokens per turn so far, times as many turns again.
 """
 
-from pytest_budget.awareness.environments import ReferenceActor
+from pytest_budget.awareness import ReferenceActor
 from pytest_budget.awareness.online import OnlineReply
 
 

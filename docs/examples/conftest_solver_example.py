@@ -11,9 +11,7 @@ output-token count your provider reports.
 """
 
 from pytest_budget import count_tokens
-from pytest_budget.triage import Problem
-from pytest_budget.triage.domains import ReferenceSolver
-from pytest_budget.triage.prompts import render_resolve_banner
+from pytest_budget.triage import Problem, ReferenceSolver, render_resolve_banner
 
 _REFERENCE = ReferenceSolver()
 

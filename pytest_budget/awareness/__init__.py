@@ -10,10 +10,33 @@ The environments live in ``sokoban_env``, ``warehouse`` and ``warehouse_policy``
 
 from typing import TYPE_CHECKING
 
-from pytest_budget.lazy_exports import lazy_exports
+from pytest_budget._core.lazy_exports import lazy_exports
 
-if TYPE_CHECKING:  # resolved on first use (see pytest_budget.lazy_exports)
-    from pytest_budget.awareness.answers import (
+if TYPE_CHECKING:  # resolved on first use (see pytest_budget._core.lazy_exports)
+    from pytest_budget.awareness._environments import (
+        ENVIRONMENTS,
+        ReferenceActor,
+        RolloutCache,
+        generate_env_rollouts,
+    )
+    from pytest_budget.awareness._estimators import (
+        AlwaysFeasibleEstimator,
+        AlwaysImpossibleEstimator,
+        LinearEstimator,
+        LinearVisibleEstimator,
+        OracleEstimator,
+        RandomEstimator,
+        format_answer,
+    )
+    from pytest_budget.awareness._evaluate import (
+        PARSE_POLICIES,
+        AwarenessOutcome,
+        ProbeResult,
+        parse_answer,
+        run_awareness_cell,
+        score_results,
+    )
+    from pytest_budget.awareness._replay.answers import (
         WAREHOUSE_DIMENSIONS,
         Estimate,
         Impossible,
@@ -26,30 +49,19 @@ if TYPE_CHECKING:  # resolved on first use (see pytest_budget.lazy_exports)
         parse_rl,
         parse_strict,
     )
-    from pytest_budget.awareness.environments import (
-        ENVIRONMENTS,
-        ReferenceActor,
-        RolloutCache,
-        generate_env_rollouts,
+    from pytest_budget.awareness._replay.probes import Probe, ProbeTruth, make_probes
+    from pytest_budget.awareness._replay.rollouts import (
+        ROLLOUT_SCHEMA_VERSION,
+        ActorObservation,
+        ActorReply,
+        Rollout,
+        RolloutFileError,
+        Turn,
+        actor_reply,
+        read_rollouts,
+        write_rollouts,
     )
-    from pytest_budget.awareness.estimators import (
-        AlwaysFeasibleEstimator,
-        AlwaysImpossibleEstimator,
-        LinearEstimator,
-        LinearVisibleEstimator,
-        OracleEstimator,
-        RandomEstimator,
-        format_answer,
-    )
-    from pytest_budget.awareness.evaluate import (
-        PARSE_POLICIES,
-        AwarenessOutcome,
-        ProbeResult,
-        parse_answer,
-        run_awareness_cell,
-        score_results,
-    )
-    from pytest_budget.awareness.metrics import (
+    from pytest_budget.awareness._scoring.metrics import (
         ClassF1,
         EarlyStop,
         LateRecognition,
@@ -77,18 +89,6 @@ if TYPE_CHECKING:  # resolved on first use (see pytest_budget.lazy_exports)
         reward_from_text,
         rewards,
         score_probes,
-    )
-    from pytest_budget.awareness.probes import Probe, ProbeTruth, make_probes
-    from pytest_budget.awareness.rollouts import (
-        ROLLOUT_SCHEMA_VERSION,
-        ActorObservation,
-        ActorReply,
-        Rollout,
-        RolloutFileError,
-        Turn,
-        actor_reply,
-        read_rollouts,
-        write_rollouts,
     )
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

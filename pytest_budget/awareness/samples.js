@@ -1,4 +1,4 @@
-// How a awareness sample is drawn (registered on R; see pytest_budget/html/drill_js.py).
+// How a awareness sample is drawn (registered on R; see pytest_budget/report/_html/drill_script.py).
 R.awareness = {
   score: "S_k",
   summary: s => `k=${s.k}/${s.T} R=${fmt(s.remaining)} \u2192 ${s.parsed}`,

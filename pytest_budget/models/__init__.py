@@ -1,13 +1,13 @@
 """Model layer: async HTTP chat clients (OpenAI-compatible, Anthropic) and token usage.
 
-Groundwork for LLM-backed agents (the generic :class:`~pytest_budget.models.agents.LLMAgent`;
+Groundwork for LLM-backed agents (the generic :class:`~pytest_budget.models._llm_agent.LLMAgent`;
 each suite's adapters live in its own package).  Nothing here imports pytest or a suite
 (``tests/test_import_graph.py``).
 """
 
 from __future__ import annotations
 
-from pytest_budget.models.client import (
+from pytest_budget.models._client import (
     ANTHROPIC_VERSION,
     AnthropicChatClient,
     ChatClient,
@@ -17,7 +17,7 @@ from pytest_budget.models.client import (
     ToolCall,
     ToolSpec,
 )
-from pytest_budget.models.usage import TokenUsage, from_anthropic, from_openai
+from pytest_budget.models._usage import TokenUsage, from_anthropic, from_openai
 
 __all__ = [
     "ANTHROPIC_VERSION",

@@ -4,39 +4,44 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_budget.lazy_exports import lazy_exports
+from pytest_budget._core.lazy_exports import lazy_exports
 
-if TYPE_CHECKING:  # resolved on first use (see pytest_budget.lazy_exports)
-    from pytest_budget.planning.agents import (
-        AtomicOnlyToolAgent,
-        GreedyToolAgent,
-        OracleToolAgent,
-        RandomValidToolAgent,
-    )
-    from pytest_budget.planning.blocking import BLOCK_MODES, EPISODE_MODES, Blocker, trigger_step
-    from pytest_budget.planning.costs import (
+if TYPE_CHECKING:  # resolved on first use (see pytest_budget._core.lazy_exports)
+    from pytest_budget.planning._blocking import BLOCK_MODES, EPISODE_MODES, Blocker, trigger_step
+    from pytest_budget.planning._costs import (
         atomic_cost_order,
         atomic_costs,
         composite_cost,
         query_seed,
     )
-    from pytest_budget.planning.env import StepResult, TravelEnv, expected_answer
-    from pytest_budget.planning.episode import ToolAgentObservation, run_episode
-    from pytest_budget.planning.evaluate import PlanningOutcome, run_planning_cell
-    from pytest_budget.planning.metrics import (
+    from pytest_budget.planning._env import StepResult, TravelEnv, expected_answer
+    from pytest_budget.planning._episode import ToolAgentObservation, run_episode
+    from pytest_budget.planning._episode_records import (
+        EpisodeRecord,
+        Query,
+        Segment,
+        ToolCallRecord,
+    )
+    from pytest_budget.planning._evaluate import PlanningOutcome, run_planning_cell
+    from pytest_budget.planning._metrics import (
         edit_distance,
         greedy_scores,
         score_episode,
         score_episodes,
     )
-    from pytest_budget.planning.queries import (
+    from pytest_budget.planning._queries import (
         QueryFileError,
         dump_queries,
         generate_queries,
         load_queries,
     )
-    from pytest_budget.planning.records import EpisodeRecord, Query, Segment, ToolCallRecord
-    from pytest_budget.planning.tools import (
+    from pytest_budget.planning._reference_agents import (
+        AtomicOnlyToolAgent,
+        GreedyToolAgent,
+        OracleToolAgent,
+        RandomValidToolAgent,
+    )
+    from pytest_budget.planning._tools import (
         DIMENSIONS,
         PREFERENCE_VALUES,
         TASKS,

@@ -1,4 +1,4 @@
-// How a planning sample is drawn (registered on R; see pytest_budget/html/drill_js.py).
+// How a planning sample is drawn (registered on R; see pytest_budget/report/_html/drill_script.py).
 R.planning = {
   score: "1 \u2212 NED",
   summary: s => `${s.calls.length} calls, cost ${fmt(s.agent_cost)} vs ${fmt(s.gt_cost)}, answer ${s.answer ?? "\u2013"}`,

@@ -7,30 +7,35 @@ Everything here is plain Python, usable without pytest::
 
 from typing import TYPE_CHECKING
 
-from pytest_budget.lazy_exports import lazy_exports
+from pytest_budget._core.lazy_exports import lazy_exports
 
-if TYPE_CHECKING:  # resolved on first use (see pytest_budget.lazy_exports)
-    from pytest_budget.triage.evaluate import (
+if TYPE_CHECKING:  # resolved on first use (see pytest_budget._core.lazy_exports)
+    from pytest_budget.triage._evaluate import (
         CellOutcome,
         TriageScores,
         budget_for,
         run_cell,
         score_plan,
     )
-    from pytest_budget.triage.graders import GRADERS, extract_answer, get_grader, grade
-    from pytest_budget.triage.phase0 import Phase0Cache, coerce_solution, measure_baselines
-    from pytest_budget.triage.plan_parser import parse_plan
-    from pytest_budget.triage.planners import (
+    from pytest_budget.triage._graders import GRADERS, extract_answer, get_grader, grade
+    from pytest_budget.triage._phase0 import Phase0Cache, coerce_solution, measure_baselines
+    from pytest_budget.triage._plan_parser import parse_plan
+    from pytest_budget.triage._planners import (
         AttemptAllPlanner,
         CheapestFirstPlanner,
         OraclePlanner,
         RandomPlanner,
     )
-    from pytest_budget.triage.pool_file import PoolFileError, chunk_pool, load_pool_file, load_pools
-    from pytest_budget.triage.pools import bundled_pools, inject_unsolvable
-    from pytest_budget.triage.prompts import render_plan_prompt
-    from pytest_budget.triage.resolve import ResolveScores, run_resolve
-    from pytest_budget.triage.scoring import (
+    from pytest_budget.triage._pool_file import (
+        PoolFileError,
+        chunk_pool,
+        load_pool_file,
+        load_pools,
+    )
+    from pytest_budget.triage._pools import bundled_pools, inject_unsolvable
+    from pytest_budget.triage._prompts import render_plan_prompt
+    from pytest_budget.triage._resolve import ResolveScores, run_resolve
+    from pytest_budget.triage._scoring import (
         detection_rate,
         efficiency,
         execute_advisory,
@@ -41,7 +46,7 @@ if TYPE_CHECKING:  # resolved on first use (see pytest_budget.lazy_exports)
         regret,
         waste_rate,
     )
-    from pytest_budget.triage.types import (
+    from pytest_budget.triage._types import (
         Baseline,
         Item,
         Plan,

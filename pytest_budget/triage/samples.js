@@ -1,4 +1,4 @@
-// How a triage sample is drawn (registered on R; see pytest_budget/html/drill_js.py).
+// How a triage sample is drawn (registered on R; see pytest_budget/report/_html/drill_script.py).
 R.triage = {
   score: "earned (U)",
   summary: s => `c=${fmt(s.cost)} a=${fmt(s.allocation)} U: ${s.u || "\u2013"} \u00b7 E: ${s.e || "\u2013"}`,

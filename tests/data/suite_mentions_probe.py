@@ -3,7 +3,7 @@
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_budget.awareness.answers import Estimate  # noqa: F401
+    from pytest_budget.awareness._replay.answers import Estimate  # noqa: F401
 
 SUITE = "planning"
 GROUP = "pytest-budget: budget-awareness suites"
@@ -11,7 +11,7 @@ GROUP = "pytest-budget: budget-awareness suites"
 
 def load() -> None:
     """Loads awareness data (a docstring)."""
-    from pytest_budget.triage.types import Plan  # noqa: F401
+    from pytest_budget.triage._types import Plan  # noqa: F401
 
     kinds = ["triage-resolve", "triaged"]
     path = "pytest_budget/suites/test_awareness.py"

@@ -9,23 +9,23 @@ Plain Python: no pytest.
 
 from typing import TYPE_CHECKING
 
-from pytest_budget.lazy_exports import lazy_exports
+from pytest_budget._core.lazy_exports import lazy_exports
 
-if TYPE_CHECKING:  # resolved on first use (see pytest_budget.lazy_exports)
-    from pytest_budget.awareness.online.cell import OnlineCellResult, cell_caps, run_online_cell
-    from pytest_budget.awareness.online.envs import ONLINE_ENVS, default_caps
-    from pytest_budget.awareness.online.protocol import (
+if TYPE_CHECKING:  # resolved on first use (see pytest_budget._core.lazy_exports)
+    from pytest_budget.awareness.online._cell import OnlineCellResult, cell_caps, run_online_cell
+    from pytest_budget.awareness.online._envs import ONLINE_ENVS, default_caps
+    from pytest_budget.awareness.online._protocol import (
         PROTOCOLS,
         OnlineObservation,
         OnlineReply,
         read_online_reply,
     )
-    from pytest_budget.awareness.online.reference import (
+    from pytest_budget.awareness.online._reference import (
         ONLINE_ESTIMATORS,
         ReferenceOnlineAgent,
         reference_online_agent,
     )
-    from pytest_budget.awareness.online.runner import OnlineRun, run_episode
+    from pytest_budget.awareness.online._runner import OnlineRun, run_episode
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
 
