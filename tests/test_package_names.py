@@ -38,7 +38,7 @@ def test_the_check_sees_the_packages_and_their_exports() -> None:
         PACKAGES
     )
     planning = importlib.import_module("pytest_budget.planning")
-    assert "edit_distance" in planning.__all__ and "levenshtein" in _submodules(
+    assert "edit_distance" in planning.__all__ and "_levenshtein" in _submodules(
         "pytest_budget.planning"
     )
 
