@@ -16,8 +16,7 @@ or under anyio's pytest plugin (replace the marker with ``pytest.mark.anyio``)::
 import anyio
 import pytest
 
-from pytest_budget.awareness import run_awareness_cell
-from pytest_budget.fixtures.awareness import AwarenessCell
+from pytest_budget.awareness import AwarenessCell, run_awareness_cell
 from pytest_budget.planning import run_planning_cell
 from pytest_budget.triage import Plan, PlanEntry, run_cell
 

@@ -18,8 +18,7 @@ import functools
 
 import anyio
 
-from pytest_budget.awareness import run_awareness_cell
-from pytest_budget.fixtures.awareness import AwarenessCell
+from pytest_budget.awareness import AwarenessCell, run_awareness_cell
 from pytest_budget.planning import run_planning_cell
 from pytest_budget.triage import run_cell
 

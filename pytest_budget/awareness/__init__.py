@@ -15,6 +15,7 @@ from pytest_budget._core.lazy_exports import lazy_exports
 if TYPE_CHECKING:  # resolved on first use (see pytest_budget._core.lazy_exports)
     from pytest_budget.awareness._environments import (
         ENVIRONMENTS,
+        AwarenessCell,
         ReferenceActor,
         RolloutCache,
         generate_env_rollouts,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # resolved on first use (see pytest_budget._core.lazy_exports
         run_awareness_cell,
         score_results,
     )
+    from pytest_budget.awareness._logs.trajectories import detect_format, load_trajectories
     from pytest_budget.awareness._replay.answers import (
         WAREHOUSE_DIMENSIONS,
         Estimate,
@@ -102,6 +104,7 @@ __all__ = [
     "ActorReply",
     "AlwaysFeasibleEstimator",
     "AlwaysImpossibleEstimator",
+    "AwarenessCell",
     "AwarenessOutcome",
     "ClassF1",
     "EarlyStop",
@@ -131,6 +134,7 @@ __all__ = [
     "Turn",
     "actor_reply",
     "class_f1",
+    "detect_format",
     "early_stop",
     "fail_f1",
     "format_answer",
@@ -142,6 +146,7 @@ __all__ = [
     "late_recognition",
     "linear_baseline",
     "linear_extrapolation",
+    "load_trajectories",
     "macro_f1",
     "make_probes",
     "midpoint_relative_error",

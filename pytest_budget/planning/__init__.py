@@ -8,6 +8,7 @@ from pytest_budget._core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # resolved on first use (see pytest_budget._core.lazy_exports)
     from pytest_budget.planning._blocking import BLOCK_MODES, EPISODE_MODES, Blocker, trigger_step
+    from pytest_budget.planning._code_metrics import evaluate_episode
     from pytest_budget.planning._costs import (
         atomic_cost_order,
         atomic_costs,
@@ -82,6 +83,7 @@ __all__ = [
     "composite_name",
     "dump_queries",
     "edit_distance",
+    "evaluate_episode",
     "expected_answer",
     "generate_queries",
     "greedy_scores",

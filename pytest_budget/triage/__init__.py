@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pytest_budget._core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # resolved on first use (see pytest_budget._core.lazy_exports)
+    from pytest_budget.triage._domains import ReferenceSolver
     from pytest_budget.triage._evaluate import (
         CellOutcome,
         TriageScores,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # resolved on first use (see pytest_budget._core.lazy_exports
         load_pools,
     )
     from pytest_budget.triage._pools import bundled_pools, inject_unsolvable
-    from pytest_budget.triage._prompts import render_plan_prompt
+    from pytest_budget.triage._prompts import render_plan_prompt, render_resolve_banner
     from pytest_budget.triage._resolve import ResolveScores, run_resolve
     from pytest_budget.triage._scoring import (
         detection_rate,
@@ -77,6 +78,7 @@ __all__ = [
     "PoolFileError",
     "Problem",
     "RandomPlanner",
+    "ReferenceSolver",
     "ResolveScores",
     "Solution",
     "TriageScores",
@@ -101,6 +103,7 @@ __all__ = [
     "random_reference",
     "regret",
     "render_plan_prompt",
+    "render_resolve_banner",
     "run_cell",
     "run_resolve",
     "score_plan",

@@ -142,6 +142,7 @@ from pytest_budget.awareness.warehouse._market import (
     panel_to_csv,
     synthesize_demand_panel,
 )
+from pytest_budget.awareness.warehouse._policy import ReorderPointPolicy
 
 __all__ = [
     "CHALLENGE_PRESETS",
@@ -159,6 +160,7 @@ __all__ = [
     "Order",
     "OrderQuote",
     "ProductionOrder",
+    "ReorderPointPolicy",
     "RetailerSpec",
     "Shipment",
     "SkuSpec",

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pytest_budget.awareness._replay.rollouts import ActorObservation
-from pytest_budget.awareness.warehouse import (
+from pytest_budget.awareness.warehouse._actions import (
     Order,
     Shipment,
     WarehouseAction,
