@@ -6,11 +6,9 @@ imports (``tests/test_import_graph.py`` holds the checks that read this table;
 ``tests/test_core_without_pytest.py`` reads its "pytest allowed" column).
 ``docs/explanation/architecture.md`` draws the same table; a test below compares them.
 
-Each row names the folder the layer becomes (issue 35, plan §1), and the modules that are
-in it today.  The root is still flat, so a layer lists today's root modules by name; a
-folder that already exists (``models``, ``html``, the suites) is listed by its prefix.
-When the modules move into their folders, each row's ``today`` becomes its ``folder``
-alone: a module's layer is the longest matching prefix, so nothing else changes.
+Each row is a folder under ``pytest_budget/`` (the folders are the layers), one module at
+the root, or the front door; a module's layer is the longest folder prefix of its path, so
+no module is listed by name and a new module is placed by where it is written.
 """
 
 from __future__ import annotations
@@ -23,78 +21,42 @@ ROOT = Path(__file__).resolve().parents[1]
 ARCHITECTURE = ROOT / "docs" / "explanation" / "architecture.md"
 
 
+#: The front door: the package's own modules at its root, besides the entry point.
+FRONT_DOOR = ("pytest_budget", "pytest_budget.__main__", "pytest_budget.extend")
+
+
 @dataclass(frozen=True)
 class Layer:
     rank: int
-    folder: str  # what the layer is called (its folder once the modules move)
-    today: tuple[str, ...]  # module prefixes under ``pytest_budget.`` that are in it today
+    folder: str  # a folder under pytest_budget/ (``_core/``), one module, or the front door
     pytest_allowed: bool
     what: str
 
-
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """The module paths of the layer: derived from its folder's name, nothing listed."""
+        if self.folder == "front door":
+            return FRONT_DOOR
+        return ("pytest_budget." + self.folder.removesuffix("/").removesuffix(".py"),)
 
 
 LAYERS: tuple[Layer, ...] = (
-    Layer(
-        0,
-        "_core/",
-        _names(
-            "agent_log budget concurrency files fingerprint lazy_exports metric_spec option_checks"
-            " page_parts record_json records redact replies roles samples sizes"
-            " suite_registry textscan tokens written"
-        ),
-        False,
-        "plain core: budget, tokens, text scans, records, the registry, agent calls",
-    ),
-    Layer(0, "_version.py", ("_version",), False, "the version"),
-    Layer(
-        1,
-        "_stats/",
-        _names("bootstrap ci_defaults gating metrics paired repeats run_gate sequential"),
-        False,
-        "the gate's statistics",
-    ),
-    Layer(1, "_environments/", ("sokoban", "sokoban_board"), False, "shared environments"),
-    Layer(2, "models/", ("models",), False, "model clients, runtime, loop, prices, ledger"),
-    Layer(
-        3,
-        "report/",
-        _names(
-            "cli frontier html markdown_summary merge report report_pool report_schema"
-            " summary_tables tables"
-        ),
-        False,
-        "JSON report, schema, merge, cli, terminal tables, HTML",
-    ),
-    Layer(4, "triage/", ("triage",), False, "a suite slice"),
-    Layer(4, "awareness/", ("awareness",), False, "a suite slice"),
-    Layer(4, "planning/", ("planning",), False, "a suite slice"),
-    Layer(
-        5,
-        "_run/",
-        _names(
-            "agents crashed distribute forecast llm_agents options progress rerun session shard"
-        ),
-        False,
-        "one run in plain Python: options, session, agents by name, forecast, shards",
-    ),
-    Layer(
-        6,
-        "_plugin/",
-        _names(
-            "_snapshot forecast_suites hookspecs interrupt plugin_markdown plugin_models"
-            " plugin_options plugin_role_agents plugin_state run_reporter suite_hooks"
-        ),
-        True,
-        "pytest-facing plumbing",
-    ),
-    Layer(7, "fixtures/", ("fixtures",), True, "fixtures (the adapter's face)"),
-    Layer(8, "suites/", ("suites",), True, "cell modules (the adapter's face)"),
-    Layer(9, "front door", ("", "__main__"), False, "the public names; python -m"),
-    Layer(9, "plugin.py", ("plugin",), True, "the pytest11 entry point"),
-)
+    Layer(0, "_core/", False, "plain core: budget, tokens, text scans, records, the registry, agent calls"),
+    Layer(0, "_version.py", False, "the version"),
+    Layer(1, "_stats/", False, "the gate's statistics"),
+    Layer(1, "_environments/", False, "environments shared by suites"),
+    Layer(2, "models/", False, "model clients, runtime, loop, prices, ledger"),
+    Layer(3, "report/", False, "JSON report, schema, merge, cli, terminal tables, HTML"),
+    Layer(4, "triage/", False, "a suite slice"),
+    Layer(4, "awareness/", False, "a suite slice"),
+    Layer(4, "planning/", False, "a suite slice"),
+    Layer(5, "_run/", False, "one run in plain Python: options, session, agents by name, forecast, shards"),
+    Layer(6, "_plugin/", True, "pytest-facing plumbing"),
+    Layer(7, "fixtures/", True, "fixtures (the adapter's face)"),
+    Layer(8, "suites/", True, "cell modules (the adapter's face)"),
+    Layer(9, "front door", False, "the public names, the suite authors' module, python -m"),
+    Layer(9, "plugin.py", True, "the pytest11 entry point"),
+)  # fmt: skip
 
 # Imports that run up the table today, "importer -> imported".  Shrinking only: an edge
 # cut is removed from here (the test fails until it is), a new one is never added.
@@ -104,17 +66,13 @@ KNOWN_UPWARD: frozenset[str] = frozenset()
 KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset()
 
 
-def _prefix(entry: str) -> str:
-    return f"pytest_budget.{entry}" if entry else "pytest_budget"
-
-
 def layer_of(module: str) -> Layer | None:
-    """The row of ``module``: the longest ``today`` prefix that matches it."""
+    """The row of ``module``: the longest prefix that matches it (the package itself only
+    as a whole name: its submodules are in their folders' layers)."""
     best: tuple[int, Layer] | None = None
     for layer in LAYERS:
-        for entry in layer.today:
-            prefix = _prefix(entry)
-            if entry == "":
+        for prefix in layer.prefixes:
+            if prefix == "pytest_budget":
                 matches = module == prefix
             else:
                 matches = module == prefix or module.startswith(prefix + ".")
@@ -142,10 +100,6 @@ def _may_import_text(rank: int) -> str:
     return "rank 0" if rank == 1 else f"ranks 0-{rank - 1}"
 
 
-def _today_text(layer: Layer) -> str:
-    return " ".join(f"`{entry or 'pytest_budget'}`" for entry in layer.today)
-
-
 def markdown_rows() -> list[list[str]]:
     """The table as architecture.md draws it, one list of cells per row."""
     return [
@@ -155,7 +109,6 @@ def markdown_rows() -> list[list[str]]:
             _may_import_text(layer.rank),
             "yes" if layer.pytest_allowed else "no",
             layer.what,
-            _today_text(layer),
         ]
         for layer in LAYERS
     ]
@@ -183,11 +136,17 @@ def test_every_module_has_exactly_one_layer() -> None:
     modules = module_files()
     assert not [m for m in modules if layer_of(m) is None]
     # no row lists a module that is not there (a stale name would hide nothing)
-    listed = {_prefix(entry) for layer in LAYERS for entry in layer.today}
+    listed = {prefix for layer in LAYERS for prefix in layer.prefixes}
     assert not [
         p for p in sorted(listed) if not any(m == p or m.startswith(p + ".") for m in modules)
     ]
-    assert len(listed) == sum(len(layer.today) for layer in LAYERS)
+    assert len(listed) == sum(len(layer.prefixes) for layer in LAYERS)
+    # the root holds the front door and the entry point only: every other module is in a
+    # layer's folder
+    root = [m for m in modules if m.count(".") == 1 and not layer_of(m).folder.endswith("/")]  # type: ignore[union-attr]
+    assert sorted(root) == sorted(
+        [*FRONT_DOOR[1:], "pytest_budget._version", "pytest_budget.plugin"]
+    )
 
 
 def test_the_table_reads_as_documented() -> None:
