@@ -41,7 +41,7 @@ class Layer:
 
 
 LAYERS: tuple[Layer, ...] = (
-    Layer(0, "_core/", False, "plain core: budget, tokens, text scans, records, the registry, agent calls"),
+    Layer(0, "_core/", False, "plain core: budgets, tokens, records, the registry, agent calls"),
     Layer(0, "_version.py", False, "the version"),
     Layer(1, "_stats/", False, "the gate's statistics"),
     Layer(1, "_environments/", False, "environments shared by suites"),
@@ -50,7 +50,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer(4, "triage/", False, "a suite slice"),
     Layer(4, "awareness/", False, "a suite slice"),
     Layer(4, "planning/", False, "a suite slice"),
-    Layer(5, "_run/", False, "one run in plain Python: options, session, agents by name, forecast, shards"),
+    Layer(5, "_run/", False, "one run, plain Python: options, session, agent names, forecast"),
     Layer(6, "_plugin/", True, "pytest-facing plumbing"),
     Layer(7, "fixtures/", True, "fixtures (the adapter's face)"),
     Layer(8, "suites/", True, "cell modules (the adapter's face)"),
