@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import json
 import pickle
+import re
 import subprocess
 import sys
 
@@ -91,3 +92,11 @@ def test_objects_made_through_an_old_path_pickle_under_the_new_one() -> None:
     data = pickle.dumps(budget)
     assert b"pytest_budget._core.budget" in data and b"pytest_budget.budget\n" not in data
     assert pickle.loads(data).caps == {"tokens": 10.0}
+
+
+def test_the_reference_page_lists_every_old_path() -> None:
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "reference" / "module-paths.md"
+    rows = re.findall(r"^\| `([\w.]+)` \| `([\w.]+)` \|", page.read_text(encoding="utf-8"), re.M)
+    assert dict(rows) == MOVED
