@@ -253,6 +253,7 @@ PUBLIC: dict[str, list[str]] = {
         "OptionReader",
         "RecordError",
         "ReplyRule",
+        "Role",
         "Suite",
         "SuiteOptions",
         "UserCell",
