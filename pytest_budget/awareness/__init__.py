@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from pytest_budget._core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # resolved on first use (see pytest_budget._core.lazy_exports)
+    from pytest_budget.awareness._cell import AwarenessCell
     from pytest_budget.awareness._environments import (
         ENVIRONMENTS,
-        AwarenessCell,
         ReferenceActor,
         RolloutCache,
         generate_env_rollouts,

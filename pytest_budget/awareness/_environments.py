@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ __all__ = [
     "ROLLOUT_FORMAT_VERSION",
     "SEARCH_CORPUS_SEED",
     "WAREHOUSE_PRESETS",
-    "AwarenessCell",
     "ReferenceActor",
     "RolloutCache",
     "file_digest",
@@ -53,17 +51,6 @@ SEARCH_CORPUS_SEED = 0
 
 # Bump when generated rollouts change for the same inputs (invalidates cached files).
 ROLLOUT_FORMAT_VERSION = 2
-
-
-@dataclass(frozen=True)
-class AwarenessCell:
-    """One environment (or one ``env`` label of the user's rollout files)."""
-
-    env: str
-
-    @property
-    def id(self) -> str:
-        return self.env
 
 
 class ReferenceActor:
