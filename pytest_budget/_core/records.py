@@ -87,7 +87,7 @@ _SPEND: dict[str, Any] = {
         "type": "integer",
         "minimum": 0,
         "description": "Tokens that agents no model meters (the reference agents, agents "
-        "of your own) wrote, counted with the reference tokenizer (pytest_budget._core.tokens).",
+        "of your own) wrote, counted with the reference tokenizer (pytest_budget.count_tokens).",
     },
     "usd": {
         "type": ["number", "null"],
