@@ -82,3 +82,20 @@ def test_every_sample_script_of_a_cell_kind_is_declared_package_data() -> None:
         assert path.is_file(), path
         relative = path.relative_to(ROOT / "pytest_budget").as_posix()
         assert any(fnmatch.fnmatch(relative, glob) for glob in declared), relative
+
+
+def test_every_package_folder_is_a_declared_package() -> None:
+    """setuptools is given an explicit package list: a folder left out of it is missing from
+    the wheel (and an editable install hides that), so the list must be every folder with
+    an ``__init__.py``, and nothing else."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    declared = sorted(data["tool"]["setuptools"]["packages"])
+    folders = {"pytest_budget": ROOT / "pytest_budget", "pytest_budget.suites": ROOT / "suites",
+               "pytest_budget.fixtures": ROOT / "fixtures"}  # fmt: skip
+    found = sorted(
+        ".".join([name, *init.parent.relative_to(folder).parts])
+        for name, folder in folders.items()
+        for init in folder.rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    )
+    assert declared == found
