@@ -39,7 +39,7 @@ from pytest_budget.fixtures.awareness import (
     awareness_cells,
 )
 from pytest_budget.fixtures.cells import cell_result
-from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
+from pytest_budget.fixtures.core import agent_axis, fail_on_error, repeat_seeds, run_repeats
 from pytest_budget.fixtures.sequential import SequentialCell, sequential_cell, sequential_record
 from pytest_budget.models._loop import shared_limiter
 
@@ -183,7 +183,7 @@ def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] 
 
     params = item.callspec.params  # type: ignore[attr-defined]
     cell, name, options = params["awareness_cell"], params["budget_agent"], state.options
-    logged = bool(options.of(AwarenessOptions).rollouts) or cell.env in LOGGED_ENVS
+    logged = _logged(options, cell)
     estimator = role_agent_for(item.config, options, name, "estimator", options.seed)
     actor = None if logged else role_agent_for(item.config, options, name, "actor", options.seed)
     search_url = (
@@ -202,6 +202,66 @@ def _identity(estimator: Any, actor: Any) -> tuple[str, ...]:
     return (agent_name(estimator), "logged" if actor is None else agent_name(actor))
 
 
+def _logged(options: BudgetOptions, cell: AwarenessCell) -> bool:
+    """Whether the cell replays logged rollouts (no actor rolls out)."""
+    return bool(options.of(AwarenessOptions).rollouts) or cell.env in LOGGED_ENVS
+
+
+def _search_url(
+    request: pytest.FixtureRequest, cell: AwarenessCell, options: BudgetOptions,
+    rollouts_of: AwarenessRollouts, actor: Any, logged: bool,
+) -> str | None:  # fmt: skip
+    """The search server a search cell's actor rolls out against, else None."""
+    if cell.env != "search" or logged:
+        return None
+    # The bundled server (corpus, index) starts only when the rollouts must be generated.
+    if options.of(AwarenessOptions).search_url or not rollouts_of.stored(cell, actor):
+        url: str = request.getfixturevalue("awareness_search_url")
+        return url
+    return None
+
+
+def _first_run(
+    request: pytest.FixtureRequest, rollouts_of: AwarenessRollouts, cell: AwarenessCell,
+    actor: Any, search_url: str | None, estimator: Any, options: BudgetOptions,
+) -> tuple[list[Rollout], Any, Any]:  # fmt: skip
+    """:func:`_cell` for the test (perhaps started ahead); a rollout that could not be
+    generated fails the cell."""
+    try:
+        return cell_result(
+            request,
+            _identity(estimator, actor),
+            lambda: _cell(rollouts_of, cell, actor, search_url, estimator, options, request.node),
+        )
+    except RolloutGenerationError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _floor(
+    asked: Sequence[tuple[Probe, ProbeTruth]], cell: AwarenessCell, logged: bool
+) -> dict[str, Any]:
+    """The trivial estimators' floor on the asked probes, naming a leaking preset."""
+    floor = trivial_floor(asked).as_dict()
+    preset = None if logged else WAREHOUSE_PRESETS.get(cell.env)
+    if preset in LEAKING_PRESETS:
+        floor["leaking_preset"] = preset
+    return floor
+
+
+def _outcomes(
+    request: pytest.FixtureRequest, rollouts: Sequence[Rollout], first: AwarenessOutcome,
+    estimator: Any, options: BudgetOptions,
+) -> list[AwarenessOutcome]:  # fmt: skip
+    """The cell's outcome, then with ``--budget-repeat`` the estimator answers the same
+    probes again (a reference estimator with another seed; a model is asked again, in
+    calls of that repeat)."""
+    probes = cell_probes(rollouts)
+    again = run_repeats(
+        request, "estimator", estimator, lambda each: _ask(rollouts, probes, each, options)
+    )
+    return [first, *again]
+
+
 def test_awareness(
     awareness_cell: AwarenessCell,
     budget_agent: str,
@@ -213,53 +273,26 @@ def test_awareness(
     request: pytest.FixtureRequest,
 ) -> None:
     # Logged rollouts need no actor; otherwise the actor (yours or the reference) rolls out.
-    logged = bool(budget_options.of(AwarenessOptions).rollouts) or awareness_cell.env in LOGGED_ENVS
+    logged = _logged(budget_options, awareness_cell)
     budget_actor = None if logged else request.getfixturevalue("budget_actor")
-    search_url = None
-    if awareness_cell.env == "search" and not logged:
-        # The bundled server (corpus, index) starts only when the rollouts must be generated.
-        if budget_options.of(AwarenessOptions).search_url or not awareness_rollouts.stored(
-            awareness_cell, budget_actor
-        ):
-            search_url = request.getfixturevalue("awareness_search_url")
-    try:
-        rollouts, outcome, plan = cell_result(
-            request,
-            _identity(budget_estimator, budget_actor),
-            lambda: _cell(
-                awareness_rollouts,
-                awareness_cell,
-                budget_actor,
-                search_url,
-                budget_estimator,
-                budget_options,
-                request.node,
-            ),
-        )
-    except RolloutGenerationError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    probes = cell_probes(rollouts)
+    search_url = _search_url(
+        request, awareness_cell, budget_options, awareness_rollouts, budget_actor, logged
+    )
+    rollouts, outcome, plan = _first_run(
+        request,
+        awareness_rollouts,
+        awareness_cell,
+        budget_actor,
+        search_url,
+        budget_estimator,
+        budget_options,
+    )
     asked = _asked(rollouts)
     if isinstance(plan, SequentialCell):  # --budget-sequential: the next batches, if needed
         outcome = _run_sequential(plan, rollouts, outcome, budget_estimator, budget_options)
         asked = asked[: len(outcome.results)]
-    floor = trivial_floor(asked).as_dict()
-    preset = None if logged else WAREHOUSE_PRESETS.get(awareness_cell.env)
-    if preset in LEAKING_PRESETS:
-        floor["leaking_preset"] = preset
-
-    # --budget-repeat: the estimator answers the same probes again (a reference
-    # estimator with another seed; a model is asked again, in calls of that repeat).
-    def again(estimator: Any) -> Any:
-        return run_awareness_cell(
-            rollouts,
-            estimator,
-            policy=budget_options.of(AwarenessOptions).parse,  # type: ignore[arg-type]
-            limiter=shared_limiter(budget_options.concurrency),
-            probes=probes,
-        )
-
-    outcomes = [outcome, *run_repeats(request, "estimator", budget_estimator, again)]
+    floor = _floor(asked, awareness_cell, logged)
+    outcomes = _outcomes(request, rollouts, outcome, budget_estimator, budget_options)
     summary = cell_summary(
         outcomes,
         seed=budget_options.seed,
@@ -294,10 +327,7 @@ def test_awareness(
             "sort_key": [awareness_cell.env, agent],
         }
     )
-    for index, each in enumerate(outcomes):
-        if each.outcome == "error":
-            where = f"repeat {index}: " if len(outcomes) > 1 else ""
-            pytest.fail(f"{where}{each.reason}", pytrace=False)
+    fail_on_error(outcomes)
     payload = {
         **summary.snapshot_fields(),
         # Each probe's values, for the paired gate (--budget-gate=paired, the default).

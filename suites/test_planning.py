@@ -18,7 +18,7 @@ from pytest_budget._core.roles import agent_name
 from pytest_budget._plugin.state import budget_session
 from pytest_budget._run.options import BudgetOptions
 from pytest_budget.fixtures.cells import cell_result
-from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
+from pytest_budget.fixtures.core import agent_axis, fail_on_error, repeat_seeds, run_repeats
 from pytest_budget.fixtures.planning import PlanningCell, PlanningQueries, planning_cells
 from pytest_budget.fixtures.sequential import sequential_record
 from pytest_budget.models._loop import shared_limiter
@@ -155,6 +155,40 @@ def prefetch_cell(item: pytest.Item, state: Any) -> tuple[Any, tuple[str, ...]] 
     return (lambda: _run(queries, cell, agent, options)), (agent_name(agent),)
 
 
+def _first_run(
+    request: pytest.FixtureRequest, plan: Any, queries: Sequence[Query], cell: PlanningCell,
+    agent: Any, options: BudgetOptions,
+) -> PlanningOutcome:  # fmt: skip
+    """The cell's run (perhaps started ahead); with ``--budget-sequential``, batch by
+    batch, stopping once the gate decides."""
+    if plan is None or isinstance(plan, str):
+        outcome: PlanningOutcome = cell_result(
+            request, (agent_name(agent),), lambda: _run(queries, cell, agent, options)
+        )
+        return outcome
+    return _run_sequential(request, plan, queries, cell, agent, options)
+
+
+def _cell_fields(cell: PlanningCell, agent: str, options: BudgetOptions) -> dict[str, Any]:
+    """The cell record's coordinates and protocol options."""
+    scenario = cell.scenario
+    planning = options.of(PlanningOptions)
+    return {
+        "suite": "planning",
+        "cell": cell.id,
+        "task": cell.task,
+        "scenario": scenario.id,
+        "mode": scenario.mode,
+        "block_count": scenario.blocks,
+        "refinement_level": scenario.level,
+        "agent": agent,
+        "seed": options.seed,
+        "reading": planning.planning_reading,
+        "ban_longest": planning.planning_ban_longest,
+        "sort_key": [cell.task, scenario.level, scenario.mode, scenario.blocks, agent],
+    }
+
+
 def test_planning(
     planning_cell: PlanningCell,
     budget_agent: str,
@@ -165,32 +199,22 @@ def test_planning(
     budget_snapshot: Any,
     request: pytest.FixtureRequest,
 ) -> None:
-    scenario = planning_cell.scenario
     all_queries = planning_queries.for_task(planning_cell.task)
     plan = _sequential(request.node, budget_options, budget_tool_agent, all_queries)
-    if plan is None or isinstance(plan, str):
-        outcome = cell_result(
-            request,
-            (agent_name(budget_tool_agent),),
-            lambda: _run(all_queries, planning_cell, budget_tool_agent, budget_options),
-        )
-    else:  # --budget-sequential: batch by batch, stopping once the gate decides
-        outcome = _run_sequential(
-            request, plan, all_queries, planning_cell, budget_tool_agent, budget_options
-        )
+    outcome = _first_run(
+        request, plan, all_queries, planning_cell, budget_tool_agent, budget_options
+    )
     queries = (
         all_queries[: len(outcome.episodes)] if plan and not isinstance(plan, str) else all_queries
     )
     # --budget-repeat: the agent runs every query again (a reference agent with another seed).
-    outcomes = [
-        outcome,
-        *run_repeats(
-            request,
-            "tool_agent",
-            budget_tool_agent,
-            lambda tool_agent: _run(queries, planning_cell, tool_agent, budget_options),
-        ),
-    ]
+    again = run_repeats(
+        request,
+        "tool_agent",
+        budget_tool_agent,
+        lambda tool_agent: _run(queries, planning_cell, tool_agent, budget_options),
+    )
+    outcomes = [outcome, *again]
     summary = cell_summary(
         outcomes,
         seed=budget_options.seed,
@@ -203,15 +227,7 @@ def test_planning(
     agent = budget_agent if budget_agent != "user" else outcome.agent
     budget_record(
         {
-            "suite": "planning",
-            "cell": planning_cell.id,
-            "task": planning_cell.task,
-            "scenario": scenario.id,
-            "mode": scenario.mode,
-            "block_count": scenario.blocks,
-            "refinement_level": scenario.level,
-            "agent": agent,
-            "seed": budget_options.seed,
+            **_cell_fields(planning_cell, agent, budget_options),
             "queries": len(queries),
             "outcome": outcome.outcome,
             "reason": outcome.reason,
@@ -220,19 +236,13 @@ def test_planning(
             # Sums the all-task row pools (the paper's rows pool every task).
             "planning_pool": outcome.pool,
             "planning_greedy_pool": outcome.greedy_pool,
-            "reading": budget_options.of(PlanningOptions).planning_reading,
-            "ban_longest": budget_options.of(PlanningOptions).planning_ban_longest,
             "first_error": outcome.first_error,
             # The episodes behind the scores, for the HTML report's drill-down (issue 23).
             "samples": _samples(outcome, queries, budget_options),
             "sequential": sequential_record(plan),
-            "sort_key": [planning_cell.task, scenario.level, scenario.mode, scenario.blocks, agent],
         }
     )
-    for index, each in enumerate(outcomes):
-        if each.outcome == "error":
-            where = f"repeat {index}: " if len(outcomes) > 1 else ""
-            pytest.fail(f"{where}{each.reason}", pytrace=False)
+    fail_on_error(outcomes)
     payload = {
         **summary.snapshot_fields(),
         # Each query's values, for the paired gate (--budget-gate=paired, planning's default).

@@ -18,7 +18,7 @@ from pytest_budget._plugin.state import budget_session
 from pytest_budget._run.options import BudgetOptions
 from pytest_budget._run.session import BudgetSession
 from pytest_budget.fixtures.cells import cell_result, in_background
-from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
+from pytest_budget.fixtures.core import agent_axis, fail_on_error, repeat_seeds, run_repeats
 from pytest_budget.fixtures.triage import (
     TriageCell,
     TriageGroundTruth,
@@ -162,14 +162,6 @@ def _bootstrap_cache(state: BudgetSession) -> dict[Any, Any]:
     return state.state_of(TriageRunState).bootstrap_cache
 
 
-def _fail_on_error(outcomes: Sequence[CellOutcome]) -> None:
-    """A planner that raised fails the cell (in any repeat), after it was recorded."""
-    for index, outcome in enumerate(outcomes):
-        if outcome.outcome == "error":
-            where = f"repeat {index}: " if len(outcomes) > 1 else ""
-            pytest.fail(f"{where}{outcome.reason}", pytrace=False)
-
-
 def _record(
     suite: str, cell: TriageCell, pool: Pool, outcome: CellOutcome, agent: str, solver: Any,
     options: BudgetOptions,
@@ -208,6 +200,51 @@ def _samples(
     )
 
 
+def _outcomes(
+    request: pytest.FixtureRequest, pool: Pool, phase0: BaselineReport, cell: TriageCell,
+    planner: Any, solver: Any, options: BudgetOptions,
+) -> list[CellOutcome]:  # fmt: skip
+    """The cell's plan (perhaps started ahead), then with ``--budget-repeat`` the planner
+    plans again (a reference planner with another seed)."""
+    outcome = cell_result(
+        request,
+        (agent_name(planner), agent_name(solver)),
+        lambda: _plan(pool, phase0, cell, planner, options),
+    )
+    again = run_repeats(
+        request, "planner", planner, lambda each: _plan(pool, phase0, cell, each, options)
+    )
+    return [outcome, *again]
+
+
+def _truncated(
+    cell: TriageCell, outcomes: Sequence[CellOutcome], phase0: BaselineReport
+) -> dict[str, int]:
+    """Outputs cut at the token cap, counted (and warned about once for the cell)."""
+    calls = sum(source != "file" for source in phase0.sources.values())
+    truncated = truncation_counts(outcomes, calls, len(phase0.truncated))
+    message = truncation_warning(cell.id, truncated)
+    if message is not None:
+        warnings.warn(TruncationWarning(message), stacklevel=2)
+    return truncated
+
+
+def _phase0_fields(pool: Pool, phase0: BaselineReport) -> dict[str, Any]:
+    """The cell record's ``phase0`` object: the pool's items and their Phase 0 results."""
+    sources = phase0.sources.values()
+    return {
+        "items": len(pool.items),
+        "gradeable": len(phase0.baselines),
+        # Solved in Phase 0: the base accuracy line of the HTML report's eta bars.
+        "solved": sum(b.solved for b in phase0.baselines.values()),
+        "errors": phase0.errors,
+        # Where the results came from: the Phase 0 cache, the solver, the pool file.
+        "from_cache": sum(s == "cache" for s in sources),
+        "measured": sum(s == "solver" for s in sources),
+        "from_file": sum(s == "file" for s in sources),
+    }
+
+
 def test_triage(
     triage_cell: TriageCell,
     budget_agent: str,
@@ -220,21 +257,10 @@ def test_triage(
     request: pytest.FixtureRequest,
 ) -> None:
     pool, phase0 = _phase0(triage_ground_truth, triage_cell, budget_solver, budget_record, "triage")
-    outcome = cell_result(
-        request,
-        (agent_name(budget_planner), agent_name(budget_solver)),
-        lambda: _plan(pool, phase0, triage_cell, budget_planner, budget_options),
+    outcomes = _outcomes(
+        request, pool, phase0, triage_cell, budget_planner, budget_solver, budget_options
     )
-    # --budget-repeat: the planner plans again (a reference planner with another seed).
-    outcomes = [
-        outcome,
-        *run_repeats(
-            request,
-            "planner",
-            budget_planner,
-            lambda planner: _plan(pool, phase0, triage_cell, planner, budget_options),
-        ),
-    ]
+    outcome = outcomes[0]
     cache = _bootstrap_cache(budget_session(request.config))
     # Scores (the mean over repeats), their bootstrap intervals and the repeat spread.
     summary = cell_summary(
@@ -244,11 +270,7 @@ def test_triage(
         **_shared_inputs(pool, phase0, triage_cell, budget_options, "triage", cache),
     )
     scores = outcome.scores
-    calls = sum(source != "file" for source in phase0.sources.values())
-    truncated = truncation_counts(outcomes, calls, len(phase0.truncated))
-    message = truncation_warning(triage_cell.id, truncated)
-    if message is not None:
-        warnings.warn(TruncationWarning(message), stacklevel=1)
+    truncated = _truncated(triage_cell, outcomes, phase0)
     budget_record(
         {
             **_record(
@@ -273,20 +295,10 @@ def test_triage(
             "executed_ids": {"u": list(scores.executed_u), "e": list(scores.executed_e)},
             # The items behind the scores, for the HTML report's drill-down (issue 23).
             **_samples(pool, phase0, outcome, budget_options),
-            "phase0": {
-                "items": len(pool.items),
-                "gradeable": len(phase0.baselines),
-                # Solved in Phase 0: the base accuracy line of the HTML report's eta bars.
-                "solved": sum(b.solved for b in phase0.baselines.values()),
-                "errors": phase0.errors,
-                # Where the results came from: the Phase 0 cache, the solver, the pool file.
-                "from_cache": sum(s == "cache" for s in phase0.sources.values()),
-                "measured": sum(s == "solver" for s in phase0.sources.values()),
-                "from_file": sum(s == "file" for s in phase0.sources.values()),
-            },
+            "phase0": _phase0_fields(pool, phase0),
         }
     )
-    _fail_on_error(outcomes)
+    fail_on_error(outcomes)
     payload = {
         **summary.snapshot_fields(),
         # Each pool item's values, for the paired gate (--budget-gate=paired, the default).

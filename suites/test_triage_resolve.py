@@ -14,10 +14,10 @@ import pytest
 
 from pytest_budget._plugin.state import budget_session
 from pytest_budget._run.options import BudgetOptions
-from pytest_budget.fixtures.core import agent_axis, repeat_seeds, run_repeats
+from pytest_budget.fixtures.core import agent_axis, fail_on_error, repeat_seeds, run_repeats
 from pytest_budget.fixtures.triage import TriageCell, TriageGroundTruth, triage_cells
 from pytest_budget.models._loop import run_on_worker_loop, shared_limiter
-from pytest_budget.suites.test_triage import _context, _fail_on_error, _phase0, _plan, _record
+from pytest_budget.suites.test_triage import _context, _phase0, _plan, _record
 from pytest_budget.triage._evaluate import TRUNCATION_WARN_SHARE, TruncationWarning
 from pytest_budget.triage._intervals import resolve_cell_summary
 from pytest_budget.triage._resolve import resolve_records, summarize_records
@@ -101,7 +101,7 @@ def test_resolve(
             "truncated": truncated,
         }
     )
-    _fail_on_error([o for o, _ in runs])
+    fail_on_error([o for o, _ in runs])
     payload = {
         **summary.snapshot_fields(),
         "context": _context(budget_options, budget_solver, len(pool.items)),

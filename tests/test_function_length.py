@@ -22,12 +22,7 @@ KEPT: dict[str, str] = {
 
 
 #: Functions over the limit that still wait for their split (issue 35, must-have 6).
-WAITING: set[str] = {
-    "pytest_budget/triage/_intervals.py::resampled_scores",
-    "suites/test_awareness.py::test_awareness",
-    "suites/test_planning.py::test_planning",
-    "suites/test_triage.py::test_triage",
-}
+WAITING: set[str] = set()
 
 
 def _long_functions() -> dict[str, int]:

@@ -255,6 +255,57 @@ def _regret(v: FloatArray, v_oracle: FloatArray) -> FloatArray:
     return out
 
 
+def _shared_values(
+    key: str, cache: MutableMapping[str, Any] | None, indices: IntArray, counts: IntArray,
+    costs: IntArray, solved: npt.NDArray[np.bool_], values: FloatArray, earn: FloatArray,
+    budget: IntArray, inner_samples: int, seed: int,
+) -> tuple[FloatArray, FloatArray]:  # fmt: skip
+    """V_oracle and V_random per resample: from ``cache`` (waiting for one computed ahead
+    by :func:`warm_shared`), else computed here and stored there."""
+    shared = cache.get(key) if cache is not None else None
+    if isinstance(shared, concurrent.futures.Future):  # being computed ahead (warm_shared)
+        try:
+            shared = shared.result()
+        except Exception:  # computed here instead
+            shared = None
+    if shared is None:
+        shared = (
+            _oracle_values(indices, counts, costs, solved, values, budget),
+            _random_values(
+                indices, counts, costs, earn, budget, inner_samples=inner_samples, seed=seed
+            ),
+        )
+        if cache is not None:
+            cache[key] = shared
+    return shared
+
+
+def _detection_and_waste(
+    counts: IntArray, unsolvable: FloatArray, planned_alloc: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Per resample: the share of unsolvable copies left out of the plan (detection), and
+    the share of the planned tokens allocated to them (waste); NaN without unsolvable."""
+    n_unsolvable = counts @ unsolvable
+    planned_mask = (planned_alloc > 0).astype(np.float64)
+    total_alloc = counts @ planned_alloc
+    with np.errstate(invalid="ignore", divide="ignore"):
+        detection = np.where(
+            n_unsolvable > 0,
+            (counts @ (unsolvable * (1.0 - planned_mask))) / np.maximum(n_unsolvable, 1),
+            np.nan,
+        )
+        waste = np.where(
+            n_unsolvable > 0,
+            np.where(
+                total_alloc > 0,
+                (counts @ (planned_alloc * unsolvable)) / np.maximum(total_alloc, 1),
+                0.0,
+            ),
+            np.nan,
+        )
+    return detection, waste
+
+
 def resampled_scores(
     plan: Plan,
     units: Sequence[Item],
@@ -287,22 +338,9 @@ def resampled_scores(
     budget = np.floor(alpha * (counts @ costs).astype(np.float64) + 1e-9).astype(np.int64)
 
     key = _pool_digest(costs, solved, values, alpha, indices, inner_samples, seed)
-    shared = cache.get(key) if cache is not None else None
-    if isinstance(shared, concurrent.futures.Future):  # being computed ahead (warm_shared)
-        try:
-            shared = shared.result()
-        except Exception:  # computed here instead
-            shared = None
-    if shared is None:
-        shared = (
-            _oracle_values(indices, counts, costs, solved, values, budget),
-            _random_values(
-                indices, counts, costs, earn, budget, inner_samples=inner_samples, seed=seed
-            ),
-        )
-        if cache is not None:
-            cache[key] = shared
-    v_oracle, v_random = shared
+    v_oracle, v_random = _shared_values(
+        key, cache, indices, counts, costs, solved, values, earn, budget, inner_samples, seed
+    )
 
     planned = [entry for entry in plan.planned if entry.id in index]
     order = np.array([index[entry.id] for entry in planned], dtype=np.int64)
@@ -315,26 +353,9 @@ def resampled_scores(
     v_e = _prefix_values(
         in_order, allocation, np.where(costs[order] <= allocation, earn[order], 0.0), budget
     )
-    n_unsolvable = counts @ unsolvable
     planned_alloc = np.zeros(n)
     planned_alloc[order] = allocation
-    planned_mask = (planned_alloc > 0).astype(np.float64)
-    total_alloc = counts @ planned_alloc
-    with np.errstate(invalid="ignore", divide="ignore"):
-        detection = np.where(
-            n_unsolvable > 0,
-            (counts @ (unsolvable * (1.0 - planned_mask))) / np.maximum(n_unsolvable, 1),
-            np.nan,
-        )
-        waste = np.where(
-            n_unsolvable > 0,
-            np.where(
-                total_alloc > 0,
-                (counts @ (planned_alloc * unsolvable)) / np.maximum(total_alloc, 1),
-                0.0,
-            ),
-            np.nan,
-        )
+    detection, waste = _detection_and_waste(counts, unsolvable, planned_alloc)
     # Resamples with V_oracle = 0 have no eta (TRIAGE §3.2), as the cell itself.
     in_scope = v_oracle > 0
     eta_u = np.where(in_scope, _efficiency(v_u, v_oracle, v_random), np.nan)
