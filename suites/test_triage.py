@@ -220,7 +220,7 @@ def _outcomes(
 def _truncated(
     cell: TriageCell, outcomes: Sequence[CellOutcome], phase0: BaselineReport
 ) -> dict[str, int]:
-    """Outputs cut at the token cap, counted (and warned about once for the cell)."""
+    """Outputs cut at the token cap, counted; a warning names the cell when there are any."""
     calls = sum(source != "file" for source in phase0.sources.values())
     truncated = truncation_counts(outcomes, calls, len(phase0.truncated))
     message = truncation_warning(cell.id, truncated)
