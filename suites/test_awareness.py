@@ -140,7 +140,7 @@ async def _ask(
     return await run_awareness_cell(
         rollouts,
         estimator,
-        policy=options.of(AwarenessOptions).parse,  # type: ignore[arg-type]
+        policy=options.of(AwarenessOptions).parse,
         limiter=shared_limiter(options.concurrency),
         probes=probes,
     )

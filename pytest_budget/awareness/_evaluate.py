@@ -13,7 +13,7 @@ import numbers
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
@@ -26,6 +26,7 @@ from pytest_budget.awareness._replay.answers import (
     Interval,
     IntervalMap,
     Invalid,
+    ParsePolicy,
     ReversedPolicy,
     parse_estimate,
 )
@@ -61,7 +62,6 @@ __all__ = [
 
 #: ``--budget-parse`` names -> what a reversed interval (lo > hi) becomes.
 PARSE_POLICIES: dict[str, ReversedPolicy] = {"bagen": "swap", "strict": "invalid"}
-ParsePolicy = Literal["bagen", "strict"]
 
 
 @dataclass(frozen=True)

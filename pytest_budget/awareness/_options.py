@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_budget._core.sizes import DEFAULT_SIZE, SIZES
+from pytest_budget.awareness._replay.answers import ParsePolicy
 from pytest_budget.awareness.online._options import OnlineOptionError, parse_online_options
 
 if TYPE_CHECKING:  # the checks load when options are parsed, not registered
@@ -39,7 +40,7 @@ EXTRA_AWARENESS_ENVS: tuple[str, ...] = ("warehouse-paper",)
 ROLLOUT_FORMATS = ("auto", "pytest-budget", "mini-swe-agent", "openai-chat", "bagen", "inspect")
 #: Which parser reads awareness answers: ``bagen`` is BAGEN's public parser, ``strict`` the
 #: stricter reading (see ``awareness/answers.py``).
-PARSE_MODES = ("bagen", "strict")
+PARSE_MODES: tuple[ParsePolicy, ...] = ("bagen", "strict")
 DESTS = (
     "budget_env", "budget_rollouts", "budget_rollout_count", "budget_rollout_format",
     "budget_rollout_env", "budget_rollout_missing_usage", "budget_rollout_cap",
@@ -56,7 +57,7 @@ class AwarenessOptions:
     rollouts: tuple[str, ...] = ()
     envs: tuple[str, ...] = AWARENESS_ENVS
     rollout_count: int = SIZES[DEFAULT_SIZE].rollout_count
-    parse: str = "bagen"
+    parse: ParsePolicy = "bagen"
     warehouse_demand: str | None = None
     rollout_format: str = "auto"
     rollout_env: str | None = None
@@ -183,12 +184,16 @@ def _add_online_flags(add: Callable[..., None]) -> None:
     )
 
 
-def _choice(option: str, value: str, choices: tuple[str, ...], what: str) -> str:
+_Choice = TypeVar("_Choice", bound=str)
+
+
+def _choice(option: str, value: str, choices: tuple[_Choice, ...], what: str) -> _Choice:
     from pytest_budget._core.option_checks import OptionError
 
-    if value not in choices:
-        raise OptionError(f"{option}: unknown {what} {value!r}; choose from {', '.join(choices)}")
-    return value
+    for choice in choices:  # the matching element keeps its Literal type
+        if choice == value:
+            return choice
+    raise OptionError(f"{option}: unknown {what} {value!r}; choose from {', '.join(choices)}")
 
 
 def _rollout_cap(value: Any) -> float | None:

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from pytest_budget._core.roles import agent_name
+from pytest_budget.awareness._replay.answers import ParsePolicy
 from pytest_budget.awareness.online._envs import default_caps, make_session
 from pytest_budget.awareness.online._protocol import PROTOCOLS
 from pytest_budget.awareness.online._runner import OnlineRun, run_episode, run_to_rollout
@@ -67,7 +68,7 @@ async def _episodes(
     mode: str,
     protocol: str,
     charge: str,
-    policy: str,
+    policy: ParsePolicy,
     concurrency: int,
 ) -> list[OnlineRun]:
     results: list[OnlineRun | None] = [None] * n
@@ -103,7 +104,7 @@ async def run_online_cell(
     multiplier: float = 1.0,
     protocol: str = "single",
     charge: str = "acting",
-    policy: str = "bagen",
+    policy: ParsePolicy = "bagen",
     concurrency: int = 8,
     success_value: float = 1.0,
     replay: bool = True,
@@ -139,7 +140,7 @@ async def run_online_cell(
         outcome = await run_awareness_cell(
             rollouts,
             agent,
-            policy=policy,  # type: ignore[arg-type]
+            policy=policy,
             limiter=anyio.CapacityLimiter(concurrency),
         )
         for name in ESTIMATE_SCORES:

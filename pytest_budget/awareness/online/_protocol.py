@@ -59,6 +59,7 @@ from pytest_budget.awareness._replay.answers import (
     Interval,
     IntervalMap,
     Invalid,
+    ParsePolicy,
 )
 from pytest_budget.awareness._replay.probes import Probe
 from pytest_budget.awareness._replay.rollouts import ActorObservation
@@ -201,13 +202,13 @@ def _estimate_text(estimate: object) -> str:
     return safe_repr(estimate)
 
 
-def _parse_estimate(raw: object, dims: Sequence[str], policy: str) -> Estimate | None:
+def _parse_estimate(raw: object, dims: Sequence[str], policy: ParsePolicy) -> Estimate | None:
     from pytest_budget.awareness._evaluate import parse_answer
 
     if raw is None:
         return None
     if isinstance(raw, Interval | IntervalMap | Impossible | Invalid):
-        return parse_answer(raw, dims, policy)  # type: ignore[arg-type]
+        return parse_answer(raw, dims, policy)
     if not isinstance(raw, str):
         return Invalid(safe_repr(raw), f"estimate is {type(raw).__name__}, expected text")
     text = raw
@@ -217,15 +218,15 @@ def _parse_estimate(raw: object, dims: Sequence[str], policy: str) -> Estimate |
     elif count_opens(text, "estimate"):
         return Invalid(safe_repr(raw), "unclosed <estimate> tag")
     elif count_opens(text, "answer"):  # already in BAGEN's answer form
-        return parse_answer(text, dims, policy)  # type: ignore[arg-type]
+        return parse_answer(text, dims, policy)
     # The awareness parser reads BAGEN's answer tag; the estimate's content goes in one.
     try:
-        return parse_answer(f"<answer>{text.strip()}</answer>", dims, policy)  # type: ignore[arg-type]
+        return parse_answer(f"<answer>{text.strip()}</answer>", dims, policy)
     except Exception as exc:  # a hostile text must not crash the run
         return Invalid(safe_repr(raw), f"reading the estimate raised {type(exc).__name__}")
 
 
-def _read_text(text: str, dims: Sequence[str], policy: str) -> ReadReply:
+def _read_text(text: str, dims: Sequence[str], policy: ParsePolicy) -> ReadReply:
     estimation_parts: list[str] = []
     estimate: Estimate | None = None
     found = list(blocks(text, "estimate"))
@@ -269,7 +270,7 @@ def _action_of(action: object) -> tuple[Any, str]:
     return text, text
 
 
-def read_online_reply(raw: Any, dims: Sequence[str], policy: str) -> ReadReply:
+def read_online_reply(raw: Any, dims: Sequence[str], policy: ParsePolicy) -> ReadReply:
     """Read any reply form (see the module docstring); never raises on agent output."""
     try:
         return _read_reply(raw, dims, policy)
@@ -278,7 +279,7 @@ def read_online_reply(raw: Any, dims: Sequence[str], policy: str) -> ReadReply:
         return ReadReply(f"<unreadable reply: {reason}>", "", "", Invalid("", reason), False)
 
 
-def _read_reply(raw: Any, dims: Sequence[str], policy: str) -> ReadReply:
+def _read_reply(raw: Any, dims: Sequence[str], policy: ParsePolicy) -> ReadReply:
     usage: object = None
     estimation_usage: object = None
     if isinstance(raw, OnlineReply):

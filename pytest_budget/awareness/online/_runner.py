@@ -44,7 +44,7 @@ import anyio
 
 from pytest_budget._core.roles import AgentError, InvalidOutput, call_role
 from pytest_budget._core.tokens import count_tokens
-from pytest_budget.awareness._replay.answers import Estimate, Impossible, Invalid
+from pytest_budget.awareness._replay.answers import Estimate, Impossible, Invalid, ParsePolicy
 from pytest_budget.awareness._replay.probes import Probe
 from pytest_budget.awareness._replay.rollouts import Rollout, Turn
 from pytest_budget.awareness.online._protocol import (
@@ -163,7 +163,7 @@ def _env_label(session: Any) -> str:
 
 
 async def _estimate_call(
-    agent: Any, probe: Probe, dims: Sequence[str], policy: str, limiter: Any
+    agent: Any, probe: Probe, dims: Sequence[str], policy: ParsePolicy, limiter: Any
 ) -> tuple[Estimate, float]:
     """Two-call protocol: the separate estimate call and its (estimation) tokens."""
     from pytest_budget.awareness._evaluate import parse_answer
@@ -181,10 +181,11 @@ async def _estimate_call(
     tokens: float | None = None
     if isinstance(usage, Mapping):
         parts = [usage.get("input_tokens"), usage.get("output_tokens")]
-        if all(isinstance(p, int | float) and not isinstance(p, bool) for p in parts):
-            tokens = float(sum(parts))  # type: ignore[arg-type]
+        numbers = [p for p in parts if isinstance(p, int | float) and not isinstance(p, bool)]
+        if len(numbers) == len(parts):
+            tokens = float(sum(numbers))
     try:
-        estimate = parse_answer(text, dims, policy)  # type: ignore[arg-type]
+        estimate = parse_answer(text, dims, policy)
     except Exception as exc:
         estimate = Invalid(str(text)[:200], f"reading the estimate raised {type(exc).__name__}")
     if tokens is None:
@@ -201,7 +202,7 @@ async def run_episode(
     mode: str = "online",
     protocol: str = "single",
     charge: str = "acting",
-    policy: str = "bagen",
+    policy: ParsePolicy = "bagen",
     limiter: anyio.CapacityLimiter | None = None,
 ) -> OnlineRun:
     """Play one episode (see the module docstring); an agent error ends it as failed."""
@@ -338,7 +339,7 @@ def _read_turn(
     seen: OnlineObservation,
     dims: tuple[str, ...],
     phase: str,
-    policy: str,
+    policy: ParsePolicy,
     turns: list[EpisodeTurn],
 ) -> tuple[ReadReply, EpisodeTurn]:
     """The actor's reply read (in replay, the action only) and the turn it makes, with its
