@@ -32,12 +32,16 @@ __all__ = [
     "SHIPPED_ENVS",
     "SHIPPED_SEEDS",
     "CellFigures",
+    "asked_probes",
     "figures_of",
     "generated_key",
     "logged_key",
     "main",
+    "make_figures",
     "play_figures",
+    "read_figures",
     "shipped_figures",
+    "shipped_keys",
 ]
 
 FIGURES_PATH = Path(__file__).with_name("data") / "forecast_figures.json"
@@ -120,17 +124,24 @@ def figures_of(rollouts: Sequence[Any], *, logged: bool = False) -> CellFigures:
     )
 
 
-@functools.cache
-def _shipped() -> dict[str, CellFigures]:
+def read_figures(path: Path) -> dict[str, CellFigures]:
+    """The entries of a figures file; none when it is missing, damaged or made from
+    rollouts of another :data:`~pytest_budget.awareness._environments.ROLLOUT_FORMAT_VERSION`
+    (every cell then plays its rollouts)."""
     from pytest_budget.awareness._environments import ROLLOUT_FORMAT_VERSION
 
     try:
-        data = json.loads(FIGURES_PATH.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # missing or damaged: every cell plays its rollouts
-    if data.get("rollout_format") != ROLLOUT_FORMAT_VERSION:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("rollout_format") != ROLLOUT_FORMAT_VERSION:
+            return {}
+        return {key: CellFigures.from_dict(value) for key, value in data["cells"].items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}
-    return {key: CellFigures.from_dict(value) for key, value in data["cells"].items()}
+
+
+@functools.cache
+def _shipped() -> dict[str, CellFigures]:
+    return read_figures(FIGURES_PATH)
 
 
 def shipped_figures(key: str) -> CellFigures | None:
