@@ -145,6 +145,7 @@ def engage(config: pytest.Config, *, started: bool = False) -> BudgetSession:
         return config.stash[SESSION_KEY]
     config.stash[_ENGAGED] = True
     from pytest_budget._core.registry import registered_suites
+    from pytest_budget._plugin.fixture_modules import import_fixture_module
     from pytest_budget._plugin.models import (
         check_model_agents,
         register_model_providers,
@@ -181,12 +182,11 @@ def engage(config: pytest.Config, *, started: bool = False) -> BudgetSession:
     configure_markdown(config)  # --budget-markdown, GITHUB_STEP_SUMMARY
     check_model_agents(options)
     set_up_model_runtime(config, session)
-    # The shared fixtures, then each registered suite's own (their pytest_configure hooks
-    # run as they register: they check the suites' input files).
+    # The shared fixtures, then each suite's own (registering runs their input-file checks).
     modules = [CORE_FIXTURES]
     modules += [m for suite in registered_suites().values() for m in suite.fixture_modules]
     for module in modules:
-        config.pluginmanager.import_plugin(module)
+        import_fixture_module(config.pluginmanager, module)
     if started:
         reporter.pytest_sessionstart()
         return session

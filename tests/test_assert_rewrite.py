@@ -53,3 +53,32 @@ def test_an_unmarked_distribution_is_left_as_pytest_set_it(pytester: pytest.Pyte
     hook, config = _marked_hook(pytester, "syrupy")
     plugin._rewrite_only_test_code(config.pluginmanager)
     assert hook._must_rewrite == {"syrupy"}
+
+
+def test_the_fixture_modules_hold_no_assert_and_are_registered_unmarked(
+    pytester: pytest.Pytester,
+) -> None:
+    """``import_plugin`` would mark them (compiled from source on every run without
+    bytecode); they are registered from pip's bytecode instead, which loses nothing while
+    none of them asserts."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    from pytest_budget._core.registry import registered_suites
+    from pytest_budget._plugin.fixture_modules import import_fixture_module
+
+    names = [plugin.CORE_FIXTURES]
+    names += [m for suite in registered_suites().values() for m in suite.fixture_modules]
+    assert len(names) >= 4  # core, triage, awareness, planning (and their forecasts)
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+        assert not any(isinstance(node, ast.Assert) for node in ast.walk(tree)), name
+    hook, config = _marked_hook(pytester, "syrupy")
+    for name in names:
+        import_fixture_module(config.pluginmanager, name)
+        assert config.pluginmanager.get_plugin(name) is not None
+    assert hook._must_rewrite == {"syrupy"}  # nothing of ours was marked
+    assert not _rewritten(hook, config, "pytest_budget.fixtures.core")
