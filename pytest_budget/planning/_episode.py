@@ -40,6 +40,7 @@ behind an HTTP adapter never sees it.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +49,7 @@ from typing import Any
 
 import anyio
 
+from pytest_budget._core.offline import offline, offline_submit, settled
 from pytest_budget._core.roles import AgentError, InvalidOutput, call_role
 from pytest_budget._core.samples import shown
 from pytest_budget.planning._blocking import MAX_TOOL_STEPS, Blocker, check_mode
@@ -311,7 +313,7 @@ class _Loop:
     """Mutable state of one episode (kept off the public observation)."""
 
     env: TravelEnv
-    make_blocker: Callable[[], Blocker]
+    blocker: Blocker
     max_steps: int
     messages: list[dict[str, Any]] = field(default_factory=list)
     calls: list[ToolCallRecord] = field(default_factory=list)
@@ -322,17 +324,20 @@ class _Loop:
     previous_output: str | None = None
     steps_exhausted: bool = False  # stopped at max_steps
     error: str | None = None  # the agent's, which ended the episode
-    _blocker: Blocker | None = None
+    # The Blocker's re-solve after a block, running off the event loop meanwhile.
+    job: concurrent.futures.Future[None] | None = None
 
-    @property
-    def blocker(self) -> Blocker:
-        """The episode's :class:`Blocker`, made on first use: its ground truth (optimal and
-        greedy paths) is first needed after the first reply, so the episode's first call
-        goes out without waiting for it (the environment is untouched until then, so the
-        Blocker is the one an earlier start would have made)."""
-        if self._blocker is None:
-            self._blocker = self.make_blocker()
-        return self._blocker
+    def solve_later(self) -> None:
+        """After a block: its re-solve goes to the offline thread while the next call is
+        on the wire (the next turn's tool call is the first to need it)."""
+        if self.blocker.unsettled:
+            self.job = offline_submit(self.blocker.settle)
+
+    async def settle(self) -> None:
+        """Wait, without holding up the event loop, for the re-solve in progress."""
+        job, self.job = self.job, None
+        if job is not None:
+            await settled(job)
 
     def observe(self, agent: object) -> ToolAgentObservation:
         env = self.env
@@ -542,13 +547,21 @@ async def run_episode(
     check_mode(mode, block_count)
     if env is not None and (env.task, env.refinement_level) != (query.task, refinement_level):
         raise ValueError("env does not match the query's task and refinement level")
-    env = env or TravelEnv(
-        query.task, refinement_level, query.query_id, ban_longest=ban_longest, seed=seed
-    )
-    make_blocker = functools.partial(
-        Blocker, env, query, mode, block_count, seed=seed, max_steps=max_steps, pool=pool
-    )
-    loop = _Loop(env, make_blocker, max_steps)
+
+    def prepare() -> _Loop:
+        made = env or TravelEnv(
+            query.task, refinement_level, query.query_id, ban_longest=ban_longest, seed=seed
+        )
+        blocker = Blocker(
+            made, query, mode, block_count,
+            seed=seed, max_steps=max_steps, pool=pool, defer_solves=True,
+        )  # fmt: skip
+        return _Loop(made, blocker, max_steps)
+
+    # The environment and its ground truth (optimal and greedy paths) are built on the
+    # offline thread: the event loop keeps serving the other episodes' calls meanwhile.
+    loop = await offline(prepare)
+    reference = getattr(agent, "wants_reference", False) is True
     if limiter is not None and getattr(agent, "limits_own_calls", False) is True:
         # Its model bounds its live calls (the run's runtime, ranked like this limiter): a
         # slot held for the whole turn would sit idle while the request is built, and while
@@ -561,6 +574,8 @@ async def run_episode(
         {"role": "user", "content": user_prompt(query)},
     ]
     while not loop.out_of_steps():
+        if reference:  # its view holds the ground truth in force
+            await loop.settle()
         observation = loop.observe(agent)
         loop.step += 1
         try:
@@ -571,6 +586,7 @@ async def run_episode(
         except AgentError as exc:
             loop.error = exc.reason
             break
+        await loop.settle()
         parsed = loop.read(reply)
         if parsed is None:
             break
@@ -582,10 +598,13 @@ async def run_episode(
             break
         if parsed.calls:
             loop.run_first(ids, parsed.calls)
+            loop.solve_later()
             continue
         if answer_feedback and loop.step < max_steps:
             loop.ask_for_answer(query.task)
             continue
         loop.notes.append(f"turn {loop.step}: no tool call; episode ended")
         break
-    return loop.record(query, refinement_level, mode, block_count)
+    await loop.settle()
+    # The record holds the greedy replay: off the event loop too.
+    return await offline(loop.record, query, refinement_level, mode, block_count)
