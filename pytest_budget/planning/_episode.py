@@ -40,6 +40,7 @@ behind an HTTP adapter never sees it.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import functools
 import json
@@ -61,21 +62,10 @@ from pytest_budget.planning._tool_specs import copy_json, tool_list_for
 from pytest_budget.planning._tools import Tool, task_label
 
 __all__ = [
-    "ANSWER_CALL_NAME",
-    "ONE_TOOL_MESSAGE",
-    "ParsedCall",
-    "ParsedReply",
-    "ReferenceView",
-    "ToolAgentObservation",
-    "example_paths",
-    "final_answer",
-    "parse_reply",
-    "read_messages",
-    "read_tools",
-    "run_episode",
-    "system_prompt",
-    "user_prompt",
-]
+    "ANSWER_CALL_NAME", "ONE_TOOL_MESSAGE", "ParsedCall", "ParsedReply", "ReferenceView",
+    "ToolAgentObservation", "example_paths", "final_answer", "parse_reply", "read_messages",
+    "read_tools", "run_episode", "system_prompt", "user_prompt"
+]  # fmt: skip
 
 #: ``ToolCallRecord.name`` of a rejected answer (no tool name can contain ``<``).
 ANSWER_CALL_NAME = "<answer>"
@@ -324,17 +314,11 @@ class _Loop:
     previous_output: str | None = None
     steps_exhausted: bool = False  # stopped at max_steps
     error: str | None = None  # the agent's, which ended the episode
-    # The Blocker's re-solve after a block, running off the event loop meanwhile.
-    job: concurrent.futures.Future[None] | None = None
-
-    def solve_later(self) -> None:
-        """After a block: its re-solve goes to the offline thread while the next call is
-        on the wire (the next turn's tool call is the first to need it)."""
-        if self.blocker.unsettled:
-            self.job = offline_submit(self.blocker.settle)
+    # A block's re-solve, on the offline thread while the next call is on the wire.
+    job: asyncio.Future[None] | concurrent.futures.Future[None] | None = None
 
     async def settle(self) -> None:
-        """Wait, without holding up the event loop, for the re-solve in progress."""
+        """Wait (the event loop serving the wire meanwhile) for the re-solve, if any."""
         job, self.job = self.job, None
         if job is not None:
             await settled(job)
@@ -449,6 +433,8 @@ class _Loop:
                 self.previous_output = None  # the state restarts from Decide
             if event.user_message is not None:
                 self.messages.append({"role": "user", "content": event.user_message})
+            if self.blocker.unsettled:  # first needed by the next turn's tool call
+                self.job = offline_submit(self.blocker.settle)
 
     def out_of_steps(self) -> bool:
         """Whether the episode stops at the turn limit (noted)."""
@@ -517,6 +503,24 @@ class _Loop:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
 
+def _start(
+    query: Query, level: int, mode: str, block_count: int, env: TravelEnv | None,
+    *, seed: int, ban_longest: bool, max_steps: int, pool: Sequence[Query],
+) -> _Loop:  # fmt: skip
+    """The episode's loop before its first turn: environment, Blocker, prompts."""
+    env = env or TravelEnv(query.task, level, query.query_id, ban_longest=ban_longest, seed=seed)
+    blocker = Blocker(
+        env, query, mode, block_count,
+        seed=seed, max_steps=max_steps, pool=pool, defer_solves=True,
+    )  # fmt: skip
+    loop = _Loop(env, blocker, max_steps)
+    loop.messages = [
+        {"role": "system", "content": system_prompt(query.task, level, max_steps)},
+        {"role": "user", "content": user_prompt(query)},
+    ]
+    return loop
+
+
 async def run_episode(
     query: Query,
     refinement_level: int,
@@ -547,21 +551,12 @@ async def run_episode(
     check_mode(mode, block_count)
     if env is not None and (env.task, env.refinement_level) != (query.task, refinement_level):
         raise ValueError("env does not match the query's task and refinement level")
-
-    def prepare() -> _Loop:
-        made = env or TravelEnv(
-            query.task, refinement_level, query.query_id, ban_longest=ban_longest, seed=seed
-        )
-        blocker = Blocker(
-            made, query, mode, block_count,
-            seed=seed, max_steps=max_steps, pool=pool, defer_solves=True,
-        )  # fmt: skip
-        return _Loop(made, blocker, max_steps)
-
-    # The environment and its ground truth (optimal and greedy paths) are built on the
-    # offline thread: the event loop keeps serving the other episodes' calls meanwhile.
-    loop = await offline(prepare)
-    reference = getattr(agent, "wants_reference", False) is True
+    # Environment and ground truth built when the event loop idles (it serves calls first).
+    start = functools.partial(
+        _start, query, refinement_level, mode, block_count, env,
+        seed=seed, ban_longest=ban_longest, max_steps=max_steps, pool=pool,
+    )  # fmt: skip
+    loop = await offline(start)
     if limiter is not None and getattr(agent, "limits_own_calls", False) is True:
         # Its model bounds its live calls (the run's runtime, ranked like this limiter): a
         # slot held for the whole turn would sit idle while the request is built, and while
@@ -569,13 +564,7 @@ async def run_episode(
         from pytest_budget.models._loop import turns_limiter
 
         limiter = turns_limiter(limiter)
-    loop.messages = [
-        {"role": "system", "content": system_prompt(query.task, refinement_level, max_steps)},
-        {"role": "user", "content": user_prompt(query)},
-    ]
     while not loop.out_of_steps():
-        if reference:  # its view holds the ground truth in force
-            await loop.settle()
         observation = loop.observe(agent)
         loop.step += 1
         try:
@@ -598,7 +587,6 @@ async def run_episode(
             break
         if parsed.calls:
             loop.run_first(ids, parsed.calls)
-            loop.solve_later()
             continue
         if answer_feedback and loop.step < max_steps:
             loop.ask_for_answer(query.task)
@@ -606,5 +594,4 @@ async def run_episode(
         loop.notes.append(f"turn {loop.step}: no tool call; episode ended")
         break
     await loop.settle()
-    # The record holds the greedy replay: off the event loop too.
     return await offline(loop.record, query, refinement_level, mode, block_count)
