@@ -9,9 +9,12 @@ runs a job only when nothing else is ready (every answer read, every request sen
 job of the lowest :data:`CALL_RANK` first (the cell whose test comes first), then in order.
 
 Not a thread: under the interpreter lock a thread computing beside the loop makes every
-return of the loop from ``select`` wait for the lock (up to the 5 ms switch interval), so
-a thread slowed a live planning run down (measured: 49 s -> 89 s wall at d = 0.5 s,
-c = 32).  Jobs are short (milliseconds); a loop that is never idle still runs one after
+return of the loop from ``select`` wait for the lock (up to the 5 ms switch interval), and
+one thread runs the jobs of later cells before the re-solve an early cell waits for; tried,
+a live planning run (d = 0.5 s, c = 32, 1,944 calls) sent its first request 10-15 s after
+start instead of 4-7 s, and took 89 s instead of 49 s in one of two pairs.
+
+Jobs are short (milliseconds); a loop that is never idle still runs one after
 :data:`MAX_YIELDS` turns, so no job waits forever.  Outside asyncio (trio) a job runs at
 once, inline, as before.
 """
