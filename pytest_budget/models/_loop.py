@@ -31,6 +31,7 @@ import anyio
 import httpx
 import sniffio
 
+from pytest_budget._core.offline import CALL_RANK
 from pytest_budget.models._http_transport import pooled_client
 
 __all__ = [
@@ -219,13 +220,8 @@ def run_on_worker_loop(func: Callable[[], Awaitable[T]]) -> T:
     return worker_loop().run(func)
 
 
-#: The rank of the work running: the cell's place in the run's order (lower goes first).
-#: Waiters for a :func:`ranked_limiter` token are served lowest rank first, then in order of
-#: arrival, so the calls of the cells whose tests come first finish first (their scoring
-#: and tests run while later cells' calls are on the wire) and the wire stays as busy.
-CALL_RANK: contextvars.ContextVar[int] = contextvars.ContextVar(
-    "pytest_budget_call_rank", default=-1
-)
+# CALL_RANK (defined beside the offline jobs it ranks too): waiters for a ranked_limiter
+# token are served lowest rank first, then in order of arrival.
 
 
 class _RankedWaiters:

@@ -66,7 +66,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pytest_budget.planning._costs import derive_seed, query_seed
@@ -263,6 +264,7 @@ class Blocker:
         seed: int = 42,
         max_steps: int = MAX_TOOL_STEPS,
         pool: Sequence[Query] = (),
+        defer_solves: bool = False,
     ) -> None:
         check_mode(mode, block_count)
         if query.task != env.task:
@@ -294,6 +296,11 @@ class Blocker:
         self._trigger: int | None = None
         self._armed_ban = False
         self._last_trigger = 0
+        # defer_solves: a block's re-solve is left for :meth:`settle` (the live loop runs it
+        # off the event loop while the next call is on the wire); its inputs are fixed now.
+        self.defer_solves = defer_solves
+        self._unsolved: tuple[Callable[[], list[str]], int, int] | None = None
+        self._settling = threading.Lock()
         if block_count:
             self._trigger = trigger_step(0, len(self._scenarios[0].path), 0, block_count)
 
@@ -313,11 +320,31 @@ class Blocker:
 
     @property
     def pending_trigger(self) -> int | None:
+        self.settle()
         return self._trigger
+
+    @property
+    def unsettled(self) -> bool:
+        """Whether a block's re-solve waits for :meth:`settle`."""
+        return self._unsolved is not None
+
+    def settle(self) -> None:
+        """Finish a deferred re-solve (``defer_solves``): the new segment's ground truth and
+        the next block's trigger, as an immediate solve would have set them."""
+        with self._settling:
+            if self._unsolved is None:
+                return
+            solve, step, b = self._unsolved
+            path = solve()
+            self._scenarios[-1].path = path
+            if b + 1 < self.block_count:
+                self._trigger = trigger_step(step, len(path), b + 1, self.block_count)
+            self._unsolved = None
 
     @property
     def segments(self) -> list[Segment]:
         """The segmented ground truth (module doc), one segment per scenario."""
+        self.settle()
         out = []
         previous = 0
         steps = [e.step for e in self.events]
@@ -402,12 +429,23 @@ class Blocker:
         return self._replayed
 
     def _solve(self, start: frozenset[str]) -> list[str]:
-        solved = self.env.solve(start, exclude=self.gt_banned, use_bans=False)
-        return [] if solved is None else list(solved[0])
+        return self._solver(start)()
+
+    def _solver(self, start: frozenset[str]) -> Callable[[], list[str]]:
+        """The ground truth from ``start`` with the tools, costs and bans in force now, to
+        run now or later."""
+        solve = self.env.solve_job(start, exclude=self.gt_banned, use_bans=False)
+
+        def path() -> list[str]:
+            solved = solve()
+            return [] if solved is None else list(solved[0])
+
+        return path
 
     # ------------------------------------------------------------------ loop hooks
     def before_call(self, step: int, tool_name: object) -> bool:
         """Before turn ``step``'s first call: a ban due now takes ``tool_name``."""
+        self.settle()
         if self.mode != "ban_tool" or self._trigger != step:
             return False
         env = self.env
@@ -430,6 +468,7 @@ class Blocker:
 
     def after_call(self, step: int, ok: bool) -> BlockEvent | None:
         """After turn ``step``'s first call: fire the block due here, if any."""
+        self.settle()
         event = self._after_call(step)
         if self.mode == "cost_change" and len(self._turn_costs) < self.block_count:
             self._turn_costs.append(dict(self.env.costs))
@@ -493,14 +532,14 @@ class Blocker:
         start = self.env.initial_state if self.mode == "preference_change" else self._snapshot
         if self.mode == "preference_change":
             self._snapshot = self.env.initial_state
-        if self.gt_unblocked:
-            path: list[str] = []
-        else:
-            path = self._solve(start)
-        self._scenarios.append(_Scenario(path, dict(self.env.costs), self.mode))
+        self._scenarios.append(_Scenario([], dict(self.env.costs), self.mode))
         self._trigger = None
-        if b + 1 < self.block_count:
-            self._trigger = trigger_step(step, len(path), b + 1, self.block_count)
+        if not self.gt_unblocked:
+            self._unsolved = (self._solver(start), step, b)
+        elif b + 1 < self.block_count:
+            self._trigger = trigger_step(step, 0, b + 1, self.block_count)
+        if not self.defer_solves:
+            self.settle()
         return event
 
     @property
@@ -510,6 +549,7 @@ class Blocker:
 
     def finish(self, last_step: int) -> None:
         """The episode ended after ``last_step`` turns: note the blocks that never fired."""
+        self.settle()
         for b in range(len(self.events), self.block_count):
             when = f"at turn {self._trigger}" if b == len(self.events) and self._trigger else ""
             self.notes.append(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -449,13 +449,29 @@ class TravelEnv:
         tools minus ``exclude`` (and minus the agent's bans unless ``use_bans`` is false: the
         ground truth has bans of its own): the single path its heap returns and its float
         cost, or ``None`` when the goal cannot be reached."""
+        return self.solve_job(start, exclude=exclude, use_bans=use_bans)()
+
+    def solve_job(
+        self,
+        start: frozenset[str] | None = None,
+        *,
+        exclude: Iterable[str] = (),
+        use_bans: bool = True,
+    ) -> Callable[[], tuple[list[str], float] | None]:
+        """:meth:`solve` with the tools and costs in force now, to run later (on another
+        thread: the job reads nothing of the environment)."""
         start = self.initial_state if start is None else start
         skip = set(exclude)
         listed = self._plannable if use_bans else self._visible
         usable = tuple(t for t in listed if t.name not in skip)
         prices = tuple(self.costs[t.name] for t in usable)
-        solved = cheapest_path(self.goal, self.refinement_level, start, usable, prices)
-        return None if solved is None else (list(solved[0]), solved[1])
+        goal, level = self.goal, self.refinement_level
+
+        def job() -> tuple[list[str], float] | None:
+            solved = cheapest_path(goal, level, start, usable, prices)
+            return None if solved is None else (list(solved[0]), solved[1])
+
+        return job
 
     def optimal_path(self, start: frozenset[str] | None = None) -> tuple[list[str], float]:
         """The ground truth from ``start`` (:meth:`solve`).  A state along the last ground

@@ -40,6 +40,8 @@ behind an HTTP adapter never sees it.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +50,7 @@ from typing import Any
 
 import anyio
 
+from pytest_budget._core.offline import offline, offline_submit, settled
 from pytest_budget._core.roles import AgentError, InvalidOutput, call_role
 from pytest_budget._core.samples import shown
 from pytest_budget.planning._blocking import MAX_TOOL_STEPS, Blocker, check_mode
@@ -59,21 +62,10 @@ from pytest_budget.planning._tool_specs import copy_json, tool_list_for
 from pytest_budget.planning._tools import Tool, task_label
 
 __all__ = [
-    "ANSWER_CALL_NAME",
-    "ONE_TOOL_MESSAGE",
-    "ParsedCall",
-    "ParsedReply",
-    "ReferenceView",
-    "ToolAgentObservation",
-    "example_paths",
-    "final_answer",
-    "parse_reply",
-    "read_messages",
-    "read_tools",
-    "run_episode",
-    "system_prompt",
-    "user_prompt",
-]
+    "ANSWER_CALL_NAME", "ONE_TOOL_MESSAGE", "ParsedCall", "ParsedReply", "ReferenceView",
+    "ToolAgentObservation", "example_paths", "final_answer", "parse_reply", "read_messages",
+    "read_tools", "run_episode", "system_prompt", "user_prompt"
+]  # fmt: skip
 
 #: ``ToolCallRecord.name`` of a rejected answer (no tool name can contain ``<``).
 ANSWER_CALL_NAME = "<answer>"
@@ -311,7 +303,7 @@ class _Loop:
     """Mutable state of one episode (kept off the public observation)."""
 
     env: TravelEnv
-    make_blocker: Callable[[], Blocker]
+    blocker: Blocker
     max_steps: int
     messages: list[dict[str, Any]] = field(default_factory=list)
     calls: list[ToolCallRecord] = field(default_factory=list)
@@ -322,17 +314,14 @@ class _Loop:
     previous_output: str | None = None
     steps_exhausted: bool = False  # stopped at max_steps
     error: str | None = None  # the agent's, which ended the episode
-    _blocker: Blocker | None = None
+    # A block's re-solve, on the offline thread while the next call is on the wire.
+    job: asyncio.Future[None] | concurrent.futures.Future[None] | None = None
 
-    @property
-    def blocker(self) -> Blocker:
-        """The episode's :class:`Blocker`, made on first use: its ground truth (optimal and
-        greedy paths) is first needed after the first reply, so the episode's first call
-        goes out without waiting for it (the environment is untouched until then, so the
-        Blocker is the one an earlier start would have made)."""
-        if self._blocker is None:
-            self._blocker = self.make_blocker()
-        return self._blocker
+    async def settle(self) -> None:
+        """Wait (the event loop serving the wire meanwhile) for the re-solve, if any."""
+        job, self.job = self.job, None
+        if job is not None:
+            await settled(job)
 
     def observe(self, agent: object) -> ToolAgentObservation:
         env = self.env
@@ -444,6 +433,8 @@ class _Loop:
                 self.previous_output = None  # the state restarts from Decide
             if event.user_message is not None:
                 self.messages.append({"role": "user", "content": event.user_message})
+            if self.blocker.unsettled:  # first needed by the next turn's tool call
+                self.job = offline_submit(self.blocker.settle)
 
     def out_of_steps(self) -> bool:
         """Whether the episode stops at the turn limit (noted)."""
@@ -512,6 +503,24 @@ class _Loop:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
 
+def _start(
+    query: Query, level: int, mode: str, block_count: int, env: TravelEnv | None,
+    *, seed: int, ban_longest: bool, max_steps: int, pool: Sequence[Query],
+) -> _Loop:  # fmt: skip
+    """The episode's loop before its first turn: environment, Blocker, prompts."""
+    env = env or TravelEnv(query.task, level, query.query_id, ban_longest=ban_longest, seed=seed)
+    blocker = Blocker(
+        env, query, mode, block_count,
+        seed=seed, max_steps=max_steps, pool=pool, defer_solves=True,
+    )  # fmt: skip
+    loop = _Loop(env, blocker, max_steps)
+    loop.messages = [
+        {"role": "system", "content": system_prompt(query.task, level, max_steps)},
+        {"role": "user", "content": user_prompt(query)},
+    ]
+    return loop
+
+
 async def run_episode(
     query: Query,
     refinement_level: int,
@@ -542,13 +551,12 @@ async def run_episode(
     check_mode(mode, block_count)
     if env is not None and (env.task, env.refinement_level) != (query.task, refinement_level):
         raise ValueError("env does not match the query's task and refinement level")
-    env = env or TravelEnv(
-        query.task, refinement_level, query.query_id, ban_longest=ban_longest, seed=seed
-    )
-    make_blocker = functools.partial(
-        Blocker, env, query, mode, block_count, seed=seed, max_steps=max_steps, pool=pool
-    )
-    loop = _Loop(env, make_blocker, max_steps)
+    # Environment and ground truth built when the event loop idles (it serves calls first).
+    start = functools.partial(
+        _start, query, refinement_level, mode, block_count, env,
+        seed=seed, ban_longest=ban_longest, max_steps=max_steps, pool=pool,
+    )  # fmt: skip
+    loop = await offline(start)
     if limiter is not None and getattr(agent, "limits_own_calls", False) is True:
         # Its model bounds its live calls (the run's runtime, ranked like this limiter): a
         # slot held for the whole turn would sit idle while the request is built, and while
@@ -556,10 +564,6 @@ async def run_episode(
         from pytest_budget.models._loop import turns_limiter
 
         limiter = turns_limiter(limiter)
-    loop.messages = [
-        {"role": "system", "content": system_prompt(query.task, refinement_level, max_steps)},
-        {"role": "user", "content": user_prompt(query)},
-    ]
     while not loop.out_of_steps():
         observation = loop.observe(agent)
         loop.step += 1
@@ -571,6 +575,7 @@ async def run_episode(
         except AgentError as exc:
             loop.error = exc.reason
             break
+        await loop.settle()
         parsed = loop.read(reply)
         if parsed is None:
             break
@@ -588,4 +593,5 @@ async def run_episode(
             continue
         loop.notes.append(f"turn {loop.step}: no tool call; episode ended")
         break
-    return loop.record(query, refinement_level, mode, block_count)
+    await loop.settle()
+    return await offline(loop.record, query, refinement_level, mode, block_count)

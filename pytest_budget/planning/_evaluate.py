@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from pytest_budget._core.offline import offline
 from pytest_budget._core.roles import agent_name
 from pytest_budget.planning._code_metrics import greedy_sums, score_sums
 from pytest_budget.planning._episode import run_episode
@@ -77,7 +78,8 @@ async def run_planning_cell(
     async with anyio.create_task_group() as group:
         for index, query in enumerate(queries):
             group.start_soon(one, index, query)
-    return planning_outcome(name, [r for r in records if r is not None], reading)
+    # Scored off the event loop: other cells' calls go on meanwhile.
+    return await offline(planning_outcome, name, [r for r in records if r is not None], reading)
 
 
 def planning_outcome(name: str, episodes: list[EpisodeRecord], reading: str) -> PlanningOutcome:
