@@ -19,6 +19,7 @@ Python: no pytest.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -107,10 +108,25 @@ def scrub(text: str, secrets: Sequence[str] = ()) -> str:
 
 def scrubber(secrets: Sequence[str] = ()) -> Scrubber:
     """A one-argument :func:`scrub` for these secrets that also clips."""
-    frozen = tuple(secrets)
+    return _scrubber(tuple(secrets))
+
+
+#: Texts remembered per scrubber: cells of one run replay the same rollouts, so their turns
+#: are scrubbed again and again (a dict look-up instead of a scan of the text).
+_MEMO_LIMIT = 100_000
+
+
+@functools.lru_cache(maxsize=8)
+def _scrubber(frozen: tuple[str, ...]) -> Scrubber:
+    memo: dict[str, str] = {}
 
     def run(text: str) -> str:
-        return clip(scrub(text, frozen))
+        done = memo.get(text)
+        if done is None:
+            if len(memo) >= _MEMO_LIMIT:
+                memo.clear()
+            done = memo[text] = clip(scrub(text, frozen))
+        return done
 
     return run
 
