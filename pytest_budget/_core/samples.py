@@ -112,20 +112,28 @@ def scrubber(secrets: Sequence[str] = ()) -> Scrubber:
 
 
 #: Texts remembered per scrubber: cells of one run replay the same rollouts, so their turns
-#: are scrubbed again and again (a dict look-up instead of a scan of the text).
-_MEMO_LIMIT = 100_000
+#: are scrubbed again and again (a dict look-up instead of a scan of the text).  Only short
+#: texts, and at most this many characters of them (then the memo starts again), so a
+#: hostile agent's 10 MB replies are never kept alive by it.
+_MEMO_TEXT = 8_000
+_MEMO_CHARS = 16_000_000
 
 
 @functools.lru_cache(maxsize=8)
 def _scrubber(frozen: tuple[str, ...]) -> Scrubber:
     memo: dict[str, str] = {}
+    held = [0]  # characters of the texts in memo
 
     def run(text: str) -> str:
         done = memo.get(text)
         if done is None:
-            if len(memo) >= _MEMO_LIMIT:
-                memo.clear()
-            done = memo[text] = clip(scrub(text, frozen))
+            done = clip(scrub(text, frozen))
+            if len(text) <= _MEMO_TEXT:
+                if held[0] + len(text) > _MEMO_CHARS:
+                    memo.clear()
+                    held[0] = 0
+                memo[text] = done
+                held[0] += len(text)
         return done
 
     return run
