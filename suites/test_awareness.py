@@ -99,7 +99,7 @@ def _samples(rollouts: Sequence[Rollout], outcome: Any, options: BudgetOptions) 
         return {"samples": [], "sample_rollouts": {}}
     dimensions = tuple(outcome.results[0].probe.budget)
     scrub = scrubber(options_secrets(options))
-    return dict(sample_fields(rollouts, outcome.results, dimensions, scrub))
+    return dict(sample_fields(rollouts, outcome.results, dimensions, scrub, outcome.tables))
 
 
 def _asked(rollouts: Sequence[Rollout]) -> list[tuple[Probe, ProbeTruth]]:

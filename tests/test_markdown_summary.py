@@ -126,7 +126,7 @@ def test_step_summary_appended_and_markdown_written(
     args = [*SMALL_TRIAGE, "--budget-markdown=s.md", "--budget-gate=off"]
     if workers:
         args += ["-n", workers]
-    result = pytester.runpytest_subprocess(*args)
+    result = inprocess.run(pytester, *args)
     assert result.ret == 0, result.stdout.str()[-3000:]
     written = (pytester.path / "s.md").read_text(encoding="utf-8")
     appended = summary.read_text(encoding="utf-8")
@@ -142,8 +142,8 @@ def test_step_summary_appended_and_markdown_written(
 def test_step_summary_off(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     summary = pytester.path / "step.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    result = pytester.runpytest_subprocess(
-        *SMALL_TRIAGE, "--budget-gate=off", "--budget-step-summary=off"
+    result = inprocess.run(
+        pytester, *SMALL_TRIAGE, "--budget-gate=off", "--budget-step-summary=off"
     )
     assert result.ret == 0
     assert not summary.exists()
@@ -166,7 +166,7 @@ def test_failed_cell_has_its_rerun_command(pytester: pytest.Pytester, tmp_path: 
             text = path.read_text(encoding="utf-8")
             # every stored score far above reach: the new scores regress
             path.write_text(re.sub(r'("eta_u": )[-0-9.e]+', r"\g<1>5.0", text), encoding="utf-8")
-    result = pytester.runpytest_subprocess(*base, "--budget-markdown=s.md")
+    result = inprocess.run(pytester, *base, "--budget-markdown=s.md")
     assert result.ret == 1
     text = (pytester.path / "s.md").read_text(encoding="utf-8")
     regressions = text.split("### Regressions", 1)[1].split("\n### ", 1)[0]

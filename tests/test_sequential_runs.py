@@ -18,6 +18,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tests import inprocess
+
 CONFTEST = """
 import os
 import random
@@ -75,7 +77,7 @@ def test_unchanged_agent_stops_early_and_a_regressed_one_fails_naming_the_look(
     counter = pytester.path / "calls"
     monkeypatch.setenv("CALLS_FILE", str(counter))
     # Recording runs every query (the baseline is the full size).
-    pytester.runpytest_subprocess(*ARGS, "--snapshot-update").assert_outcomes(passed=1)
+    inprocess.run(pytester, *ARGS, "--snapshot-update").assert_outcomes(passed=1)
     full = _calls(counter)
     stored = json.loads(
         (
@@ -84,14 +86,12 @@ def test_unchanged_agent_stops_early_and_a_regressed_one_fails_naming_the_look(
     )
     assert stored["per_query"]["n"] == 60 and "sequential" not in stored
     # The in-process agent is not metered: auto leaves it whole, on runs it in batches.
-    whole = pytester.runpytest_subprocess(*ARGS, "--budget-report=w.json")
+    whole = inprocess.run(pytester, *ARGS, "--budget-report=w.json")
     whole.assert_outcomes(passed=1)
     assert "sequential" not in json.loads((pytester.path / "w.json").read_text())["cells"][0]
     assert _calls(counter) > 0.8 * full
     for _ in range(3):
-        result = pytester.runpytest_subprocess(
-            *ARGS, "--budget-sequential=on", "--budget-report=r.json"
-        )
+        result = inprocess.run(pytester, *ARGS, "--budget-sequential=on", "--budget-report=r.json")
         result.assert_outcomes(passed=1)
         calls = _calls(counter)
         report = json.loads((pytester.path / "r.json").read_text())
@@ -119,7 +119,7 @@ def test_unchanged_agent_stops_early_and_a_regressed_one_fails_naming_the_look(
         assert "crossed" not in pooled["emr"]
         assert pooled["emr"]["units"] == seq["units"]
     monkeypatch.setenv("REGRESSED", "1")
-    worse = pytester.runpytest_subprocess(*ARGS, "--budget-sequential=on", "--budget-report=x.json")
+    worse = inprocess.run(pytester, *ARGS, "--budget-sequential=on", "--budget-report=x.json")
     assert worse.ret == pytest.ExitCode.TESTS_FAILED
     seq = json.loads((pytester.path / "x.json").read_text())["cells"][0]["sequential"]
     assert seq["decision"] == "regressed"
@@ -170,11 +170,9 @@ def test_a_pooled_regression_names_where_the_e_process_crossed(
             "--budget-task=accommodation,attraction", "--budget-scenario=static@2",
             "--budget-query-count=60", "--budget-ci-resamples=0", "-p", "no:cacheprovider",
             "-p", "no:randomly")  # fmt: skip
-    pytester.runpytest_subprocess(*args, "--snapshot-update").assert_outcomes(passed=2)
+    inprocess.run(pytester, *args, "--snapshot-update").assert_outcomes(passed=2)
     monkeypatch.setenv("SLIP", "0.15")
-    result = pytester.runpytest_subprocess(
-        *args, "--budget-sequential=on", "--budget-report=r.json"
-    )
+    result = inprocess.run(pytester, *args, "--budget-sequential=on", "--budget-report=r.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=2)  # every cell passed its own test
     report = json.loads((pytester.path / "r.json").read_text())
@@ -201,7 +199,7 @@ def test_awareness_cells_ask_their_probes_in_batches(pytester: pytest.Pytester) 
     # for futility (look 2 of 4: 106 of sokoban-6x6's 212 probes), asking half its probes.
     args = ("--budget-suite=awareness", "--budget-env=sokoban-6x6", "--budget-agent=oracle,random",
             "-p", "no:cacheprovider", "-p", "no:randomly", "--budget-report=r.json")  # fmt: skip
-    result = pytester.runpytest_subprocess(*args, "--budget-sequential=on")
+    result = inprocess.run(pytester, *args, "--budget-sequential=on")
     result.assert_outcomes(passed=2)
     cells = json.loads((pytester.path / "r.json").read_text())["cells"]
     for cell in cells:
@@ -212,7 +210,7 @@ def test_awareness_cells_ask_their_probes_in_batches(pytester: pytest.Pytester) 
         assert cell["scores"]["n_probes"] == 106  # scored on the probes asked
     result.stdout.fnmatch_lines(["budget sequential: 212 of 424 units run (50%)"])
     # auto (the default) leaves the free reference estimators whole: scores as shipped.
-    whole = pytester.runpytest_subprocess(*args)
+    whole = inprocess.run(pytester, *args)
     whole.assert_outcomes(passed=2)
     assert all(
         "sequential" not in c for c in json.loads((pytester.path / "r.json").read_text())["cells"]
@@ -238,12 +236,10 @@ def test_auto_runs_a_metered_model_estimator_in_batches(pytester: pytest.Pyteste
                 "--budget-rollout-count=4", "--budget-agent=openai:m",
                 f"--budget-base-url={server.url}", "-p", "no:cacheprovider",
                 "--budget-report=r.json")  # fmt: skip
-        recorded = pytester.runpytest_subprocess(
-            *args, "--budget-cache-dir=c1", "--snapshot-update"
-        )
+        recorded = inprocess.run(pytester, *args, "--budget-cache-dir=c1", "--snapshot-update")
         recorded.assert_outcomes(passed=1)
         full = len(server.requests)
-        rerun = pytester.runpytest_subprocess(*args, "--budget-cache-dir=c2")
+        rerun = inprocess.run(pytester, *args, "--budget-cache-dir=c2")
         rerun.assert_outcomes(passed=1)
         spent = len(server.requests) - full
     (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]

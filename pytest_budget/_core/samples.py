@@ -19,6 +19,7 @@ Python: no pytest.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -107,10 +108,33 @@ def scrub(text: str, secrets: Sequence[str] = ()) -> str:
 
 def scrubber(secrets: Sequence[str] = ()) -> Scrubber:
     """A one-argument :func:`scrub` for these secrets that also clips."""
-    frozen = tuple(secrets)
+    return _scrubber(tuple(secrets))
+
+
+#: Texts remembered per scrubber: cells of one run replay the same rollouts, so their turns
+#: are scrubbed again and again (a dict look-up instead of a scan of the text).  Only short
+#: texts, and at most this many characters of them (then the memo starts again), so a
+#: hostile agent's 10 MB replies are never kept alive by it.
+_MEMO_TEXT = 8_000
+_MEMO_CHARS = 16_000_000
+
+
+@functools.lru_cache(maxsize=8)
+def _scrubber(frozen: tuple[str, ...]) -> Scrubber:
+    memo: dict[str, str] = {}
+    held = [0]  # characters of the texts in memo
 
     def run(text: str) -> str:
-        return clip(scrub(text, frozen))
+        done = memo.get(text)
+        if done is None:
+            done = clip(scrub(text, frozen))
+            if len(text) <= _MEMO_TEXT:
+                if held[0] + len(text) > _MEMO_CHARS:
+                    memo.clear()
+                    held[0] = 0
+                memo[text] = done
+                held[0] += len(text)
+        return done
 
     return run
 

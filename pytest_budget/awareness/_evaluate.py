@@ -96,6 +96,8 @@ class AwarenessOutcome:
     reason: str = ""
     # Figure data for the HTML report (see ``result_curves``); not scores, never gated.
     curves: dict[str, Any] = field(default_factory=dict)
+    # The scoring tables of ``results`` (see ``_tables``), kept so the samples reuse them.
+    tables: Any = field(default=None, repr=False, compare=False)
 
 
 def _bound(value: object) -> float | str:
@@ -409,6 +411,7 @@ def awareness_outcome(
     outcome.scores["n_errors"] = len(errors)
     outcome.notes = result_notes(done, dimensions, tables=tables)
     outcome.curves = result_curves(done, dimensions, tables=tables)
+    outcome.tables = tables
     return outcome
 
 

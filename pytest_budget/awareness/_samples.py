@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from pytest_budget._core.samples import Scrubber, clip
-from pytest_budget.awareness._evaluate import ProbeResult, _tables
+from pytest_budget.awareness._evaluate import ProbeResult, _Tables, _tables
 from pytest_budget.awareness._replay.answers import Impossible, Interval, IntervalMap, Invalid
 from pytest_budget.awareness._replay.rollouts import Rollout
 from pytest_budget.awareness._scoring.metrics import interval_scores, rewards
@@ -62,14 +62,20 @@ def _tags(result: ProbeResult, covered: bool | None) -> list[str]:
 
 
 def probe_samples(
-    results: Sequence[ProbeResult], dimensions: Sequence[str], scrub: Scrubber
+    results: Sequence[ProbeResult],
+    dimensions: Sequence[str],
+    scrub: Scrubber,
+    tables: _Tables | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per result, in the order asked."""
+    """One record per result, in the order asked (``tables``: the scoring's own tables of
+    these results, reused rather than built again)."""
     answered = [r for r in results if r.estimate is not None]
     s_k: list[float] = [0.0] * len(answered)
     reward: list[float] = [0.0] * len(answered)
     if answered:
-        _, by_dim = _tables(answered, dimensions)
+        if tables is None or len(tables[0]) != len(answered):
+            tables = _tables(answered, dimensions)
+        _, by_dim = tables
         per_dim_s = [interval_scores(by_dim[d]) for d in dimensions]
         per_dim_r = [rewards(by_dim[d]) for d in dimensions]
         s_k = np.mean(np.vstack(per_dim_s), axis=0).tolist()
@@ -149,9 +155,10 @@ def sample_fields(
     results: Sequence[ProbeResult],
     dimensions: Sequence[str],
     scrub: Scrubber,
+    tables: _Tables | None = None,
 ) -> Mapping[str, Any]:
     """The cell record's ``samples`` and ``sample_rollouts``."""
     return {
-        "samples": probe_samples(results, dimensions, scrub),
+        "samples": probe_samples(results, dimensions, scrub, tables),
         "sample_rollouts": rollout_prefixes(rollouts, results, scrub),
     }

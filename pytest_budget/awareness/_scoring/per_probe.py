@@ -47,7 +47,8 @@ __all__ = ["UNIT", "per_probe_parts", "per_probe_snapshot"]
 UNIT = "probe"
 
 
-def _one(results: Sequence[ProbeResult]) -> dict[str, np.ndarray]:
+def _one(results: Sequence[ProbeResult], built: Any = None) -> dict[str, np.ndarray]:
+    """``built``: the outcome's scoring tables of these results (``_tables``), reused."""
     n = len(results)
     where = np.array([i for i, r in enumerate(results) if r.estimate is not None], dtype=np.int64)
     answered = [results[i] for i in where]
@@ -57,11 +58,14 @@ def _one(results: Sequence[ProbeResult]) -> dict[str, np.ndarray]:
     }
     if not answered:
         return cols
-    multi = answered_records(answered)
     dims = tuple(answered[0].probe.budget)
-    if len(dims) == 1:
+    if built is not None and len(built[0]) == len(answered) and set(built[1]) == set(dims):
+        tables = [built[1][dim] for dim in dims]
+    elif len(dims) == 1:
+        multi = answered_records(answered)
         tables = [ProbeTable.from_records(single_dimension_records(multi, dims[0]))]
     else:
+        multi = answered_records(answered)
         tables = [ProbeTable.from_records(project_dimension(multi, dim)) for dim in dims]
     t = tables[0]
     cols["feasible"][where] = t.feasible
@@ -79,7 +83,7 @@ def per_probe_parts(outcomes: Sequence[AwarenessOutcome]) -> PerUnit:
     averaged over the runs.  Every outcome must hold the same probes in the same order."""
     if not outcomes:
         raise ValueError("per_probe_parts needs at least one run")
-    runs = [_one(outcome.results) for outcome in outcomes]
+    runs = [_one(outcome.results, outcome.tables) for outcome in outcomes]
     c = {name: np.mean([run[name] for run in runs], axis=0) for name in runs[0]}
     # The same truth in every run; the answers are averaged.
     feasible = c["feasible"] * c["answered"]
