@@ -183,7 +183,7 @@ def engage(config: pytest.Config, *, started: bool = False) -> BudgetSession:
     set_up_model_runtime(config, session)
     # The shared fixtures, then each registered suite's own (their pytest_configure hooks
     # run as they register: they check the suites' input files).
-    modules = [CORE_FIXTURES]
+    modules = [CORE_FIXTURES, "pytest_budget._plugin.heap"]  # and gc.freeze (_plugin/heap)
     modules += [m for suite in registered_suites().values() for m in suite.fixture_modules]
     for module in modules:
         config.pluginmanager.import_plugin(module)
