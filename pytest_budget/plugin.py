@@ -181,12 +181,12 @@ def engage(config: pytest.Config, *, started: bool = False) -> BudgetSession:
     configure_markdown(config)  # --budget-markdown, GITHUB_STEP_SUMMARY
     check_model_agents(options)
     set_up_model_runtime(config, session)
-    # The shared fixtures, then each registered suite's own (their pytest_configure hooks
-    # run as they register: they check the suites' input files).
-    modules = [CORE_FIXTURES, "pytest_budget._plugin.heap"]  # and gc.freeze (_plugin/heap)
+    # The shared fixtures and run hooks, then each registered suite's own (their
+    # pytest_configure hooks run as they register: they check the suites' input files).
+    modules = [CORE_FIXTURES, "pytest_budget._plugin.heap", "pytest_budget._plugin.prefetch"]
     modules += [m for suite in registered_suites().values() for m in suite.fixture_modules]
-    for module in modules:
-        config.pluginmanager.import_plugin(module)
+    for module in modules:  # pip's bytecode, not rewritten: they hold no assert (~0.1 s)
+        config.pluginmanager.register(importlib.import_module(module), module)
     if started:
         reporter.pytest_sessionstart()
         return session
