@@ -182,8 +182,8 @@ def engage(config: pytest.Config, *, started: bool = False) -> BudgetSession:
     configure_markdown(config)  # --budget-markdown, GITHUB_STEP_SUMMARY
     check_model_agents(options)
     set_up_model_runtime(config, session)
-    # The shared fixtures, then each suite's own (registering runs their input-file checks).
-    modules = [CORE_FIXTURES]
+    # Shared fixtures and run hooks, then each suite's own (registering checks their inputs).
+    modules = [CORE_FIXTURES, "pytest_budget._plugin.heap", "pytest_budget._plugin.prefetch"]
     modules += [m for suite in registered_suites().values() for m in suite.fixture_modules]
     for module in modules:
         import_fixture_module(config.pluginmanager, module)

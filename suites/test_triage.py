@@ -6,6 +6,7 @@ One test per cell: pool x unsolvable ratio x alpha x prompt variant x agent.  Ru
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -38,7 +39,11 @@ from pytest_budget.triage._evaluate import (
 from pytest_budget.triage._intervals import cell_summary, item_units, warm_shared
 from pytest_budget.triage._per_item import per_item_snapshot
 from pytest_budget.triage._phase0 import BaselineReport
+from pytest_budget.triage._shared_store import SharedTables
 from pytest_budget.triage._types import Pool
+
+#: Guards the first replacement of the run's bootstrap cache by its on-disk form.
+_CACHE_LOCK = threading.Lock()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -158,8 +163,15 @@ def _shared_inputs(
 
 
 def _bootstrap_cache(state: BudgetSession) -> dict[Any, Any]:
-    """The process's bootstrap draws, shared by the cells and their tables computed ahead."""
-    return state.state_of(TriageRunState).bootstrap_cache
+    """The process's bootstrap draws, shared by the cells and their tables computed ahead
+    (and, with a cache directory, by later runs and the other workers: SharedTables)."""
+    kept = state.state_of(TriageRunState)
+    folder = state.options.cache_dir
+    if folder is not None and not isinstance(kept.bootstrap_cache, SharedTables):
+        with _CACHE_LOCK:  # the first call may come from a cell's background thread
+            if not isinstance(kept.bootstrap_cache, SharedTables):
+                kept.bootstrap_cache = SharedTables(folder)
+    return kept.bootstrap_cache
 
 
 def _record(

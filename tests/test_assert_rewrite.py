@@ -68,7 +68,7 @@ def test_the_fixture_modules_hold_no_assert_and_are_registered_unmarked(
     from pytest_budget._core.registry import registered_suites
     from pytest_budget._plugin.fixture_modules import import_fixture_module
 
-    names = [plugin.CORE_FIXTURES]
+    names = [plugin.CORE_FIXTURES, "pytest_budget._plugin.heap", "pytest_budget._plugin.prefetch"]
     names += [m for suite in registered_suites().values() for m in suite.fixture_modules]
     assert len(names) >= 4  # core, triage, awareness, planning (and their forecasts)
     for name in names:

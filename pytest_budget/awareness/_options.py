@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_budget._core.sizes import DEFAULT_SIZE, SIZES
-from pytest_budget.awareness._replay.answers import ParsePolicy
 from pytest_budget.awareness.online._options import OnlineOptionError, parse_online_options
 
 if TYPE_CHECKING:  # the checks load when options are parsed, not registered
     from pytest_budget._core.option_checks import OptionReader
+    from pytest_budget.awareness._replay.answers import ParsePolicy  # imports numpy
 
 __all__ = [
     "AWARENESS_ENVS",

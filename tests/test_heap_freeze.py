@@ -1,0 +1,52 @@
+"""An engaged run keeps the garbage collector off what is alive after collection
+(``pytest_budget._plugin.heap``) and hands it back at its end; an unrelated run does not."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from tests import inprocess
+
+_PROBE = """
+import gc
+
+def test_probe():
+    print("FROZEN", gc.get_freeze_count())
+"""
+
+
+def _frozen_during(pytester: pytest.Pytester, *args: str) -> int:
+    pytester.makepyfile(test_probe=_PROBE)
+    result = inprocess.run(pytester, "-s", "-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=1)
+    (line,) = [line for line in result.outlines if "FROZEN" in line]
+    return int(line.split("FROZEN")[1])
+
+
+def test_an_engaged_run_freezes_after_collection_and_unfreezes_at_its_end(
+    pytester: pytest.Pytester,
+) -> None:
+    assert gc.get_freeze_count() == 0
+    frozen = _frozen_during(pytester, "--budget-seed=7")
+    # Everything alive after collection: the test item, its module, pytest's own objects.
+    assert frozen > 1000
+    assert gc.get_freeze_count() == 0
+
+
+def test_an_unrelated_run_freezes_nothing(pytester: pytest.Pytester) -> None:
+    assert _frozen_during(pytester) == 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_objects_frozen_by_someone_else_are_left_to_them(pytester: pytest.Pytester) -> None:
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        # Frozen objects freed meanwhile leave the count; the run adds none (it would add
+        # thousands, as above) and unfreezes none.
+        assert _frozen_during(pytester, "--budget-seed=7") <= before
+        assert 0 < gc.get_freeze_count() <= before
+    finally:
+        gc.unfreeze()
