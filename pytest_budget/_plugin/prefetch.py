@@ -17,20 +17,28 @@ from typing import Any
 
 import pytest
 
-__all__ = ["FINISH_MODULES", "prefetch"]
+__all__ = ["SHARED_FINISH_MODULES", "finish_modules", "prefetch"]
 
-#: What a controller's session finish imports (reporter.py, the registry's lazy tables).
-FINISH_MODULES = (
+#: What a controller's session finish imports for every run (reporter.py); the suites'
+#: summary tables come from the registry (:func:`finish_modules`).
+SHARED_FINISH_MODULES = (
     "numpy",
     "pytest_budget._stats.run_gate",
     "pytest_budget._stats.sequential",
-    "pytest_budget.triage._summary",
-    "pytest_budget.awareness._summary",
-    "pytest_budget.planning._summary",
     "pytest_budget.report._frontier",
     "pytest_budget.report._text_table",
 )
 _THREAD = pytest.StashKey[threading.Thread]()
+
+
+def finish_modules() -> tuple[str, ...]:
+    """:data:`SHARED_FINISH_MODULES`, then the module of every registered cell kind's lazy
+    terminal table (``lazy("package.module:name")`` keeps its target as the qualname)."""
+    from pytest_budget._core.registry import cell_kinds
+
+    targets = (getattr(kind.table, "__qualname__", "") for kind in cell_kinds().values())
+    tables = dict.fromkeys(t.partition(":")[0] for t in targets if ":" in t)
+    return SHARED_FINISH_MODULES + tuple(tables)
 
 
 def prefetch(modules: Iterable[str]) -> threading.Thread:
@@ -53,7 +61,7 @@ def prefetch(modules: Iterable[str]) -> threading.Thread:
 def pytest_testnodedown(node: Any, error: Any) -> None:
     config = node.config
     if _THREAD not in config.stash:
-        config.stash[_THREAD] = prefetch(FINISH_MODULES)
+        config.stash[_THREAD] = prefetch(finish_modules())
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
