@@ -7,6 +7,7 @@
 #   sh benchmarks/bench_main_job.sh VENV            # pytest --budget-suite=all -q
 #   sh benchmarks/bench_main_job.sh VENV dry-run    # ... --budget-agent=openai/gpt-4o-mini --budget-dry-run
 #   sh benchmarks/bench_main_job.sh VENV 600        # ... --budget-query-count=600 (planning)
+#   sh benchmarks/bench_main_job.sh VENV main-n2    # the first run with -n 2
 #   sh benchmarks/bench_main_job.sh VENV warm       # a rerun: same folder, rollout cache kept
 #   sh benchmarks/bench_main_job.sh VENV warm-n2    # the same with -n 2
 # The warm modes run in one folder per venv and mode under /tmp (made, and the cache filled,
@@ -15,15 +16,16 @@
 # whose rewritten bytecode it caches unless PYTHONDONTWRITEBYTECODE is set (set on the
 # machine these figures were taken on; `env -u PYTHONDONTWRITEBYTECODE` for the other case).
 set -e
-venv="${1:?usage: bench_main_job.sh VENV [main|dry-run|600]}"
+venv="${1:?usage: bench_main_job.sh VENV [main|main-n2|dry-run|600|warm|warm-n2]}"
 mode="${2:-main}"
 case "$mode" in
   main) extra="" ;;
   dry-run) extra="--budget-agent=openai/gpt-4o-mini --budget-dry-run" ;;
   600) extra="--budget-query-count=600" ;;
+  main-n2) extra="-n 2" ;;
   warm) extra="" ;;
   warm-n2) extra="-n 2" ;;
-  *) echo "unknown mode $mode (main, dry-run, 600, warm or warm-n2)" >&2; exit 2 ;;
+  *) echo "unknown mode $mode (main, main-n2, dry-run, 600, warm or warm-n2)" >&2; exit 2 ;;
 esac
 case "$mode" in
   warm*)
