@@ -50,3 +50,42 @@ def test_objects_frozen_by_someone_else_are_left_to_them(pytester: pytest.Pytest
         assert 0 < gc.get_freeze_count() <= before
     finally:
         gc.unfreeze()
+
+
+_AT_EXIT = """
+import atexit, gc, os
+
+def _report():
+    with open(os.environ["FREEZE_LOG"], "a") as log:
+        log.write(f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')} {gc.get_freeze_count()}\\n")
+
+atexit.register(_report)
+"""
+
+
+def _frozen_at_exit(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> dict[str, int]:
+    log = pytester.path / "freeze.log"
+    monkeypatch.setenv("FREEZE_LOG", str(log))
+    pytester.makeconftest(_AT_EXIT)
+    pytester.makepyfile(test_probe="def test_probe():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=1)
+    return {name: int(count) for name, count in (x.split() for x in log.read_text().splitlines())}
+
+
+def test_a_process_that_ends_with_the_run_exits_frozen(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pytest command and each xdist worker keep what is alive frozen to their exit, so
+    # the interpreter's closing collection walks nothing (the in-process runs above unfreeze).
+    counts = _frozen_at_exit(pytester, monkeypatch, "--budget-seed=7", "-n", "1")
+    assert sorted(counts) == ["gw0", "main"]
+    assert all(count > 1000 for count in counts.values()), counts
+
+
+def test_an_unrelated_command_exits_unfrozen(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _frozen_at_exit(pytester, monkeypatch) == {"main": 0}

@@ -4,14 +4,26 @@ After collection, the modules, fixtures and test items stay alive to the end, ye
 collection CPython starts walks all of them again: about 0.4 s of the main job (seven full
 collections and pytest's closing ``gc.collect``).  ``gc.freeze`` moves what is alive at
 collection's end out of the collector's sight; objects made later are collected as usual.
-At unconfigure (last, after pytest's own closing collection) they are handed back, so a run
-inside a longer-lived process (pytester, an IDE) leaks nothing.  Objects someone else froze
-already (an outer run) are left to them: this run then freezes nothing.
+
+The run's end is settled in a cleanup registered when the run engages at its start (before
+pytest's unraisable-exception plugin configures), so it runs last, after pytest's closing
+collections (one at unconfigure, one in that plugin's cleanup):
+
+* a process that ends with the run (the ``pytest`` command, an xdist worker) freezes
+  everything still alive: the interpreter's own closing collection then walks nothing, where
+  it took ~0.3-0.4 s of CPU per process (each xdist worker's exit is on a ``-n`` run's
+  critical path: the controller waits for it); the operating system takes the memory back;
+* a run inside a longer-lived process (pytester, an IDE) hands back what it froze, so it
+  leaks nothing.  Objects someone else froze already (an outer run) are left to them: this
+  run then freezes nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import sys
+from typing import Any
 
 import pytest
 
@@ -19,6 +31,10 @@ __all__ = ["FROZEN_KEY"]
 
 #: Set on the config while this run keeps objects frozen.
 FROZEN_KEY = pytest.StashKey[bool]()
+#: The functions of ``_pytest.config`` through which the ``pytest`` command runs.
+_CONSOLE_ENTRIES = frozenset({"console_main", "_console_main"})
+#: ``pytest.main`` (and, from pytest 9.1, the ``_main`` both entries call).
+_MAINS = frozenset({"main", "_main"})
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -27,8 +43,31 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.stash[FROZEN_KEY] = True
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if config.stash.get(FROZEN_KEY, False):
+def pytest_configure(config: pytest.Config) -> None:
+    config.add_cleanup(functools.partial(_settle, config))
+
+
+def _settle(config: pytest.Config) -> None:
+    if _process_ends_with_run(config):
+        gc.freeze()
+    elif config.stash.get(FROZEN_KEY, False):
         config.stash[FROZEN_KEY] = False
         gc.unfreeze()
+
+
+def _process_ends_with_run(config: pytest.Config) -> bool:
+    """An xdist worker (started for this run) or the ``pytest`` command: the run's
+    ``pytest.main`` was called by pytest's console entry (``console_main``, ``_console_main``
+    from pytest 9.1), not by other code (pytester, an IDE, a run inside a test)."""
+    if hasattr(config, "workerinput"):
+        return True
+    frame = sys._getframe(1)
+    while frame is not None and not _pytest_function(frame, _MAINS):
+        frame = frame.f_back  # type: ignore[assignment]
+    while frame is not None and _pytest_function(frame, _MAINS):
+        frame = frame.f_back  # type: ignore[assignment]  # pytest 9.1+: main calls _main
+    return frame is not None and _pytest_function(frame, _CONSOLE_ENTRIES)
+
+
+def _pytest_function(frame: Any, names: frozenset[str]) -> bool:
+    return frame.f_code.co_name in names and frame.f_globals.get("__name__") == "_pytest.config"
