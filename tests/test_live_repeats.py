@@ -1,7 +1,8 @@
 """Repeats of a model agent are repeats, live and replayed (issue 30, must-have 7).
 
-Real pytest runs (in-process, a subprocess under xdist) against :class:`tests.model_server.ModelServer`, whose
-estimator answer changes with every call (a model sampling at temperature > 0): each
+Real pytest runs (in-process; a subprocess under xdist) against
+:class:`tests.model_server.ModelServer`, whose estimator answer changes with every call (a
+model sampling at temperature > 0): each
 ``--budget-repeat`` calls the model, is recorded apart, and replays offline as the answers
 it got; a cache recorded before repeats were keyed still replays the first repeat.
 """
