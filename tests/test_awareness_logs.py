@@ -30,6 +30,7 @@ from pytest_budget.awareness._replay.subsample import (
     cell_probes,
     subsample_probes,
 )
+from tests import inprocess
 
 DATA = Path(__file__).parent / "data" / "logs"
 SOKOBAN = DATA / "sokoban_api_eval_estimation_dialogues.json"
@@ -39,7 +40,6 @@ REPORT = DATA / "openai__gpt-5.2.gpt52_instant.json"
 EXAMPLE_TRAJ = Path(__file__).parents[1] / "docs" / "examples" / "mini_swe_agent_example.traj.json"
 
 pytest_plugins = ["pytester"]
-
 
 # ----------------------------------------------------------------------- BAGEN dialogues
 
@@ -172,8 +172,9 @@ def test_bad_logged_estimates(tmp_path: Path) -> None:
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "--budget-suite=awareness", "-p", "no:cacheprovider", "-p", "no:randomly",
+    """A run in this process (tests/inprocess.py)."""
+    return inprocess.run(
+        pytester, "--budget-suite=awareness", "-p", "no:cacheprovider", "-p", "no:randomly",
         "--budget-gate=off", *args,
     )  # fmt: skip
 

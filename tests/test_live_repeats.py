@@ -1,7 +1,8 @@
 """Repeats of a model agent are repeats, live and replayed (issue 30, must-have 7).
 
-A real pytest run in a subprocess against :class:`tests.model_server.ModelServer`, whose
-estimator answer changes with every call (a model sampling at temperature > 0): each
+Real pytest runs (in-process; a subprocess under xdist) against
+:class:`tests.model_server.ModelServer`, whose estimator answer changes with every call (a
+model sampling at temperature > 0): each
 ``--budget-repeat`` calls the model, is recorded apart, and replays offline as the answers
 it got; a cache recorded before repeats were keyed still replays the first repeat.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests import inprocess
 from tests.model_server import ESTIMATOR_MARK, ModelServer, role_answer
 
 # The estimator is the model; the actor is the reference one (its rollouts cost nothing).
@@ -40,11 +42,16 @@ class Sampler:
 
 
 def _run(pytester: pytest.Pytester, url: str, repeat: int, *extra: str) -> Any:
-    return pytester.runpytest_subprocess(
+    """A run in-process (tests/inprocess.py), but a subprocess under ``-n`` (xdist's
+    controller is best kept out of this process)."""
+    args = (
         "--budget-suite=awareness", "--budget-env=sokoban-6x6", "--budget-rollout-count=4",
         "--budget-agent=openai:m", f"--budget-base-url={url}", f"--budget-repeat={repeat}",
         "--budget-gate=off", "-p", "no:cacheprovider", *extra,
     )  # fmt: skip
+    if "-n" in args:
+        return pytester.runpytest_subprocess(*args)
+    return inprocess.run(pytester, *args)
 
 
 @pytest.fixture(autouse=True)

@@ -126,7 +126,7 @@ def test_a_run_against_a_dead_endpoint_stops_with_one_line(
         result = pytester.runpytest_subprocess(
             "--budget-suite=awareness", write_chat_file(pytester.path, 4, failed=()),
             "--budget-agent=openai:m",
-            f"--budget-base-url={server.url}", "--budget-model-timeout=1", "--budget-gate=off",
+            f"--budget-base-url={server.url}", "--budget-model-timeout=0.3", "--budget-gate=off",
             "--budget-report=r.json", "-p", "no:cacheprovider", timeout=120,
         )  # fmt: skip
         elapsed = time.monotonic() - started
@@ -134,4 +134,4 @@ def test_a_run_against_a_dead_endpoint_stops_with_one_line(
     stop = f"budget: endpoint {server.url}/chat/completions is failing"
     assert sum(stop in line for line in output.splitlines()) == 1, output
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    assert elapsed < 60  # 8 probes x 6 attempts x 1 s, plus backoff, without the stop
+    assert elapsed < 60  # 8 probes x 6 attempts x 0.3 s, plus backoff, without the stop

@@ -8,14 +8,20 @@ from typing import Any
 import pytest
 
 from pytest_budget.planning._queries import dump_queries, generate_queries
+from tests import inprocess
 
 SMALL = ["--budget-task=dining", "--budget-query-count=4", "--budget-scenario=static@1"]
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "--budget-suite=planning", "-p", "no:cacheprovider", "-p", "no:randomly", *args
-    )
+def run(pytester: pytest.Pytester, *args: str, gate_fails: bool = False) -> pytest.RunResult:
+    """A planning run: in-process (tests/inprocess.py), but a subprocess under ``-n`` (its
+    workers are processes anyway, and xdist's controller is best kept out of this one) and
+    where the snapshot gate fails a cell (``gate_fails``): its message comes from pytest's
+    assertion rewriting, which in-process runs turn off."""
+    args = ("--budget-suite=planning", "-p", "no:cacheprovider", "-p", "no:randomly", *args)
+    if "-n" in args or gate_fails:
+        return pytester.runpytest_subprocess(*args)
+    return inprocess.run(pytester, *args)
 
 
 def report_of(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
@@ -126,7 +132,7 @@ def test_snapshot_gate_catches_a_worse_agent(
     stored = pytester.path / "__budget_snapshots__" / "planning" / "dining-static-L1-user.json"
     assert json.loads(stored.read_text())["scores"]["emr"] == 1.0
     monkeypatch.delenv("GOOD")
-    worse = run(pytester, *SMALL)
+    worse = run(pytester, *SMALL, gate_fails=True)
     worse.assert_outcomes(failed=1)
     # The planning default gate pairs queries, but 3 changed queries can never reach its
     # level (p >= 1/8), so it compares intervals (the stored oracle's is [1, 1]), said so.
@@ -135,7 +141,7 @@ def test_snapshot_gate_catches_a_worse_agent(
          "[[]1, 1[]]*; only 3 of 4 queries changed, too few for the paired test, so compared "
          "by the interval overlap rule*"]
     )  # fmt: skip
-    tolerance = run(pytester, *SMALL, "--budget-gate=tolerance")
+    tolerance = run(pytester, *SMALL, "--budget-gate=tolerance", gate_fails=True)
     tolerance.assert_outcomes(failed=1)
     tolerance.stdout.fnmatch_lines(["*emr regressed: stored 1, new *, tolerance 0.05*"])
 
@@ -167,7 +173,7 @@ def test_paired_gate_catches_a_worse_agent_on_the_same_queries(
     same.stdout.fnmatch_lines(["budget gate: planning paired"])
     assert report_of(pytester, "r.json")["options"]["gates"] == {"planning": "paired"}
     monkeypatch.delenv("GOOD")
-    worse = run(pytester, *PAIRED)
+    worse = run(pytester, *PAIRED, gate_fails=True)
     worse.assert_outcomes(failed=1)
     # The greedy misses the optimum on 14 of the 16 queries: only the observed one of the
     # 2**14 sign patterns is as bad, p = 2**-14; one cell of five gated metrics: the level
@@ -199,7 +205,7 @@ def test_a_baseline_without_per_query_values_falls_back_to_overlap(
          "interval overlap instead; re-record with: *--snapshot-update*"]
     )  # fmt: skip
     monkeypatch.delenv("GOOD")
-    worse = run(pytester, *PAIRED)
+    worse = run(pytester, *PAIRED, gate_fails=True)
     worse.assert_outcomes(failed=1)
     worse.stdout.fnmatch_lines(
         ["*emr regressed: new 0.125 with 95% interval * entirely below the stored 1 with "
@@ -247,7 +253,7 @@ def test_default_planning_gate_reads_the_noise_of_both_runs(
             break
     assert moved is not None
     result.assert_outcomes(passed=1)
-    run(pytester, *args, "--budget-gate=tolerance").assert_outcomes(failed=1)
+    run(pytester, *args, "--budget-gate=tolerance", gate_fails=True).assert_outcomes(failed=1)
 
 
 def test_user_query_file_replaces_generated_queries(pytester: pytest.Pytester) -> None:

@@ -1,5 +1,8 @@
 """A crashed or incomplete cell is never lost and never silently different (issue 20 item
-2), and per-item lists in a cell are bounded (item 6)."""
+2), and per-item lists in a cell are bounded (item 6).
+
+Runs that patch a plugin module in their conftest stay subprocesses (the patch would outlive
+an in-process run); the others run in-process (tests/inprocess.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import jsonschema
 import pytest
 
 from pytest_budget._run.crashed import LIST_LIMIT, bound_cell
+from tests import inprocess
 from tests.chat_logs import write_chat_file
 from tests.model_server import Fault, ModelServer
 
@@ -119,7 +123,8 @@ def test_calls_failing_after_retries_make_the_cell_incomplete(
     with ModelServer(answer=_estimator) as server:
         server.fail(Fault.http(500), Fault.http(500))  # two probes lost (no retries)
         args = ["--budget-allow-partial"] if allow else []
-        result = pytester.runpytest_subprocess(
+        result = inprocess.run(
+            pytester,
             "--budget-suite=awareness", write_chat_file(pytester.path), "--budget-agent=openai:m",
             f"--budget-base-url={server.url}", "--budget-retries=0", "--budget-gate=off",
             "--budget-report=r.json", "--budget-concurrency=1", "-p", "no:cacheprovider",
@@ -165,7 +170,8 @@ def _run_a_plan_of(pytester: pytest.Pytester, entries: int) -> pytest.RunResult:
             return plan
         """
     )
-    result = pytester.runpytest_subprocess(
+    result = inprocess.run(
+        pytester,
         "-p", "no:cacheprovider", "--budget-gate=off", "--budget-suite=triage",
         "--budget-pool-size=6", "--budget-alpha=0.5", "--budget-unsolvable=0",
         "--budget-report=r.json",
