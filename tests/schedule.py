@@ -29,7 +29,7 @@ SLOW: dict[str, float] = {
     # s13: one cold -n 2 run and two warm reruns (plain, -n 2) instead of six runs (was 47 + 40).
     "tests/test_newcomer_runs.py::test_readme_main_command_passes_cold_under_n2_then_warm": 32,
     "tests/test_html_browser.py": 35,
-    "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/forecast-and-cap": 33,
+    "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/forecast-and-cap": 26,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/run-on-many-mac": 32,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/gate-ci.md]": 31,
     "tests/test_html_samples.py::test_saved_run_and_merged_shards": 27,
