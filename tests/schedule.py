@@ -23,13 +23,13 @@ from typing import Any
 #: ``--durations``; the middle of the figures given where runs differed; a module-scoped
 #: run counted in its file's weight), then session 9's figures for the next ones.
 SLOW: dict[str, float] = {
-    "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/read-the-html-re": 81,
+    # s13: its first run is one suite's, not all (README.md runs the all + HTML command).
+    "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/read-the-html-re": 36,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[README.md]": 57,
-    "tests/test_newcomer_runs.py::test_readme_main_command_passes_three_times_in_one_direc"
-    "tory[plain]": 47,
-    "tests/test_newcomer_runs.py::test_readme_main_command_passes_three_times_in_one_direc": 40,
+    # s13: one cold -n 2 run and two warm reruns (plain, -n 2) instead of six runs (was 47 + 40).
+    "tests/test_newcomer_runs.py::test_readme_main_command_passes_cold_under_n2_then_warm": 32,
     "tests/test_html_browser.py": 35,
-    "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/forecast-and-cap": 33,
+    "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/forecast-and-cap": 26,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/run-on-many-mac": 32,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/gate-ci.md]": 31,
     "tests/test_html_samples.py::test_saved_run_and_merged_shards": 27,
