@@ -52,6 +52,7 @@ __all__ = [
     "resample_indices",
     "validate_level",
     "weighted_percentile",
+    "weighted_percentiles",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -210,32 +211,55 @@ def weighted_percentile(values: npt.ArrayLike, weights: npt.ArrayLike, q: float)
     Linear interpolation between order statistics, as numpy's default; ``NaN`` for a row
     whose weights are all 0.  Cost is O(rows * m) after one sort of ``values``.
     """
+    return weighted_percentiles(values, weights, (q,))[0]
+
+
+def weighted_percentiles(
+    values: npt.ArrayLike, weights: npt.ArrayLike, qs: Sequence[float], *, ordered: bool = False
+) -> list[FloatArray]:
+    """:func:`weighted_percentile` at each of ``qs``, sharing the sort and the cumulative
+    weights.  ``ordered``: ``values`` are already sorted (ascending, NaN last), the columns
+    of ``weights`` with them."""
     x = np.asarray(values, dtype=np.float64)
     w = np.asarray(weights, dtype=np.int64)
     if w.ndim != 2 or w.shape[1] != x.size:
         raise ValueError("weights must have shape (rows, len(values))")
     rows = w.shape[0]
     if x.size == 0:
-        return np.full(rows, np.nan)
-    order = np.argsort(x, kind="stable")
-    x = x[order]
-    cum = np.cumsum(w[:, order], axis=1)
+        return [np.full(rows, np.nan) for _ in qs]
+    if not ordered:
+        order = np.argsort(x, kind="stable")
+        x, w = x[order], w[:, order]
+    cum = np.cumsum(w, axis=1)
     total = cum[:, -1]
-    # Position h of the q-th percentile among total values (0-based), as numpy computes it.
-    h = (np.maximum(total, 1) - 1).astype(np.float64) * (q / 100.0)
-    below = np.floor(h).astype(np.int64)
-    frac = h - below
-    above = np.minimum(below + 1, np.maximum(total - 1, 0))
-    # The j-th order statistic is the first sorted value whose cumulative weight exceeds j.
-    lower = x[np.minimum((cum <= below[:, None]).sum(axis=1), x.size - 1)]
-    upper = x[np.minimum((cum <= above[:, None]).sum(axis=1), x.size - 1)]
-    with np.errstate(invalid="ignore"):
-        # numpy's own lerp form: exact at both ends, monotone in between.
-        result = np.where(
-            frac >= 0.5, upper - (upper - lower) * (1 - frac), lower + (upper - lower) * frac
-        )
-    result = np.where(lower == upper, lower, result)
-    out: FloatArray = np.where(total > 0, result, np.nan)
+    # The j-th order statistic is the first sorted value whose cumulative weight exceeds j:
+    # its index is the count of cumulative weights <= j, found per row by binary search
+    # (rows shifted apart so one search over the flattened rows serves them all).
+    shift = np.arange(rows, dtype=np.int64) * (int(total.max()) + 1)
+    flat = (cum + shift[:, None]).ravel()
+    start = np.arange(rows, dtype=np.int64) * x.size
+    last = x.size - 1
+
+    def statistic(j: IntArray) -> FloatArray:
+        at = np.searchsorted(flat, j + shift, side="right") - start
+        found: FloatArray = x[np.minimum(at, last)]
+        return found
+
+    out = []
+    for q in qs:
+        # Position h of the q-th percentile among total values (0-based), as numpy computes it.
+        h = (np.maximum(total, 1) - 1).astype(np.float64) * (q / 100.0)
+        below = np.floor(h).astype(np.int64)
+        frac = h - below
+        above = np.minimum(below + 1, np.maximum(total - 1, 0))
+        lower, upper = statistic(below), statistic(above)
+        with np.errstate(invalid="ignore"):
+            # numpy's own lerp form: exact at both ends, monotone in between.
+            result = np.where(
+                frac >= 0.5, upper - (upper - lower) * (1 - frac), lower + (upper - lower) * frac
+            )
+        result = np.where(lower == upper, lower, result)
+        out.append(np.where(total > 0, result, np.nan))
     return out
 
 
