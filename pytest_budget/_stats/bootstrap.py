@@ -28,6 +28,7 @@ import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ __all__ = [
     "percentile_interval",
     "percentile_intervals",
     "recompute_by_expansion",
+    "resample_draws",
     "resample_indices",
     "validate_level",
     "weighted_percentile",
@@ -101,6 +103,20 @@ def counts_from_indices(indices: IntArray, n_units: int) -> IntArray:
     flat = (indices + n_units * np.arange(rows, dtype=np.int64)[:, None]).ravel()
     counts: IntArray = np.bincount(flat, minlength=rows * n_units).reshape(rows, n_units)
     return counts
+
+
+@lru_cache(maxsize=4)
+def resample_draws(n_units: int, resamples: int, seed: int) -> tuple[IntArray, IntArray]:
+    """:func:`resample_indices` and their :func:`counts_from_indices`, read-only.
+
+    Every agent of a cell draws the same resamples (the seed comes from the cell id) and
+    the agents of a cell run one after another, so the last few draws are remembered.
+    """
+    indices = resample_indices(n_units, resamples, seed)
+    counts = counts_from_indices(indices, n_units)
+    indices.setflags(write=False)
+    counts.setflags(write=False)
+    return indices, counts
 
 
 def percentile_interval(samples: npt.ArrayLike, level: float) -> list[float] | None:

@@ -18,8 +18,7 @@ from pytest_budget._stats.bootstrap import (
     CIMeta,
     ResampleMatrix,
     bootstrap_seed,
-    counts_from_indices,
-    resample_indices,
+    resample_draws,
 )
 from pytest_budget._stats.repeats import CellSummary, Consistency, summarize_cell
 from pytest_budget.planning._code_metrics import POOL_FIELDS, add_eval, evaluate_episode
@@ -167,8 +166,7 @@ def cell_summary(
     matrices: list[ResampleMatrix] | None = None
     meta: CIMeta | None = None
     if resamples > 0 and n > 0:
-        indices = resample_indices(n, resamples, bootstrap_seed(seed, "planning", cell_id))
-        counts = counts_from_indices(indices, n)
+        _, counts = resample_draws(n, resamples, bootstrap_seed(seed, "planning", cell_id))
         matrices = [resampled_scores(episodes, counts, reading) for episodes in per_run]
         meta = CIMeta(level, resamples, UNIT, n, repeats=len(outcomes))
     consistency = None

@@ -37,8 +37,7 @@ from pytest_budget._stats.bootstrap import (
     CIMeta,
     ResampleMatrix,
     bootstrap_seed,
-    counts_from_indices,
-    resample_indices,
+    resample_draws,
 )
 from pytest_budget._stats.repeats import CellSummary, Consistency, summarize_cell
 from pytest_budget.triage._evaluate import CellOutcome
@@ -454,8 +453,7 @@ def _cell_resamples(
     n: int, *, seed: int, suite: str, cell_id: str, resamples: int
 ) -> tuple[IntArray, IntArray, int]:
     """A cell's resamples (indices, counts) and the seed of its inner random orderings."""
-    indices = resample_indices(n, resamples, bootstrap_seed(seed, suite, cell_id))
-    counts = counts_from_indices(indices, n)
+    indices, counts = resample_draws(n, resamples, bootstrap_seed(seed, suite, cell_id))
     return indices, counts, bootstrap_seed(seed, suite, cell_id, "random-reference")
 
 
@@ -578,8 +576,8 @@ def resolve_cell_summary(
                 continue
             n = len(records)
             drawn_seed = bootstrap_seed(seed, "triage-resolve", cell_id)
-            indices = resample_indices(n, resamples, drawn_seed)
-            matrices.append(resampled_resolve_scores(records, counts_from_indices(indices, n)))
+            _, counts = resample_draws(n, resamples, drawn_seed)
+            matrices.append(resampled_resolve_scores(records, counts))
         meta = CIMeta(level, resamples, "planned item", sizes[0], repeats=len(runs))
     consistency = None
     if len(runs) > 1:

@@ -25,8 +25,7 @@ from pytest_budget._stats.bootstrap import (
     CIMeta,
     ResampleMatrix,
     bootstrap_seed,
-    counts_from_indices,
-    resample_indices,
+    resample_draws,
     weighted_percentiles,
 )
 from pytest_budget._stats.repeats import CellSummary, Consistency, summarize_cell
@@ -384,8 +383,7 @@ def cell_summary(
     meta: CIMeta | None = None
     if resamples > 0 and units:
         drawn_seed = bootstrap_seed(seed, "awareness", cell_id)
-        indices = resample_indices(len(units), resamples, drawn_seed)
-        counts = counts_from_indices(indices, len(units))
+        _, counts = resample_draws(len(units), resamples, drawn_seed)
         dimensions = tuple(first[0].probe.budget)
         matrices = [
             resampled_scores(outcome.results, dimensions, counts, units, tables=outcome.tables)
