@@ -52,6 +52,7 @@ __all__ = [
     "recompute_by_expansion",
     "resample_draws",
     "resample_indices",
+    "unit_weighted_percentiles",
     "validate_level",
     "weighted_percentile",
     "weighted_percentiles",
@@ -231,11 +232,10 @@ def weighted_percentile(values: npt.ArrayLike, weights: npt.ArrayLike, q: float)
 
 
 def weighted_percentiles(
-    values: npt.ArrayLike, weights: npt.ArrayLike, qs: Sequence[float], *, ordered: bool = False
+    values: npt.ArrayLike, weights: npt.ArrayLike, qs: Sequence[float]
 ) -> list[FloatArray]:
     """:func:`weighted_percentile` at each of ``qs``, sharing the sort and the cumulative
-    weights.  ``ordered``: ``values`` are already sorted (ascending, NaN last), the columns
-    of ``weights`` with them."""
+    weights."""
     x = np.asarray(values, dtype=np.float64)
     w = np.asarray(weights, dtype=np.int64)
     if w.ndim != 2 or w.shape[1] != x.size:
@@ -243,9 +243,8 @@ def weighted_percentiles(
     rows = w.shape[0]
     if x.size == 0:
         return [np.full(rows, np.nan) for _ in qs]
-    if not ordered:
-        order = np.argsort(x, kind="stable")
-        x, w = x[order], w[:, order]
+    order = np.argsort(x, kind="stable")
+    x, w = x[order], w[:, order]
     cum = np.cumsum(w, axis=1)
     total = cum[:, -1]
     # The j-th order statistic is the first sorted value whose cumulative weight exceeds j:
@@ -254,28 +253,76 @@ def weighted_percentiles(
     shift = np.arange(rows, dtype=np.int64) * (int(total.max()) + 1)
     flat = (cum + shift[:, None]).ravel()
     start = np.arange(rows, dtype=np.int64) * x.size
-    last = x.size - 1
 
-    def statistic(j: IntArray) -> FloatArray:
-        at = np.searchsorted(flat, j + shift, side="right") - start
-        found: FloatArray = x[np.minimum(at, last)]
+    def index(j: IntArray) -> IntArray:
+        found: IntArray = np.searchsorted(flat, j + shift, side="right") - start
         return found
 
-    out = []
-    for q in qs:
-        # Position h of the q-th percentile among total values (0-based), as numpy computes it.
-        h = (np.maximum(total, 1) - 1).astype(np.float64) * (q / 100.0)
-        below = np.floor(h).astype(np.int64)
-        frac = h - below
-        above = np.minimum(below + 1, np.maximum(total - 1, 0))
-        lower, upper = statistic(below), statistic(above)
-        with np.errstate(invalid="ignore"):
-            # numpy's own lerp form: exact at both ends, monotone in between.
-            result = np.where(
-                frac >= 0.5, upper - (upper - lower) * (1 - frac), lower + (upper - lower) * frac
-            )
-        result = np.where(lower == upper, lower, result)
-        out.append(np.where(total > 0, result, np.nan))
+    return [_interpolated(x, total, q, index) for q in qs]
+
+
+def unit_weighted_percentiles(
+    values: npt.ArrayLike, unit: npt.ArrayLike, counts: npt.ArrayLike, qs: Sequence[float]
+) -> list[FloatArray]:
+    """:func:`weighted_percentiles` of ``values`` weighted ``counts[:, unit]``: each value
+    belongs to one unit (``unit``, shape ``(m,)``) and counts as often as its unit was
+    drawn (``counts``, rows x units), without building the rows x m weights.
+
+    The order statistics are found by a binary search per row over the sorted values, the
+    cumulative weight at a position being the row's counts times the number of values of
+    each unit up to it: O(rows * units * log m) instead of O(rows * m).
+    """
+    x = np.asarray(values, dtype=np.float64)
+    u = np.asarray(unit, dtype=np.int64)
+    c = np.asarray(counts, dtype=np.int64)
+    rows = c.shape[0]
+    if x.size == 0:
+        return [np.full(rows, np.nan) for _ in qs]
+    order = np.argsort(x, kind="stable")
+    x, u = x[order], u[order]
+    # prefix[k, v]: how many of the first k + 1 sorted values belong to unit v.
+    prefix = np.zeros((x.size, c.shape[1]), dtype=np.int64)
+    prefix[np.arange(x.size), u] = 1
+    np.cumsum(prefix, axis=0, out=prefix)
+    total = c @ prefix[-1]
+    steps = int(x.size).bit_length()
+
+    def index(j: IntArray) -> IntArray:
+        # The first position whose cumulative weight exceeds j (x.size when none does).
+        lo = np.zeros(rows, dtype=np.int64)
+        hi = np.full(rows, x.size, dtype=np.int64)
+        for _ in range(steps):
+            mid = (lo + hi) // 2
+            at = np.minimum(mid, x.size - 1)
+            above = np.einsum("ij,ij->i", c, prefix[at]) > j
+            open_ = lo < hi
+            hi = np.where(open_ & above, mid, hi)
+            lo = np.where(open_ & ~above, mid + 1, lo)
+        return lo
+
+    return [_interpolated(x, total, q, index) for q in qs]
+
+
+def _interpolated(
+    x: FloatArray, total: IntArray, q: float, index: Callable[[IntArray], IntArray]
+) -> FloatArray:
+    """The q-th percentile per row of ``total`` weighted sorted values ``x``, ``index(j)``
+    giving per row the position of the j-th order statistic (0-based)."""
+    # Position h of the q-th percentile among total values (0-based), as numpy computes it.
+    h = (np.maximum(total, 1) - 1).astype(np.float64) * (q / 100.0)
+    below = np.floor(h).astype(np.int64)
+    frac = h - below
+    above = np.minimum(below + 1, np.maximum(total - 1, 0))
+    last = x.size - 1
+    lower = x[np.minimum(index(below), last)]
+    upper = x[np.minimum(index(above), last)]
+    with np.errstate(invalid="ignore"):
+        # numpy's own lerp form: exact at both ends, monotone in between.
+        result = np.where(
+            frac >= 0.5, upper - (upper - lower) * (1 - frac), lower + (upper - lower) * frac
+        )
+    result = np.where(lower == upper, lower, result)
+    out: FloatArray = np.where(total > 0, result, np.nan)
     return out
 
 

@@ -26,6 +26,7 @@ from pytest_budget._stats.bootstrap import (
     ResampleMatrix,
     bootstrap_seed,
     resample_draws,
+    unit_weighted_percentiles,
     weighted_percentiles,
 )
 from pytest_budget._stats.repeats import CellSummary, Consistency, summarize_cell
@@ -62,7 +63,8 @@ def _meaned(bins: int) -> tuple[str, ...]:
     )  # fmt: skip
 
 
-#: Largest (resamples x probes) block held at once by the weighted percentiles.
+#: Largest (resamples x probes) block held at once by the weighted percentiles, and
+#: largest (probes x rollouts) table of the per-rollout search.
 _BLOCK = 4_000_000
 
 FloatArray = npt.NDArray[np.float64]
@@ -99,18 +101,16 @@ class _Weighted:
     def percentiles(
         self, values: FloatArray, mask: BoolArray, qs: Sequence[float]
     ) -> list[FloatArray]:
-        """Per resample, the ``qs`` percentiles of the masked values (one sort and one
-        cumulative count per block, shared by every ``q``)."""
+        """Per resample, the ``qs`` percentiles of the masked values."""
+        units, x = self.unit[mask], values[mask]
+        if x.size * self.n_units <= _BLOCK:
+            return unit_weighted_percentiles(x, units, self.drawn, qs)
+        # Too many probes x rollouts for the per-unit search's table: the weights of
+        # each probe, a block of resamples at a time.
         rows = self.counts.shape[0]
-        units = self.unit[mask]
-        x = values[mask]
-        if x.size == 0:
-            return [np.full(rows, np.nan) for _ in qs]
-        order = np.argsort(x, kind="stable")
-        x, units = x[order], units[order]
         step = max(1, _BLOCK // x.size)
         parts = [
-            weighted_percentiles(x, self.drawn[start : start + step][:, units], qs, ordered=True)
+            weighted_percentiles(x, self.drawn[start : start + step][:, units], qs)
             for start in range(0, rows, step)
         ]
         return [np.concatenate([part[i] for part in parts]) for i in range(len(qs))]
