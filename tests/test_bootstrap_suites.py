@@ -24,7 +24,8 @@ from pytest_budget.awareness._replay.answers import Impossible, Interval
 from pytest_budget.awareness._replay.probes import Probe
 from pytest_budget.awareness._scoring.intervals import probe_correct, rollout_units
 from pytest_budget.awareness._scoring.intervals import resampled_scores as awareness_resampled
-from pytest_budget.planning._evaluate import run_planning_cell
+from pytest_budget.planning._evaluate import PlanningOutcome, run_planning_cell
+from pytest_budget.planning._intervals import outcome_columns
 from pytest_budget.planning._intervals import resampled_scores as planning_resampled
 from pytest_budget.planning._metrics import score_episodes
 from pytest_budget.planning._queries import generate_queries
@@ -70,6 +71,14 @@ def test_planning_equals_scoring_the_resampled_episodes(scenario: tuple[str, int
     # All ones: the cell's own scores.
     ones = planning_resampled(episodes, np.ones((1, len(episodes)), dtype=np.int64))
     assert_same(score_episodes(episodes), ones, 0)
+    # The columns kept on an outcome give the same matrix, and follow its episode list.
+    kept = PlanningOutcome("both", {}, {}, episodes=episodes[:-1])
+    first = outcome_columns(kept)
+    assert outcome_columns(kept) is first and len(first["one"]) == len(episodes) - 1
+    kept.episodes.append(episodes[-1])
+    counts = counts_from_indices(indices, len(episodes))
+    again = planning_resampled(episodes, counts, columns=outcome_columns(kept))
+    assert all(np.array_equal(again[k], matrix[k], equal_nan=True) for k in matrix)
 
 
 # --------------------------------------------------------------------------- awareness
