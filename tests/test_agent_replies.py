@@ -14,7 +14,7 @@ import anyio
 import pytest
 from model_server import ModelServer
 
-from pytest_budget._core.replies import output_limit, reply_problem, safe_repr
+from pytest_budget._core.replies import _spelled_out_size, output_limit, reply_problem, safe_repr
 from pytest_budget._core.roles import AgentError, InvalidOutput, call_role, collect_agent_errors
 from pytest_budget._run.agent_names import (
     UnknownAgentError,
@@ -401,3 +401,15 @@ def test_a_model_reply_with_a_lone_surrogate_is_kept(tmp_path: Path) -> None:
         assert replayed == first
         assert model.runtime.stats.calls == 1 and model.runtime.stats.replayed == 1
     assert sys.getrecursionlimit() > 0
+
+
+def test_spelled_out_size_hand_worked() -> None:
+    # {"a": ["xy", 1]}: braces 2, key "a" 1 + 2 quotes, the list 2 brackets, "xy" 2 + 2,
+    # the number 4, a separator per item (3): 19.
+    assert _spelled_out_size({"a": ["xy", 1]}, 1000) == 19
+    cycle: list[Any] = []
+    cycle.append(cycle)  # the list 2, its one item 1 + the cut cycle 4
+    assert _spelled_out_size(cycle, 1000) == 7
+    shared = ["abcd"] * 3  # 2 + 3 x (1 + 6) = 23, counted at each of its 4 references
+    assert _spelled_out_size([shared] * 4, 1000) == 2 + 4 * (1 + 23)
+    assert _spelled_out_size([shared] * 4, 50) > 50  # stops past the limit

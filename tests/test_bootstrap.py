@@ -16,9 +16,12 @@ from pytest_budget._stats.bootstrap import (
     percentile_interval,
     percentile_intervals,
     recompute_by_expansion,
+    resample_draws,
     resample_indices,
+    unit_weighted_percentiles,
     validate_level,
     weighted_percentile,
+    weighted_percentiles,
 )
 from pytest_budget._stats.repeats import (
     Consistency,
@@ -112,6 +115,37 @@ def test_weighted_percentile_equals_numpy_on_the_expanded_data() -> None:
         for row in range(1, 60):
             expected = np.percentile(np.repeat(values, weights[row]), q)
             assert got[row] == pytest.approx(expected, abs=1e-12)
+
+
+def test_unit_weighted_percentiles_equal_numpy_and_the_per_value_weights() -> None:
+    """Values grouped in units, each counted as often as its unit was drawn: the per-unit
+    binary search, the per-value weights and numpy on the expanded data agree exactly."""
+    rng = np.random.default_rng(5)
+    for n_units, m in ((1, 1), (3, 40), (12, 7), (25, 300)):
+        values = rng.choice([-1.0, 0.0, 0.5, 2.0], size=m) + rng.integers(0, 2, size=m)
+        unit = rng.integers(0, n_units, size=m)
+        _, counts = resample_draws(n_units, 80, 11)
+        counts = np.vstack([np.zeros((1, n_units), dtype=np.int64), counts])  # row 0: nothing
+        qs = (0.0, 12.5, 50.0, 90.0, 100.0)
+        got = unit_weighted_percentiles(values, unit, counts, qs)
+        same = weighted_percentiles(values, counts[:, unit], qs)
+        for q, by_unit, by_value in zip(qs, got, same, strict=True):
+            assert np.array_equal(by_unit, by_value, equal_nan=True)
+            assert np.isnan(by_unit[0]) == (counts[0, unit].sum() == 0)
+            for row in range(1, counts.shape[0]):
+                weights = counts[row, unit]
+                if weights.sum():
+                    assert by_unit[row] == np.percentile(np.repeat(values, weights), q)
+    assert np.isnan(unit_weighted_percentiles([], [], np.ones((4, 2)), (50.0,))[0]).all()
+
+
+def test_resample_draws_are_the_seeded_draws_read_only() -> None:
+    indices, counts = resample_draws(9, 50, 1234)
+    assert np.array_equal(indices, resample_indices(9, 50, 1234))
+    assert np.array_equal(counts, counts_from_indices(resample_indices(9, 50, 1234), 9))
+    assert resample_draws(9, 50, 1234)[1] is counts  # remembered
+    with pytest.raises(ValueError, match="read-only"):
+        counts[0, 0] = 5
 
 
 def test_recompute_by_expansion_hand_worked() -> None:

@@ -24,7 +24,8 @@ from pytest_budget.awareness._replay.answers import Impossible, Interval
 from pytest_budget.awareness._replay.probes import Probe
 from pytest_budget.awareness._scoring.intervals import probe_correct, rollout_units
 from pytest_budget.awareness._scoring.intervals import resampled_scores as awareness_resampled
-from pytest_budget.planning._evaluate import run_planning_cell
+from pytest_budget.planning._evaluate import PlanningOutcome, run_planning_cell
+from pytest_budget.planning._intervals import outcome_columns
 from pytest_budget.planning._intervals import resampled_scores as planning_resampled
 from pytest_budget.planning._metrics import score_episodes
 from pytest_budget.planning._queries import generate_queries
@@ -32,6 +33,7 @@ from pytest_budget.planning._reference_agents import OracleToolAgent, RandomVali
 from pytest_budget.triage._evaluate import budget_for, score_plan
 from pytest_budget.triage._intervals import item_units, resampled_resolve_scores
 from pytest_budget.triage._intervals import resampled_scores as triage_resampled
+from pytest_budget.triage._random_orderings import random_values
 from pytest_budget.triage._resolve import summarize_records
 from pytest_budget.triage._scoring import random_reference
 from pytest_budget.triage._types import Baseline, Item, Plan, PlanEntry
@@ -69,6 +71,14 @@ def test_planning_equals_scoring_the_resampled_episodes(scenario: tuple[str, int
     # All ones: the cell's own scores.
     ones = planning_resampled(episodes, np.ones((1, len(episodes)), dtype=np.int64))
     assert_same(score_episodes(episodes), ones, 0)
+    # The columns kept on an outcome give the same matrix, and follow its episode list.
+    kept = PlanningOutcome("both", {}, {}, episodes=episodes[:-1])
+    first = outcome_columns(kept)
+    assert outcome_columns(kept) is first and len(first["one"]) == len(episodes) - 1
+    kept.episodes.append(episodes[-1])
+    counts = counts_from_indices(indices, len(episodes))
+    again = planning_resampled(episodes, counts, columns=outcome_columns(kept))
+    assert all(np.array_equal(again[k], matrix[k], equal_nan=True) for k in matrix)
 
 
 # --------------------------------------------------------------------------- awareness
@@ -235,6 +245,34 @@ def test_triage_random_reference_inside_the_bootstrap_is_unbiased() -> None:
             costs, solved, None, budget_for(costs, 0.5), seed=0, exact_limit=12
         ).mean
         assert matrix["v_random"][row] == pytest.approx(exact, abs=0.15)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.25], ids=["whole-values", "fractional-values"])
+def test_triage_random_values_run_each_ordering_of_each_resample(fraction: float) -> None:
+    # 20 items: the orderings are drawn; each resample's value is the mean over the same
+    # orderings of the value earned while the running cost fits, computed here one by one.
+    # Whole values take the position-by-position path, fractional ones the blockwise one.
+    rng = np.random.default_rng(8)
+    n, rows, orderings, seed = 20, 15, 30, 5
+    costs = rng.integers(1, 50, size=n)
+    earn = np.where(rng.random(n) < 0.6, rng.integers(1, 4, size=n) + fraction, 0.0)
+    indices = resample_indices(n, rows, seed=9)
+    counts = counts_from_indices(indices, n)
+    budget = (counts @ costs) // 2
+    got = random_values(indices, counts, costs, earn, budget, inner_samples=orderings, seed=seed)
+    perms = np.argsort(np.random.default_rng(seed).random((orderings, n)), axis=1, kind="stable")
+    for row in range(rows):
+        values = []
+        for perm in perms:
+            spent, earned = 0, 0.0
+            for position in perm:
+                spent += int(costs[indices[row, position]])
+                earned += float(earn[indices[row, position]]) if spent <= budget[row] else 0.0
+            values.append(earned)
+        if fraction == 0.0:
+            assert got[row] == np.mean(values)  # whole numbers: exact
+        else:
+            assert got[row] == pytest.approx(np.mean(values), rel=1e-12)
 
 
 def test_triage_shared_work_is_cached_per_pool_not_per_plan() -> None:

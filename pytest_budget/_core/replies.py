@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from itertools import chain
 from typing import Any
 
 from pytest_budget._core.registry import reply_rule
@@ -264,23 +265,29 @@ def _role_problem(role: str, value: object, limit: int) -> str | None:
     return _too_long(getattr(value, "text", None), limit) if rule.sized_text else None
 
 
+_TEXTS = (str, bytes, bytearray)
+_NESTED = (list, tuple, dict)
+
+
 def _spelled_out_size(value: object, limit: int) -> int:
     """About how many characters ``value`` takes written out as JSON, each reference
-    counted where it occurs (a cycle once); stops counting past ``limit``."""
+    counted where it occurs (a cycle once); stops counting past ``limit`` (the result is
+    then only known to be over it)."""
     size = 0
     # Depth-first, the containers on the current path in ``path`` (a cycle is cut where it
     # closes): a container's exit marker sits below its items on the stack, so it leaves
-    # the path once they are done.  One set for the walk, not one per container.
+    # the path once they are done.  One set for the walk, not one per container.  Leaves
+    # are counted where they are met: only containers go on the stack.
     path: set[int] = set()
     stack: list[tuple[object, bool]] = [(value, False)]
     while stack and size <= limit:
         node, leaving = stack.pop()
         if leaving:
             path.discard(id(node))
-        elif isinstance(node, str | bytes | bytearray):
+        elif isinstance(node, _TEXTS):
             size += len(node) + 2
         elif (
-            isinstance(node, list | tuple | dict)
+            isinstance(node, _NESTED)
             and id(node) not in path
             and len(path) < _SIZED_DEPTH  # deeper: every reader stops there (RecursionError)
         ):
@@ -289,12 +296,19 @@ def _spelled_out_size(value: object, limit: int) -> int:
             # A dict's keys and values, not its (key, value) pairs: a pair is a new
             # object whose id may be reused once freed.
             items = (
-                (x for pair in dict.items(node) for x in pair) if isinstance(node, dict) else node
+                chain.from_iterable(dict.items(node))
+                if type(node) is dict or isinstance(node, dict)
+                else node
             )
             size += 2
             for item in items:
-                stack.append((item, False))
-                size += 1
+                if isinstance(item, _TEXTS):
+                    size += len(item) + 3
+                elif isinstance(item, _NESTED):
+                    stack.append((item, False))
+                    size += 1
+                else:
+                    size += 5
                 if size > limit:
                     break
         else:

@@ -28,6 +28,7 @@ import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -49,9 +50,12 @@ __all__ = [
     "percentile_interval",
     "percentile_intervals",
     "recompute_by_expansion",
+    "resample_draws",
     "resample_indices",
+    "unit_weighted_percentiles",
     "validate_level",
     "weighted_percentile",
+    "weighted_percentiles",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -100,6 +104,20 @@ def counts_from_indices(indices: IntArray, n_units: int) -> IntArray:
     flat = (indices + n_units * np.arange(rows, dtype=np.int64)[:, None]).ravel()
     counts: IntArray = np.bincount(flat, minlength=rows * n_units).reshape(rows, n_units)
     return counts
+
+
+@lru_cache(maxsize=4)
+def resample_draws(n_units: int, resamples: int, seed: int) -> tuple[IntArray, IntArray]:
+    """:func:`resample_indices` and their :func:`counts_from_indices`, read-only.
+
+    Every agent of a cell draws the same resamples (the seed comes from the cell id) and
+    the agents of a cell run one after another, so the last few draws are remembered.
+    """
+    indices = resample_indices(n_units, resamples, seed)
+    counts = counts_from_indices(indices, n_units)
+    indices.setflags(write=False)
+    counts.setflags(write=False)
+    return indices, counts
 
 
 def percentile_interval(samples: npt.ArrayLike, level: float) -> list[float] | None:
@@ -210,25 +228,94 @@ def weighted_percentile(values: npt.ArrayLike, weights: npt.ArrayLike, q: float)
     Linear interpolation between order statistics, as numpy's default; ``NaN`` for a row
     whose weights are all 0.  Cost is O(rows * m) after one sort of ``values``.
     """
+    return weighted_percentiles(values, weights, (q,))[0]
+
+
+def weighted_percentiles(
+    values: npt.ArrayLike, weights: npt.ArrayLike, qs: Sequence[float]
+) -> list[FloatArray]:
+    """:func:`weighted_percentile` at each of ``qs``, sharing the sort and the cumulative
+    weights."""
     x = np.asarray(values, dtype=np.float64)
     w = np.asarray(weights, dtype=np.int64)
     if w.ndim != 2 or w.shape[1] != x.size:
         raise ValueError("weights must have shape (rows, len(values))")
     rows = w.shape[0]
     if x.size == 0:
-        return np.full(rows, np.nan)
+        return [np.full(rows, np.nan) for _ in qs]
     order = np.argsort(x, kind="stable")
-    x = x[order]
-    cum = np.cumsum(w[:, order], axis=1)
+    x, w = x[order], w[:, order]
+    cum = np.cumsum(w, axis=1)
     total = cum[:, -1]
+    # The j-th order statistic is the first sorted value whose cumulative weight exceeds j:
+    # its index is the count of cumulative weights <= j, found per row by binary search
+    # (rows shifted apart so one search over the flattened rows serves them all).
+    shift = np.arange(rows, dtype=np.int64) * (int(total.max()) + 1)
+    flat = (cum + shift[:, None]).ravel()
+    start = np.arange(rows, dtype=np.int64) * x.size
+
+    def index(j: IntArray) -> IntArray:
+        found: IntArray = np.searchsorted(flat, j + shift, side="right") - start
+        return found
+
+    return [_interpolated(x, total, q, index) for q in qs]
+
+
+def unit_weighted_percentiles(
+    values: npt.ArrayLike, unit: npt.ArrayLike, counts: npt.ArrayLike, qs: Sequence[float]
+) -> list[FloatArray]:
+    """:func:`weighted_percentiles` of ``values`` weighted ``counts[:, unit]``: each value
+    belongs to one unit (``unit``, shape ``(m,)``) and counts as often as its unit was
+    drawn (``counts``, rows x units), without building the rows x m weights.
+
+    The order statistics are found by a binary search per row over the sorted values, the
+    cumulative weight at a position being the row's counts times the number of values of
+    each unit up to it: O(rows * units * log m) instead of O(rows * m).
+    """
+    x = np.asarray(values, dtype=np.float64)
+    u = np.asarray(unit, dtype=np.int64)
+    c = np.asarray(counts, dtype=np.int64)
+    rows = c.shape[0]
+    if x.size == 0:
+        return [np.full(rows, np.nan) for _ in qs]
+    order = np.argsort(x, kind="stable")
+    x, u = x[order], u[order]
+    # prefix[k, v]: how many of the first k + 1 sorted values belong to unit v.
+    prefix = np.zeros((x.size, c.shape[1]), dtype=np.int64)
+    prefix[np.arange(x.size), u] = 1
+    np.cumsum(prefix, axis=0, out=prefix)
+    total = c @ prefix[-1]
+    steps = int(x.size).bit_length()
+
+    def index(j: IntArray) -> IntArray:
+        # The first position whose cumulative weight exceeds j (x.size when none does).
+        lo = np.zeros(rows, dtype=np.int64)
+        hi = np.full(rows, x.size, dtype=np.int64)
+        for _ in range(steps):
+            mid = (lo + hi) // 2
+            at = np.minimum(mid, x.size - 1)
+            above = np.einsum("ij,ij->i", c, prefix[at]) > j
+            open_ = lo < hi
+            hi = np.where(open_ & above, mid, hi)
+            lo = np.where(open_ & ~above, mid + 1, lo)
+        return lo
+
+    return [_interpolated(x, total, q, index) for q in qs]
+
+
+def _interpolated(
+    x: FloatArray, total: IntArray, q: float, index: Callable[[IntArray], IntArray]
+) -> FloatArray:
+    """The q-th percentile per row of ``total`` weighted sorted values ``x``, ``index(j)``
+    giving per row the position of the j-th order statistic (0-based)."""
     # Position h of the q-th percentile among total values (0-based), as numpy computes it.
     h = (np.maximum(total, 1) - 1).astype(np.float64) * (q / 100.0)
     below = np.floor(h).astype(np.int64)
     frac = h - below
     above = np.minimum(below + 1, np.maximum(total - 1, 0))
-    # The j-th order statistic is the first sorted value whose cumulative weight exceeds j.
-    lower = x[np.minimum((cum <= below[:, None]).sum(axis=1), x.size - 1)]
-    upper = x[np.minimum((cum <= above[:, None]).sum(axis=1), x.size - 1)]
+    last = x.size - 1
+    lower = x[np.minimum(index(below), last)]
+    upper = x[np.minimum(index(above), last)]
     with np.errstate(invalid="ignore"):
         # numpy's own lerp form: exact at both ends, monotone in between.
         result = np.where(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
@@ -38,6 +39,9 @@ class PlanningOutcome:
     first_error: str | None = None
     outcome: str = "ok"
     reason: str = ""
+    # The bootstrap's per-episode columns of ``episodes`` (``_intervals.outcome_columns``),
+    # built once for the intervals and the per-query snapshot.
+    columns: Any = field(default=None, repr=False, compare=False)
 
 
 async def run_planning_cell(

@@ -18,8 +18,7 @@ from pytest_budget._stats.bootstrap import (
     CIMeta,
     ResampleMatrix,
     bootstrap_seed,
-    counts_from_indices,
-    resample_indices,
+    resample_draws,
 )
 from pytest_budget._stats.repeats import CellSummary, Consistency, summarize_cell
 from pytest_budget.planning._code_metrics import POOL_FIELDS, add_eval, evaluate_episode
@@ -27,7 +26,14 @@ from pytest_budget.planning._episode_records import EpisodeRecord
 from pytest_budget.planning._evaluate import PlanningOutcome
 from pytest_budget.planning._metrics import COUNT_FIELDS, EXCLUSIONS, score_episode
 
-__all__ = ["SUCCESS", "UNIT", "cell_summary", "exact_matches", "resampled_scores"]
+__all__ = [
+    "SUCCESS",
+    "UNIT",
+    "cell_summary",
+    "exact_matches",
+    "outcome_columns",
+    "resampled_scores",
+]
 
 #: The resampling unit named in a planning cell's ``ci_meta``.
 UNIT = "query"
@@ -81,6 +87,19 @@ def _columns(episodes: Sequence[EpisodeRecord]) -> dict[str, npt.NDArray[np.floa
     return {name: np.asarray(values, dtype=np.float64) for name, values in cols.items()}
 
 
+def outcome_columns(outcome: PlanningOutcome) -> dict[str, npt.NDArray[np.float64]]:
+    """:func:`_columns` of the outcome's episodes, kept on the outcome (while its episode
+    list is the same list of the same length) for the intervals and the per-query parts."""
+    episodes = outcome.episodes
+    kept = outcome.columns
+    if kept is not None and kept[0] is episodes and kept[1] == len(episodes):
+        columns: dict[str, npt.NDArray[np.float64]] = kept[2]
+        return columns
+    columns = _columns(episodes)
+    outcome.columns = (episodes, len(episodes), columns)
+    return columns
+
+
 def _ratio(num: npt.NDArray[np.float64], den: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     with np.errstate(invalid="ignore", divide="ignore"):
         out: npt.NDArray[np.float64] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
@@ -88,16 +107,20 @@ def _ratio(num: npt.NDArray[np.float64], den: npt.NDArray[np.float64]) -> npt.ND
 
 
 def resampled_scores(
-    episodes: Sequence[EpisodeRecord], counts: npt.NDArray[np.int64], reading: str = "code"
+    episodes: Sequence[EpisodeRecord],
+    counts: npt.NDArray[np.int64],
+    reading: str = "code",
+    *,
+    columns: dict[str, npt.NDArray[np.float64]] | None = None,
 ) -> ResampleMatrix:
     """Every key of ``score_episodes(..., reading=reading)`` for each row of ``counts``
-    (resamples x episodes).
+    (resamples x episodes).  ``columns``: ``_columns(episodes)`` when already built.
 
     Undefined aggregates (no eligible episode in the resample) are ``NaN``.
     """
     if counts.shape[1] != len(episodes):
         raise ValueError(f"counts has {counts.shape[1]} columns for {len(episodes)} episodes")
-    cols = _columns(episodes)
+    cols = _columns(episodes) if columns is None else columns
     weights = counts.astype(np.float64)
     s = {name: weights @ values for name, values in cols.items()}
     out: ResampleMatrix = {
@@ -167,9 +190,11 @@ def cell_summary(
     matrices: list[ResampleMatrix] | None = None
     meta: CIMeta | None = None
     if resamples > 0 and n > 0:
-        indices = resample_indices(n, resamples, bootstrap_seed(seed, "planning", cell_id))
-        counts = counts_from_indices(indices, n)
-        matrices = [resampled_scores(episodes, counts, reading) for episodes in per_run]
+        _, counts = resample_draws(n, resamples, bootstrap_seed(seed, "planning", cell_id))
+        matrices = [
+            resampled_scores(o.episodes, counts, reading, columns=outcome_columns(o))
+            for o in outcomes
+        ]
         meta = CIMeta(level, resamples, UNIT, n, repeats=len(outcomes))
     consistency = None
     if len(outcomes) > 1:

@@ -17,7 +17,7 @@ import numpy as np
 
 from pytest_budget._stats.paired import PerUnit, per_unit_fields
 from pytest_budget.planning._evaluate import PlanningOutcome
-from pytest_budget.planning._intervals import UNIT, _columns
+from pytest_budget.planning._intervals import UNIT, outcome_columns
 
 __all__ = ["PARTS", "per_query_parts", "per_query_snapshot"]
 
@@ -48,7 +48,7 @@ def per_query_parts(outcomes: Sequence[PlanningOutcome], reading: str = "code") 
     """
     if not outcomes:
         raise ValueError("per_query_parts needs at least one run")
-    columns = [_columns(outcome.episodes) for outcome in outcomes]
+    columns = [outcome_columns(outcome) for outcome in outcomes]
     parts: PerUnit = {}
     for metric, (num, den) in PARTS[reading].items():
         pair: list[list[float]] = []

@@ -37,12 +37,12 @@ from pytest_budget._stats.bootstrap import (
     CIMeta,
     ResampleMatrix,
     bootstrap_seed,
-    counts_from_indices,
-    resample_indices,
+    resample_draws,
 )
 from pytest_budget._stats.repeats import CellSummary, Consistency, summarize_cell
 from pytest_budget.triage._evaluate import CellOutcome
-from pytest_budget.triage._scoring import clamp_allocations, oracle_value, random_reference
+from pytest_budget.triage._random_orderings import random_values as _random_values
+from pytest_budget.triage._scoring import clamp_allocations, oracle_value
 from pytest_budget.triage._types import Baseline, Item, Plan, PlanStatus
 
 __all__ = [
@@ -63,10 +63,6 @@ __all__ = [
 UNIT = "item"
 #: Random orderings per resample for V_random (the cell itself draws 1,000).
 INNER_SAMPLES = 100
-#: Largest (resamples x orderings x items) block drawn at once.
-_BLOCK = 4_000_000
-#: Pools up to this size get the exact random reference per resample (as the cell does).
-_EXACT_LIMIT = 8
 #: The whole-value oracle's limits: largest value, cost and table (resamples x total value).
 _DP_VALUE_LIMIT = 2**20
 _DP_COST_LIMIT = 2**40
@@ -190,49 +186,6 @@ def _integer_oracle_values(
     fits = least <= budget[:, None]
     best = np.where(fits, np.arange(top + 1), 0).max(axis=1)
     out: FloatArray = best.astype(np.float64)
-    return out
-
-
-def _random_values(
-    indices: IntArray,
-    counts: IntArray,
-    costs: IntArray,
-    earn: FloatArray,
-    budget: IntArray,
-    *,
-    inner_samples: int,
-    seed: int,
-) -> FloatArray:
-    n = indices.shape[1]
-    out = counts @ earn  # exact where the whole resampled pool fits or nothing earns
-    fits = (counts @ costs) <= budget
-    needs = ~fits & ((counts @ earn) > 0)
-    if n <= _EXACT_LIMIT:
-        for b in np.flatnonzero(needs):
-            row = indices[b]
-            out[b] = random_reference(
-                costs[row], earn[row] > 0, earn[row], int(budget[b]), seed=seed,
-                exact_limit=_EXACT_LIMIT,
-            ).mean  # fmt: skip
-        return out
-    todo = np.flatnonzero(needs)
-    if todo.size == 0:
-        return out
-    rng = np.random.default_rng(seed)
-    # One set of orderings of the n positions serves every resample: applied to a
-    # resample's items it is a uniform random ordering of that resample.
-    perms = np.argsort(rng.random((inner_samples, n)), axis=1, kind="stable")
-    # Narrow integers halve the memory traffic when the running totals cannot overflow.
-    narrow = int(costs.max(initial=0)) * n < 2**31 - 1
-    cost_rows = costs[indices[todo]].astype(np.int32 if narrow else np.int64)
-    earn_rows = earn[indices[todo]]
-    limits = budget[todo].astype(cost_rows.dtype)
-    step = max(1, _BLOCK // (inner_samples * n))
-    for start in range(0, todo.size, step):
-        part = slice(start, start + step)
-        runs = np.cumsum(cost_rows[part][:, perms], axis=2, dtype=cost_rows.dtype)
-        fits = runs <= limits[part][:, None, None]
-        out[todo[part]] = (fits * earn_rows[part][:, perms]).sum(axis=2).mean(axis=1)
     return out
 
 
@@ -454,8 +407,7 @@ def _cell_resamples(
     n: int, *, seed: int, suite: str, cell_id: str, resamples: int
 ) -> tuple[IntArray, IntArray, int]:
     """A cell's resamples (indices, counts) and the seed of its inner random orderings."""
-    indices = resample_indices(n, resamples, bootstrap_seed(seed, suite, cell_id))
-    counts = counts_from_indices(indices, n)
+    indices, counts = resample_draws(n, resamples, bootstrap_seed(seed, suite, cell_id))
     return indices, counts, bootstrap_seed(seed, suite, cell_id, "random-reference")
 
 
@@ -578,8 +530,8 @@ def resolve_cell_summary(
                 continue
             n = len(records)
             drawn_seed = bootstrap_seed(seed, "triage-resolve", cell_id)
-            indices = resample_indices(n, resamples, drawn_seed)
-            matrices.append(resampled_resolve_scores(records, counts_from_indices(indices, n)))
+            _, counts = resample_draws(n, resamples, drawn_seed)
+            matrices.append(resampled_resolve_scores(records, counts))
         meta = CIMeta(level, resamples, "planned item", sizes[0], repeats=len(runs))
     consistency = None
     if len(runs) > 1:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,29 +25,26 @@ from pytest_budget._stats.bootstrap import (
     CIMeta,
     ResampleMatrix,
     bootstrap_seed,
-    counts_from_indices,
-    resample_indices,
-    weighted_percentile,
+    resample_draws,
+    unit_weighted_percentiles,
+    weighted_percentiles,
 )
 from pytest_budget._stats.repeats import CellSummary, Consistency, summarize_cell
 from pytest_budget.awareness._evaluate import (
     AwarenessOutcome,
     ProbeResult,
-    answered_records,
+    _tables,
     cell_miss_bins,
-    single_dimension_records,
 )
 from pytest_budget.awareness._replay.answers import Interval, IntervalMap, Invalid
 from pytest_budget.awareness._scoring.metrics import (
     KIND_IMPOSSIBLE,
     KIND_INTERVAL,
     KIND_INVALID,
-    ProbeRecord,
     ProbeTable,
     contains,
     interval_scores,
     linear_extrapolation,
-    project_dimension,
     rewards,
 )
 
@@ -65,7 +63,8 @@ def _meaned(bins: int) -> tuple[str, ...]:
     )  # fmt: skip
 
 
-#: Largest (resamples x probes) block held at once by the weighted percentiles.
+#: Largest (resamples x probes) block held at once by the weighted percentiles, and
+#: largest (probes x rollouts) table of the per-rollout search.
 _BLOCK = 4_000_000
 
 FloatArray = npt.NDArray[np.float64]
@@ -86,6 +85,7 @@ class _Weighted:
     unit: IntArray  # unit index of each probe
     counts: FloatArray  # resamples x units
     n_units: int
+    drawn: IntArray  # ``counts`` as the integers they are
 
     def total(self, values: npt.ArrayLike) -> FloatArray:
         """Per resample, the sum of ``values`` over the resampled probes."""
@@ -98,18 +98,22 @@ class _Weighted:
         out: FloatArray = self.counts @ np.asarray(per_unit, dtype=np.float64)
         return out
 
-    def percentile(self, values: FloatArray, mask: BoolArray, q: float) -> FloatArray:
+    def percentiles(
+        self, values: FloatArray, mask: BoolArray, qs: Sequence[float]
+    ) -> list[FloatArray]:
+        """Per resample, the ``qs`` percentiles of the masked values."""
+        units, x = self.unit[mask], values[mask]
+        if x.size * self.n_units <= _BLOCK:
+            return unit_weighted_percentiles(x, units, self.drawn, qs)
+        # Too many probes x rollouts for the per-unit search's table: the weights of
+        # each probe, a block of resamples at a time.
         rows = self.counts.shape[0]
-        units = self.unit[mask]
-        x = values[mask]
-        if x.size == 0:
-            return np.full(rows, np.nan)
         step = max(1, _BLOCK // x.size)
         parts = [
-            weighted_percentile(x, self.counts[start : start + step][:, units].astype(np.int64), q)
+            weighted_percentiles(x, self.drawn[start : start + step][:, units], qs)
             for start in range(0, rows, step)
         ]
-        return np.concatenate(parts)
+        return [np.concatenate([part[i] for part in parts]) for i in range(len(qs))]
 
 
 def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
@@ -149,8 +153,7 @@ def _interval_family(w: _Weighted, bins: int) -> ResampleMatrix:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         mre = np.abs((t.lo + t.hi) / 2.0 - r) / np.where(r > 0, r, 1.0)
     mre_mask = feasible & answered & (r > 0)
-    out["mre_p50"] = w.percentile(mre, mre_mask, 50.0)
-    out["mre_p90"] = w.percentile(mre, mre_mask, 90.0)
+    out["mre_p50"], out["mre_p90"] = w.percentiles(mre, mre_mask, (50.0, 90.0))
     out["reward"] = _ratio(w.total(rewards(t)), w.total(np.ones(len(t))))
     paired = feasible & answered
     with np.errstate(invalid="ignore"):
@@ -253,11 +256,15 @@ def resampled_scores(
     dimensions: Sequence[str],
     counts: npt.NDArray[np.int64],
     units: Sequence[str],
+    *,
+    tables: Any = None,
 ) -> ResampleMatrix:
     """Every score of the cell (as ``score_results`` plus ``n_errors``) per resample.
 
     ``counts`` is resamples x units, with ``units`` from :func:`rollout_units`.  A probe
-    whose estimator raised is out of every score but counts in ``n_errors``.
+    whose estimator raised is out of every score but counts in ``n_errors``.  ``tables``:
+    the scoring tables of ``results`` already built for the point scores (``_tables``,
+    kept on the outcome), reused rather than built again.
     """
     if counts.shape[1] != len(units):
         raise ValueError(f"counts has {counts.shape[1]} columns for {len(units)} rollouts")
@@ -267,47 +274,55 @@ def resampled_scores(
     for result in results:
         if result.estimate is None:
             errors[index[result.probe.rollout_id]] += 1
-    answered = [r for r in results if r.estimate is not None]
-    multi = answered_records(answered)
+    if not _fits(tables, results, dimensions):
+        tables = _tables(results, dimensions)
     bins = cell_miss_bins(results)
-
-    def weighted(records: Sequence[ProbeRecord]) -> _Weighted:
-        t = ProbeTable.from_records(records)
+    by_dim = {}
+    for dim, t in tables[1].items():
         code_unit = np.array([index[i] for i in t.rollout_ids], dtype=np.int64)
         unit = code_unit[t.rollout] if len(t) else np.zeros(0, dtype=np.int64)
-        return _Weighted(t, unit, weights, len(units))
-
-    if len(dimensions) == 1:
-        out = _all_scores(weighted(single_dimension_records(multi, dimensions[0])), bins)
-    else:
-        out = _all_scores(weighted(project_dimension(multi, dimensions[0])), bins)
-        for name in _meaned(bins):
-            out.pop(name, None)
-        per_dim: dict[str, ResampleMatrix] = {}
-        for dim in dimensions:
-            scores = _interval_family(weighted(project_dimension(multi, dim)), bins)
-            per_dim[dim] = scores
-            for name, values in scores.items():
-                out[f"{name}_{dim}"] = values
-        for name in _meaned(bins):
-            stack = np.stack([per_dim[dim][name] for dim in dimensions])
-            defined = np.isfinite(stack)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[name] = np.where(
-                    defined.any(axis=0),
-                    np.where(defined, stack, 0.0).sum(axis=0) / np.maximum(defined.sum(axis=0), 1),
-                    np.nan,
-                )
-        out["linear_error_reduction"] = np.full(len(weights), np.nan)
-        # Warehouse hit: every dimension's interval contains its R_k, over feasible probes
-        tables = [weighted(project_dimension(multi, dim)) for dim in dimensions]
-        joint = np.logical_and.reduce([contains(w.t) for w in tables])
-        first = tables[0]
-        out["hit_rate"] = _ratio(
-            first.total(joint & first.t.feasible), first.total(first.t.feasible)
-        )
+        by_dim[dim] = _Weighted(t, unit, weights, len(units), counts)
+    out = _all_scores(by_dim[dimensions[0]], bins)
+    if len(dimensions) > 1:
+        _add_dimensions(out, [by_dim[dim] for dim in dimensions], dimensions, bins)
     out["n_errors"] = weights @ errors
     return out
+
+
+def _fits(tables: Any, results: Sequence[ProbeResult], dimensions: Sequence[str]) -> bool:
+    """``tables`` were built from these results (as the outcome keeps them)."""
+    if tables is None:
+        return False
+    answered = sum(r.estimate is not None for r in results)
+    return len(tables[0]) == answered and list(tables[1]) == list(dimensions)
+
+
+def _add_dimensions(
+    out: ResampleMatrix, tables: list[_Weighted], dimensions: Sequence[str], bins: int
+) -> None:
+    """Warehouse: the interval scores per dimension, their mean in place of the plain key."""
+    for name in _meaned(bins):
+        out.pop(name, None)
+    per_dim: dict[str, ResampleMatrix] = {}
+    for dim, w in zip(dimensions, tables, strict=True):
+        scores = _interval_family(w, bins)
+        per_dim[dim] = scores
+        for name, values in scores.items():
+            out[f"{name}_{dim}"] = values
+    for name in _meaned(bins):
+        stack = np.stack([per_dim[dim][name] for dim in dimensions])
+        defined = np.isfinite(stack)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[name] = np.where(
+                defined.any(axis=0),
+                np.where(defined, stack, 0.0).sum(axis=0) / np.maximum(defined.sum(axis=0), 1),
+                np.nan,
+            )
+    out["linear_error_reduction"] = np.full(tables[0].counts.shape[0], np.nan)
+    # Warehouse hit: every dimension's interval contains its R_k, over feasible probes
+    joint = np.logical_and.reduce([contains(w.t) for w in tables])
+    first = tables[0]
+    out["hit_rate"] = _ratio(first.total(joint & first.t.feasible), first.total(first.t.feasible))
 
 
 def probe_correct(result: ProbeResult) -> bool:
@@ -368,14 +383,13 @@ def cell_summary(
     meta: CIMeta | None = None
     if resamples > 0 and units:
         drawn_seed = bootstrap_seed(seed, "awareness", cell_id)
-        indices = resample_indices(len(units), resamples, drawn_seed)
-        counts = counts_from_indices(indices, len(units))
+        _, counts = resample_draws(len(units), resamples, drawn_seed)
         dimensions = tuple(first[0].probe.budget)
         matrices = [
-            resampled_scores(results, dimensions, counts, units)
-            if any(r.estimate is not None for r in results)
+            resampled_scores(outcome.results, dimensions, counts, units, tables=outcome.tables)
+            if any(r.estimate is not None for r in outcome.results)
             else {}
-            for results in per_run
+            for outcome in outcomes
         ]
         meta = CIMeta(level, resamples, UNIT, len(units), repeats=len(outcomes))
     consistency = None
