@@ -25,14 +25,15 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-import httpx
 import sniffio
 
 from pytest_budget._core.offline import CALL_RANK
-from pytest_budget.models._http_transport import pooled_client
+
+if TYPE_CHECKING:  # httpx loads with the first live client (shared_http_client)
+    import httpx
 
 __all__ = [
     "CALL_RANK",
@@ -342,5 +343,7 @@ def shared_http_client() -> httpx.AsyncClient | None:
     if loop is None or not loop.is_current():
         return None
     if loop.http is None:
+        from pytest_budget.models._http_transport import pooled_client
+
         loop.http = pooled_client()
     return loop.http
