@@ -68,6 +68,10 @@ def _frozen_at_exit(
 ) -> dict[str, int]:
     log = pytester.path / "freeze.log"
     monkeypatch.setenv("FREEZE_LOG", str(log))
+    # Under this suite's own -n 2 the test runs in an xdist worker, whose variables the
+    # command would inherit: the command's own process must log as "main".
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
     pytester.makeconftest(_AT_EXIT)
     pytester.makepyfile(test_probe="def test_probe():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
