@@ -28,12 +28,13 @@ SLOW: dict[str, float] = {
     "tests/test_docs_run.py::test_the_page_runs_as_shown[README.md]": 57,
     # s13: one cold -n 2 run and two warm reruns (plain, -n 2) instead of six runs (was 47 + 40).
     "tests/test_newcomer_runs.py::test_readme_main_command_passes_cold_under_n2_then_warm": 32,
-    "tests/test_html_browser.py": 35,
+    # s14: one unit (SAME_UNIT, one shared run): the pair's weight under either file's name
+    "tests/test_html_browser.py": 59,
+    "tests/test_html_drill_browser.py": 59,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/forecast-and-cap": 26,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/run-on-many-mac": 32,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/gate-ci.md]": 31,
     "tests/test_html_samples.py::test_saved_run_and_merged_shards": 27,
-    "tests/test_html_drill_browser.py": 25,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/bring-your-own-ret": 25,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/replay-logged": 22,
     "tests/test_live_runtime.py::test_ctrl_c_stops_a_live_run_promptly_and_a_rerun_resumes[2]": 13,
@@ -59,6 +60,9 @@ SLOW: dict[str, float] = {
 }
 #: Files run as one unit (their tests share a module-scoped run).
 WHOLE_FILES = ("tests/test_html_browser.py", "tests/test_html_drill_browser.py")
+#: Whole files run in one unit with another (named by the first's path): the browser tests
+#: share one run of every suite per session (tests/html_runs.py), made once on one worker.
+SAME_UNIT = {"tests/test_html_drill_browser.py": "tests/test_html_browser.py"}
 
 
 def weight(nodeid: str) -> float:
@@ -77,6 +81,7 @@ def balanced_order(items: list[Any]) -> list[Any]:
     for item in items:
         path = item.nodeid.partition("::")[0]
         if path in WHOLE_FILES:
+            path = SAME_UNIT.get(path, path)
             if path not in whole:
                 whole[path] = []
                 units.append(whole[path])

@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from tests.html_runs import RUN_ARGS, SEED_42, run_env, shared_run
+
 CHROMIUM = Path("/usr/bin/chromium")
 
 EXPECTED_FIGURES = {
@@ -38,17 +40,6 @@ ALL_FIGURES = [key for keys in EXPECTED_FIGURES.values() for key in keys]
 #: Score against spend, one per suite section (the run page only; the comparison page has
 #: the agents' moves as a table).
 FRONTIER_FIGURES = [f"{suite}-frontier" for suite in EXPECTED_FIGURES]
-
-# Small but complete: every figure has data (several alphas and unsolvable ratios, a
-# three-budget environment, two static levels and two blocking families).
-RUN_ARGS = (
-    "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-    "-q", "--budget-gate=off", "--budget-suite=all",
-    "--budget-pool-size=6", "--budget-alpha=0.25,0.5,1", "--budget-unsolvable=0,0.5,1",
-    "--budget-env=sokoban-6x6,warehouse", "--budget-rollout-count=8",
-    "--budget-task=dining,shopping", "--budget-query-count=2",
-    "--budget-scenario=static@1,static@3,ban_tool:1@3,cost_change:2@3",
-)  # fmt: skip
 
 
 def _playwright() -> Any:
@@ -66,21 +57,24 @@ def _playwright() -> Any:
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two real runs (seeds 42 and 7): the --budget-html page and the comparison page."""
+    """Two real runs (seeds 42 and 7): the --budget-html page and the comparison page.
+
+    The seed-42 run is the session's shared one (tests/html_runs.py; the drill-down tests
+    read it too); the seed-7 run is made here, meanwhile.
+    """
     _playwright()
     folder = tmp_path_factory.mktemp("browser-runs")
-    runs = {}
-    for seed in ("42", "7"):
-        args = [*RUN_ARGS, f"--budget-seed={seed}", f"--budget-report=r{seed}.json"]
-        if seed == "42":
-            args.append("--budget-html=page.html")
-        runs[seed] = subprocess.Popen(
-            [sys.executable, "-m", "pytest", *args],
-            cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
-    for seed, process in runs.items():
-        output, _ = process.communicate(timeout=300)
-        assert process.returncode == 0, f"seed {seed} run failed:\n{output[-3000:]}"
+    seven = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *RUN_ARGS, "--budget-seed=7", "--budget-report=r7.json"],
+        cwd=folder, env=run_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        shared = shared_run(tmp_path_factory, SEED_42)
+    finally:
+        output, _ = seven.communicate(timeout=600)
+    assert seven.returncode == 0, f"seed 7 run failed:\n{output[-3000:]}"
+    shutil.copy(shared / "r42.json", folder / "r42.json")
+    shutil.copy(shared / "page.html", folder / "page.html")
     render = subprocess.run(
         [sys.executable, "-m", "pytest_budget", "report", "render", "r42.json", "r7.json",
          "-o", "compare.html", "--compare"],

@@ -6,9 +6,9 @@ conftest) whose replies are partly malformed, carry markup meant to run
 ``OPENAI_API_KEY`` value of the run's environment).  Its ``--budget-html`` page is opened
 from ``file://`` with the network cut off; the test filters a cell's probes to
 ``invalid``, opens one and reads its raw output, checks that the markup stayed text and
-never ran, and that no credential reached the page or the JSON report.  A second run
-(all suites, small) checks the layout: every score table fits the window and its header
-sticks to the top while the table scrolls.
+never ran, and that no credential reached the page or the JSON report.  The session's
+shared run of every suite (tests/html_runs.py) checks the layout: every score table fits
+the window and its header sticks to the top while the table scrolls.
 
 Driven like ``test_html_browser.py``: Playwright with Debian's chromium
 (``executable_path``), no browser download; without either the tests skip and say why.
@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.html_runs import SEED_42, shared_run
 from tests.test_html_browser import _keep, _playwright, _Visit
 
 ENV_KEY = "sk-envkey-0123456789abcdefXYZ"
@@ -57,15 +59,6 @@ AWARENESS_ARGS = (
     "-q", "--budget-gate=off", "--budget-suite=awareness",
     "--budget-env=sokoban-6x6", "--budget-rollout-count=6", "--budget-report=r.json",
     "--budget-html=page.html",
-)  # fmt: skip
-
-ALL_ARGS = (
-    "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-    "-q", "--budget-gate=off", "--budget-suite=all",
-    "--budget-pool-size=6", "--budget-alpha=0.5", "--budget-env=sokoban-6x6",
-    "--budget-rollout-count=4", "--budget-task=dining,shopping", "--budget-query-count=2",
-    "--budget-scenario=static@1,ban_tool:1@3", "--budget-report=all.json",
-    "--budget-html=all.html",
 )  # fmt: skip
 
 
@@ -164,7 +157,10 @@ def test_no_credential_reaches_the_page_or_the_report(hostile_run: Path) -> None
 def all_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _playwright()
     folder = tmp_path_factory.mktemp("drill-all")
-    _run(folder, ALL_ARGS)
+    # the session's shared run of every suite (the one test_html_browser.py opens)
+    shared = shared_run(tmp_path_factory, SEED_42)
+    shutil.copy(shared / "r42.json", folder / "all.json")
+    shutil.copy(shared / "page.html", folder / "all.html")
     # The "new run": the same run with two planning episodes regressed by known amounts
     # (another seed would draw other queries, which the page rightly does not compare).
     from pytest_budget.report._document import load_report_json
@@ -202,7 +198,7 @@ def test_tables_fit_the_window_with_sticky_headers(browser: Any, all_run: Path) 
         assert last_box is not None and last_box["x"] + last_box["width"] <= width + 0.5
         assert planning.evaluate("t => getComputedStyle(t.parentElement).overflowY") == "visible"
         # scrolled into the middle of the table, its header sits at the window's top
-        assert planning.locator("tbody tr").count() == 16
+        assert planning.locator("tbody tr").count() == 32  # 2 tasks x 4 scenarios x 4 agents
         page.set_viewport_size({"width": 1280, "height": 300})  # room to scroll past the top
         planning.evaluate("t => window.scrollTo(0, t.getBoundingClientRect().top + scrollY + 150)")
         head = planning.locator("thead th").first.bounding_box()
