@@ -84,21 +84,6 @@ def test_the_fixture_modules_hold_no_assert_and_are_registered_unmarked(
     assert not _rewritten(hook, config, "pytest_budget.fixtures.core")
 
 
-def test_our_dependencies_library_plugins_are_unmarked_and_syrupy_kept(
-    pytester: pytest.Pytester,
-) -> None:
-    """anyio's and xdist's plugin modules hold library code (anyio's asyncio backend alone
-    took ~0.4 s of CPU a process to rewrite); syrupy keeps its mark: its ``assert_match``
-    asserts on the user's behalf."""
-    hook, config = _marked_hook(pytester, "pytest_budget", "syrupy", "anyio", "xdist")
-    assert _rewritten(hook, config, "anyio._backends._asyncio")  # as pytest marks a wheel
-    plugin._rewrite_only_test_code(config.pluginmanager)
-    assert hook._must_rewrite == {"pytest_budget.suites", "syrupy"}
-    assert not _rewritten(hook, config, "anyio._backends._asyncio")
-    assert not _rewritten(hook, config, "xdist.dsession")
-    assert _rewritten(hook, config, "syrupy.assertion")
-
-
 def test_the_package_import_narrows_the_hook_that_imports_it(pytester: pytest.Pytester) -> None:
     """``import pytest_budget`` (pytest's hook loading the entry point) narrows the rewrite
     hook in ``sys.meta_path`` before the package's other modules load."""
@@ -106,13 +91,14 @@ def test_the_package_import_narrows_the_hook_that_imports_it(pytester: pytest.Py
 
     from pytest_budget._core.rewrite_mark import narrow_rewrite_marks
 
-    hook, config = _marked_hook(pytester, "pytest_budget", "anyio")
+    hook, config = _marked_hook(pytester, "pytest_budget", "anyio")  # anyio: another plugin
     assert _rewritten(hook, config, "pytest_budget._core.registry")
     sys.meta_path.insert(0, hook)
     try:
         narrow_rewrite_marks()
     finally:
         sys.meta_path.remove(hook)
-    assert hook._must_rewrite == {"pytest_budget.suites"}
+    assert hook._must_rewrite == {"pytest_budget.suites", "anyio"}
     assert not _rewritten(hook, config, "pytest_budget._core.registry")
-    assert not _rewritten(hook, config, "anyio.pytest_plugin")
+    assert not _rewritten(hook, config, "pytest_budget.plugin")
+    assert _rewritten(hook, config, "pytest_budget.suites.test_planning")
