@@ -249,14 +249,8 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
                 text += " [--budget-gate=paired fell back to interval overlap: no per-query values]"
             yield text
 
-    def _paired(
-        self,
-        stored: Mapping[str, Any],
-        new: Mapping[str, Any],
-        path: str,
-        hint: _Hint,
-        *,
-        warn: bool,
+    def _paired(  # hint: a _Hint
+        self, stored: Mapping[str, Any], new: Mapping[str, Any], path: str, hint: Any, *, warn: bool
     ) -> list[str] | None:
         """Messages of the paired rule, or ``None`` when either side has no usable
         per-unit values (then the caller falls back to interval overlap)."""
