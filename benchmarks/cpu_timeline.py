@@ -12,12 +12,14 @@ processes' ``exit`` figures.  Usage, from a fresh folder (VENV: a pip-installed 
     python benchmarks/cpu_timeline.py /tmp/tl
 
 Each process writes ``/tmp/tl/<ctrl|gwN>.json``: its events (name, CPU s, wall s since its
-start) and each test's CPU seconds.
+start), each test's CPU seconds and the garbage collector's CPU seconds by generation (up to
+the ``atexit`` dump).
 """
 
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import sys
@@ -31,6 +33,16 @@ _WALL0 = time.time()
 _events: list[tuple[str, float, float]] = []
 _items: dict[str, float] = {}
 _started: dict[str, float] = {}
+#: CPU seconds spent in the garbage collector, by generation (its start time while one runs).
+_gc_cpu = [0.0, 0.0, 0.0]
+_gc_start = [0.0]
+
+
+def _gc_timer(phase: str, info: dict[str, Any]) -> None:
+    if phase == "start":
+        _gc_start[0] = time.process_time()
+    else:
+        _gc_cpu[info["generation"]] += time.process_time() - _gc_start[0]
 
 
 def _log(what: str) -> None:
@@ -66,12 +78,13 @@ def _dump() -> None:
     if _OUT:
         Path(_OUT).mkdir(parents=True, exist_ok=True)
         name = os.environ.get("PYTEST_XDIST_WORKER", "ctrl")
-        data = {"events": _events, "items": _items}
+        data = {"events": _events, "items": _items, "gc": [round(x, 3) for x in _gc_cpu]}
         (Path(_OUT) / f"{name}.json").write_text(json.dumps(data))
 
 
 _log("imported")
 atexit.register(_dump)
+gc.callbacks.append(_gc_timer)
 
 
 def _show(folder: Path) -> None:
@@ -83,6 +96,10 @@ def _show(folder: Path) -> None:
             by_suite[nodeid.split("::")[-1].split("[")[0]] += cpu
         cells = " ".join(f"{k}={v:.2f}" for k, v in sorted(by_suite.items()))
         print(f"{path.stem}: {phases}\n    tests' CPU {sum(by_suite.values()):.2f} s: {cells}")
+        if "gc" in data:  # the collector's CPU (any phase), generations 0/1/2
+            print(
+                f"    gc CPU {sum(data['gc']):.2f} s: " + "/".join(f"{x:.2f}" for x in data["gc"])
+            )
 
 
 if __name__ == "__main__":

@@ -7,9 +7,15 @@ notebook or a script as well as under pytest.
 
 from typing import TYPE_CHECKING
 
-from pytest_budget._core.lazy_exports import lazy_exports
-from pytest_budget._core.old_paths import install_old_paths
-from pytest_budget._version import __version__
+# First: pytest's rewrite hook is importing this package for the plugin; everything
+# imported after this line loads from pip's bytecode, not compiled from source.
+from pytest_budget._core.rewrite_mark import narrow_rewrite_marks
+
+narrow_rewrite_marks()
+
+from pytest_budget._core.lazy_exports import lazy_exports  # noqa: E402
+from pytest_budget._core.old_paths import install_old_paths  # noqa: E402
+from pytest_budget._version import __version__  # noqa: E402
 
 if TYPE_CHECKING:
     from pytest_budget._core.budget import Budget, BudgetExceeded, Meter, Usage

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_budget._core.rewrite_mark import narrow_rewrite_marks
 from pytest_budget._plugin import hookspecs, suite_hooks
 from pytest_budget._plugin.options import (
     INI_DEFAULTS,
@@ -64,18 +65,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def _rewrite_only_test_code(pluginmanager: pytest.PytestPluginManager) -> None:
-    """Narrow pytest's assertion rewriting of this distribution to the bundled suites.
-
-    pytest marks every module of a plugin's distribution; rewriting compiles each from source
-    on every run where bytecode is not written (PYTHONDONTWRITEBYTECODE=1): ~2 s of the main
-    job. The core's asserts only narrow types, so they load from pip's bytecode instead.
-    """
+    """Narrow pytest's assertion rewriting to the bundled suites (see
+    :mod:`pytest_budget._core.rewrite_mark`; a later hook in the same process, too)."""
     hook = getattr(pluginmanager, "rewrite_hook", None)
-    marked = getattr(hook, "_must_rewrite", None)
-    if not isinstance(marked, set) or "pytest_budget" not in marked:
-        return  # pytest's hook differs: leave it
-    marked.discard("pytest_budget")
-    hook.mark_rewrite("pytest_budget.suites")  # type: ignore[union-attr]  # clears its cache
+    if hook is not None:
+        narrow_rewrite_marks(hook)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

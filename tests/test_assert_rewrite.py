@@ -82,3 +82,23 @@ def test_the_fixture_modules_hold_no_assert_and_are_registered_unmarked(
         assert config.pluginmanager.get_plugin(name) is not None
     assert hook._must_rewrite == {"syrupy"}  # nothing of ours was marked
     assert not _rewritten(hook, config, "pytest_budget.fixtures.core")
+
+
+def test_the_package_import_narrows_the_hook_that_imports_it(pytester: pytest.Pytester) -> None:
+    """``import pytest_budget`` (pytest's hook loading the entry point) narrows the rewrite
+    hook in ``sys.meta_path`` before the package's other modules load."""
+    import sys
+
+    from pytest_budget._core.rewrite_mark import narrow_rewrite_marks
+
+    hook, config = _marked_hook(pytester, "pytest_budget", "anyio")  # anyio: another plugin
+    assert _rewritten(hook, config, "pytest_budget._core.registry")
+    sys.meta_path.insert(0, hook)
+    try:
+        narrow_rewrite_marks()
+    finally:
+        sys.meta_path.remove(hook)
+    assert hook._must_rewrite == {"pytest_budget.suites", "anyio"}
+    assert not _rewritten(hook, config, "pytest_budget._core.registry")
+    assert not _rewritten(hook, config, "pytest_budget.plugin")
+    assert _rewritten(hook, config, "pytest_budget.suites.test_planning")

@@ -93,3 +93,32 @@ def test_an_unrelated_command_exits_unfrozen(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert _frozen_at_exit(pytester, monkeypatch) == {"main": 0}
+
+
+_CONTROLLER_PROBE = """
+import gc, os
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and not os.environ.get("PYTEST_XDIST_WORKER"):
+        with open(os.environ["FREEZE_LOG"], "a") as log:
+            log.write(f"{gc.get_freeze_count()}\\n")
+"""
+
+
+def test_an_xdist_controller_freezes_before_the_reports_come(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The controller collects nothing; it freezes when its worker has collected, so the
+    # reports it reads find its start-up heap frozen, and it unfreezes at its end.
+    log = pytester.path / "freeze.log"
+    monkeypatch.setenv("FREEZE_LOG", str(log))
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    assert gc.get_freeze_count() == 0
+    pytester.makeconftest(_CONTROLLER_PROBE)
+    pytester.makepyfile(test_probe="def test_probe():\n    pass\n")
+    result = inprocess.run(pytester, "-p", "no:cacheprovider", "--budget-seed=7", "-n", "1")
+    result.assert_outcomes(passed=1)
+    (count,) = [int(line) for line in log.read_text().splitlines()]
+    assert count > 1000
+    assert gc.get_freeze_count() == 0

@@ -120,6 +120,29 @@ def _json_kinds(hint: Any) -> tuple[type, ...] | None:
     return None
 
 
+_Schema = tuple[
+    dict[str, "dataclasses.Field[Any]"], dict[str, tuple[type, ...] | None], tuple[str, ...]
+]
+_SCHEMAS: dict[type, _Schema] = {}
+
+
+def _schema(cls: type) -> _Schema:
+    """A record type's fields by name, the JSON types each accepts and the names without a
+    default: worked out once per type (the xdist controller reads a cell per test)."""
+    found = _SCHEMAS.get(cls)
+    if found is None:
+        hints = field_hints(cls)
+        known = {spec.name: spec for spec in record_fields(cls)}
+        kinds = {name: _json_kinds(hints[name]) for name in known}
+        required = tuple(
+            name
+            for name, spec in known.items()
+            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING
+        )
+        found = _SCHEMAS[cls] = (known, kinds, required)
+    return found
+
+
 def _where(data: Mapping[str, Any]) -> str:
     nodeid = data.get("nodeid")
     return f"cell {nodeid}" if isinstance(nodeid, str) and nodeid else "a cell"
@@ -136,8 +159,7 @@ def cell_from_json(data: Mapping[str, Any], *, version: int = REPORT_SCHEMA_VERS
         raise RecordError(f"a cell is {type(data).__name__}, not a JSON object")
     suite = data.get("suite")
     cls = record_type(suite if isinstance(suite, str) else "")
-    hints = field_hints(cls)
-    known = {spec.name: spec for spec in record_fields(cls)}
+    known, kinds, required = _schema(cls)
     values: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for key, value in data.items():
@@ -150,7 +172,7 @@ def cell_from_json(data: Mapping[str, Any], *, version: int = REPORT_SCHEMA_VERS
                 f"{_where(data)}: unknown field {key!r} for a cell of kind {suite!r} "
                 f"(report schema version {version})"
             )
-        accepted = _json_kinds(hints[key])
+        accepted = kinds[key]
         ok = accepted is None or isinstance(value, accepted)
         if ok and isinstance(value, bool) and bool not in (accepted or (bool,)):
             ok = False  # JSON true is not a number
@@ -160,17 +182,14 @@ def cell_from_json(data: Mapping[str, Any], *, version: int = REPORT_SCHEMA_VERS
                 continue
             raise RecordError(
                 f"{_where(data)}: field {key!r} of a cell of kind {suite!r} is "
-                f"{type(value).__name__}, not {_type_words(hints[key])} "
+                f"{type(value).__name__}, not {_type_words(field_hints(cls)[key])} "
                 f"(report schema version {version})"
             )
         values[key] = value
-    for spec in known.values():
-        missing = (
-            spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING
-        )
-        if missing and spec.name not in values:
+    for name in required:
+        if name not in values:
             raise RecordError(
-                f"{_where(data)}: a cell of kind {suite!r} lacks the field {spec.name!r} "
+                f"{_where(data)}: a cell of kind {suite!r} lacks the field {name!r} "
                 f"(report schema version {version})"
             )
     if cls is UserCell:

@@ -78,8 +78,9 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     #: intervals' coverage.
     gate: ClassVar[str] = "tolerance"
     level: ClassVar[float | None] = None
-    #: The command that re-records this cell with the run's options (else a generic one).
-    rerecord: ClassVar[str | None] = None
+    #: The command that re-records this cell with the run's options (else a generic one);
+    #: a callable is called only when a message shows the command.
+    rerecord: ClassVar[object] = None  # str | Callable[[], str] | None
     #: ``paired``: the level of one (cell, metric) test and what it was split from; the
     #: callback that receives the cell's per-unit changes for the run's pooled test.
     alpha: ClassVar[float] = PAIRED_ALPHA
@@ -152,7 +153,7 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
     def _problems(self, serialized: str, stored_text: str, *, warn: bool = False) -> Iterator[str]:
         """One line per reason the new scores do not pass against the stored ones."""
         path = self._stored_path()
-        hint = self.rerecord or f"pytest --budget-suite={self.suite} --snapshot-update"
+        hint = _Hint(self.rerecord, f"pytest --budget-suite={self.suite} --snapshot-update")
         if not stored_text.strip():
             yield f"no stored baseline for this cell at {self.location}; record one with: {hint}"
             return
@@ -204,7 +205,7 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
         stored: Mapping[str, Any],
         new: Mapping[str, Any],
         path: str,
-        hint: str,
+        hint: _Hint,
         gate: str,
         *,
         warn: bool,
@@ -248,8 +249,8 @@ class BudgetSnapshotExtension(JSONSnapshotExtension):
                 text += " [--budget-gate=paired fell back to interval overlap: no per-query values]"
             yield text
 
-    def _paired(
-        self, stored: Mapping[str, Any], new: Mapping[str, Any], path: str, hint: str, *, warn: bool
+    def _paired(  # hint: a _Hint
+        self, stored: Mapping[str, Any], new: Mapping[str, Any], path: str, hint: Any, *, warn: bool
     ) -> list[str] | None:
         """Messages of the paired rule, or ``None`` when either side has no usable
         per-unit values (then the caller falls back to interval overlap)."""
@@ -347,6 +348,27 @@ def _notice(text: str) -> None:
         warnings.warn(BudgetBaselineWarning(text), stacklevel=3)
 
 
+class _Hint:
+    """The re-record command in a message, worked out the first time a message shows it:
+    the run's command reads every option of the run (~1-4 ms a cell, every cell)."""
+
+    __slots__ = ("_default", "_given", "_text")
+
+    def __init__(self, given: object, default: str) -> None:
+        self._given = given
+        self._default = default
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            given = self._given() if callable(self._given) else self._given
+            self._text = str(given) if given else self._default
+        return self._text
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 def extension_for(
     *,
     suite: str,
@@ -357,7 +379,7 @@ def extension_for(
     fallback_dir: str | None,
     gate: str = "tolerance",
     level: float | None = None,
-    rerecord: str | None = None,
+    rerecord: str | Callable[[], str] | None = None,
     alpha: float = PAIRED_ALPHA,
     family: str = "",
     sink: Callable[[str, dict[str, Any]], None] | None = None,
@@ -374,7 +396,8 @@ def extension_for(
         "suite": suite,
         "gate": gate,
         "level": level,
-        "rerecord": rerecord,
+        # Not bound as a method when read from the class's instances.
+        "rerecord": staticmethod(rerecord) if callable(rerecord) else rerecord,
         "alpha": alpha,
         "family": family,
         "sinks": (sink,) if sink is not None else (),
