@@ -51,6 +51,7 @@ import argparse
 import difflib
 import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -58,7 +59,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,9 +254,20 @@ def loopback_model(script: str) -> Iterator[dict[str, str]]:
         }
 
 
-def run_page(page: Path, only: Sequence[int] = ()) -> list[Outcome]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_page(
+    page: Path,
+    only: Sequence[int] = (),
+    inspect: Callable[[Path, list[Outcome]], None] | None = None,
+) -> list[Outcome]:
     """Run the page's shell blocks in order (``only``: the lines of the blocks to check;
-    earlier blocks still run, since later ones may depend on them)."""
+    earlier blocks still run, since later ones may depend on them).  ``inspect`` is called
+    with the folder the session ended in and the outcomes, before the folder is removed
+    (a test's further checks of the files the page made)."""
     outcomes = []
     with (
         page_folder(page) as folder,
@@ -274,7 +286,13 @@ def run_page(page: Path, only: Sequence[int] = ()) -> list[Outcome]:
             if "background" in block.options:
                 background.start(block, state)
                 continue
+            started, cpu = time.monotonic(), _children_cpu()
             outcomes.append(run_block(block, state))
+            if os.environ.get("DOC_RUN_TIMES"):  # where a page's time goes
+                wall, cpu = time.monotonic() - started, _children_cpu() - cpu
+                print(f"{block.where}: {wall:.1f} s wall, {cpu:.1f} s CPU", file=sys.stderr)
+        if inspect is not None:
+            inspect(Path((state / "cwd").read_text(encoding="utf-8").strip()), outcomes)
     return [o for o in outcomes if not only or o.block.line in only]
 
 
