@@ -7,12 +7,14 @@ A block that cannot run here says why in its marker (``<!-- docs-test: skip: ...
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.doc_run import ROOT, Outcome, pages, rel, run_page, shell_blocks
+from tests.schemas import validate_report
 
 #: The pages whose every shell block this suite runs and holds to its shown output.  The
 #: other pages' commands are still parsed and configured by tests/test_docs_complete.py;
@@ -54,9 +56,51 @@ def test_every_listed_page_has_blocks_to_run() -> None:
         assert any(b.skip_reason is None for b in shell_blocks(page)), rel(page)
 
 
+AWARENESS_ENVS = ("search", "sokoban-", "swe-synthetic", "warehouse")
+
+
+def shown_lines(page: str, *starts: str) -> list[str]:
+    """Lines of the page's ```text blocks that start with ``starts``."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    blocks = re.findall(r"```text\n(.*?)```", text, flags=re.DOTALL)
+    return [line for block in blocks for line in block.splitlines() if line.startswith(starts)]
+
+
+def awareness_tour_report(folder: Path, outcomes: list[Outcome]) -> None:
+    """first-awareness-run.md, steps 1-4, beyond the shown output: step 4's run writes a
+    report that matches the schema, prints every default row the page shows (its 30 cells
+    and 2 summary lines per environment), and its snippet prints what the report holds."""
+    page = "docs/tutorial/first-awareness-run.md"
+    (step4,) = [o for o in outcomes if "--budget-report=report.json" in o.block.script]
+    assert re.search(r"\b30 passed in\b", step4.output), step4.output[-2000:]
+    expected = {line for line in shown_lines(page, *AWARENESS_ENVS) if "doubling" not in line}
+    assert len(expected) == 40  # 30 cells and 2 summary lines per environment
+    assert expected <= set(step4.output.splitlines())
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    validate_report(report)
+    cell = next(
+        c for c in report["cells"] if c["cell"] == "sokoban-8x8" and c["agent"] == "linear-knows-T"
+    )
+    printed = [
+        str(report["summary"]),
+        f"{cell['actor']} {cell['budget']} {cell['rollouts']}",
+        str({k: round(v, 3) for k, v in cell["scores"].items() if isinstance(v, float)}),
+    ]  # what the snippet of step 4 prints, made here from the report
+    tutorial = (ROOT / page).read_text(encoding="utf-8").splitlines()
+    assert all(line in tutorial for line in printed)
+    assert step4.block.shown is not None and step4.block.shown.body.splitlines() == printed
+    output = step4.output.splitlines()
+    at = output.index(printed[0])  # the snippet itself, run by the page, printed the same
+    assert output[at : at + 3] == printed
+
+
+#: Further checks of what a page's session leaves in its folder (tests/doc_run.py, inspect).
+INSPECT = {ROOT / "docs/tutorial/first-awareness-run.md": awareness_tour_report}
+
+
 @pytest.mark.parametrize("page", RUN_PAGES, ids=[rel(page) for page in RUN_PAGES])
 def test_the_page_runs_as_shown(page: Path) -> None:
-    outcomes: list[Outcome] = run_page(page)
+    outcomes: list[Outcome] = run_page(page, inspect=INSPECT.get(page))
     problems = [f"{o.block.where}: {problem}" for o in outcomes for problem in o.problems]
     assert not problems, "\n\n".join(problems)
 
