@@ -7,6 +7,7 @@ A block that cannot run here says why in its marker (``<!-- docs-test: skip: ...
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -94,8 +95,35 @@ def awareness_tour_report(folder: Path, outcomes: list[Outcome]) -> None:
     assert output[at : at + 3] == printed
 
 
+def online_tour_report(folder: Path, outcomes: list[Outcome]) -> None:
+    """online-awareness-run.md: the conftest it saves is the example file's code
+    ("conftest_online_actor_example.py" without its docstring); step 2 runs its three cells
+    and prints the three rows the page shows; step 4's report holds the run the page shows."""
+    page = (ROOT / "docs/tutorial/online-awareness-run.md").read_text(encoding="utf-8")
+    example = (ROOT / "docs/examples/conftest_online_actor_example.py").read_text(encoding="utf-8")
+    docstring = ast.parse(example).body[0]
+    assert isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)
+    code = "".join(example.splitlines(keepends=True)[docstring.end_lineno or 0 :]).lstrip("\n")
+    assert (folder / "conftest.py").read_text(encoding="utf-8") == code
+    (step2,) = [o for o in outcomes if "--budget-online-caps" not in o.block.script and o.output]
+    assert re.search(r"\b3 passed in\b", step2.output), step2.output[-2000:]
+    rows = [line for line in step2.output.splitlines() if line.startswith("sokoban-8x8  ")]
+    assert len(rows) == 3
+    for row in rows:  # the table in online-awareness-run.md is this run's
+        assert row.rstrip() in page, row
+    cells = json.loads((folder / "report.json").read_text(encoding="utf-8"))["cells"]
+    one = next(c for c in cells if c["cap_multiplier"] == 1.0)
+    assert one["agent"] == "stop-when-impossible" and one["protocol"] == "single-call"
+    assert one["budget"] == {"tokens": 2500.0} and one["charge"] == "acting"
+    shown = next(r for r in one["runs"] if r["id"] == "sokoban-8x8-s42-0002")
+    assert json.dumps(shown, indent=1) in page
+
+
 #: Further checks of what a page's session leaves in its folder (tests/doc_run.py, inspect).
-INSPECT = {ROOT / "docs/tutorial/first-awareness-run.md": awareness_tour_report}
+INSPECT = {
+    ROOT / "docs/tutorial/first-awareness-run.md": awareness_tour_report,
+    ROOT / "docs/tutorial/online-awareness-run.md": online_tour_report,
+}
 
 
 @pytest.mark.parametrize("page", RUN_PAGES, ids=[rel(page) for page in RUN_PAGES])
