@@ -857,33 +857,6 @@ def test_first_agent_tutorial_raw_text(pytester: pytest.Pytester) -> None:
     assert run_snippet(pytester, python_snippet(snippet)) == output_after(FIRST_AGENT, snippet)
 
 
-def test_first_agent_tutorial_record_and_regress(pytester: pytest.Pytester) -> None:
-    """first-agent.md, steps 4-5: record 16 baselines, pass, then fail on a worse planner."""
-    example = read(EXAMPLES / "conftest_planner_example.py")
-    pytester.makeconftest(example)
-    record = bash_block(FIRST_AGENT, "--snapshot-update")
-    recorded = run(pytester, *pytest_args(record))
-    recorded.assert_outcomes(passed=16)
-    assert output_after(FIRST_AGENT, record)[0] in recorded.outlines  # "16 snapshots generated."
-    stored = pytester.path / "__budget_snapshots__" / "triage" / "arith-u0-a0.5-A-user.json"
-    assert stored.is_file() and "`arith-u0-a0.5-A-user.json`" in read(DOCS / FIRST_AGENT)
-    again = run(pytester, "--budget-suite=triage")
-    again.assert_outcomes(passed=16)
-    assert "16 snapshots passed." in again.outlines
-
-    assert "reverse=False" in example
-    pytester.makeconftest(example.replace("reverse=False", "reverse=True"))
-    worse = run(pytester, "--budget-suite=triage")
-    # One cell fails its own test; the run's pooled gate fails the run, as the page shows.
-    worse.assert_outcomes(failed=1, passed=15)
-    assert worse.ret == pytest.ExitCode.TESTS_FAILED
-    shown = next(b for b in page_blocks(FIRST_AGENT) if "over the suite" in b.body).body
-    regressions = [line.strip() for line in shown.splitlines() if "over the suite" in line]
-    assert len(regressions) == 5
-    found = [line.strip() for line in worse.outlines]
-    assert all(line in found for line in regressions)
-
-
 def test_converting_your_own_logs(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

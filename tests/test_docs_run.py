@@ -119,8 +119,35 @@ def online_tour_report(folder: Path, outcomes: list[Outcome]) -> None:
     assert json.dumps(shown, indent=1) in page
 
 
+def first_agent_baselines(folder: Path, outcomes: list[Outcome]) -> None:
+    """first-agent.md, steps 4-5: record 16 baselines (one file per cell, as the page names
+    one), pass against them, then fail on the worse planner with the 5 regressions shown."""
+    text = (ROOT / "docs/tutorial/first-agent.md").read_text(encoding="utf-8")
+    example = (ROOT / "docs/examples/conftest_planner_example.py").read_text(encoding="utf-8")
+    record, again, worse = outcomes[-3:]
+    assert "--snapshot-update" in record.block.script and "reverse=True" in worse.block.script
+    assert "16 snapshots generated." in record.output.splitlines()
+    assert re.search(r"\b16 passed in\b", record.output), record.output[-2000:]
+    stored = folder / "__budget_snapshots__" / "triage" / "arith-u0-a0.5-A-user.json"
+    assert stored.is_file() and "`arith-u0-a0.5-A-user.json`" in text
+    assert "16 snapshots passed." in again.output.splitlines()
+    assert re.search(r"\b16 passed in\b", again.output), again.output[-2000:]
+    assert "reverse=False" in example  # what the page's sed turns into reverse=True
+    changed = example.replace("reverse=False", "reverse=True")
+    assert (folder / "conftest.py").read_text(encoding="utf-8") == changed
+    # One cell fails its own test; the run's pooled gate fails the run, as the page shows.
+    assert re.search(r"\b1 failed, 15 passed in\b", worse.output), worse.output[-2000:]
+    assert worse.block.shown is not None
+    regressions = [line.strip() for line in worse.block.shown.body.splitlines()
+                   if "over the suite" in line]  # fmt: skip
+    assert len(regressions) == 5
+    found = [line.strip() for line in worse.output.splitlines()]
+    assert all(line in found for line in regressions)
+
+
 #: Further checks of what a page's session leaves in its folder (tests/doc_run.py, inspect).
 INSPECT = {
+    ROOT / "docs/tutorial/first-agent.md": first_agent_baselines,
     ROOT / "docs/tutorial/first-awareness-run.md": awareness_tour_report,
     ROOT / "docs/tutorial/online-awareness-run.md": online_tour_report,
 }
