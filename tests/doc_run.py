@@ -41,6 +41,19 @@ The user's own files that commands name (``--budget-rollouts=logs/x.jsonl``, ``-
 ``--budget-queries``) stand in as the matching docs/examples file when the page has not made
 them.  The project folder is a git repository (pages ``git add`` and ``git commit``).
 
+A test may check more of a page's session than its shown output: ``run_page(page,
+inspect=...)`` hands it the folder the session ended in and every block's outcome before the
+folder goes (tests/test_docs_run.py's ``INSPECT``: the files a page's commands wrote, e.g.
+its report).  So a page's own runs carry those checks, instead of another test running the
+same commands again.  ``DOC_RUN_TIMES=1`` prints each block's wall and CPU time (the CPU of
+the processes it ran) to stderr: where a page's time goes.
+
+Every page starts from a fresh folder with an empty pytest cache: a page that reruns a suite
+reads back what its own earlier blocks cached, as the user's folder would hold.  (A cache
+made once per session and copied in was measured and left out: only the awareness suite's
+generated rollouts make a rerun cheaper (about 8.7 s of CPU cold, 3.4 s warm), and the pages
+that run its default environments are the first runs in a new folder, cold by design.)
+
 ``python tests/doc_run.py --update PAGE...`` runs the pages and rewrites each shown line
 that no longer matches with the closest line of the real output (a review is still yours).
 """

@@ -26,8 +26,8 @@ SLOW: dict[str, float] = {
     # s13: its first run is one suite's, not all (README.md runs the all + HTML command).
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/read-the-html-re": 36,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[README.md]": 57,
-    # s13: one cold -n 2 run and two warm reruns (plain, -n 2) instead of six runs (was 47 + 40).
-    "tests/test_newcomer_runs.py::test_readme_main_command_passes_cold_under_n2_then_warm": 32,
+    # s14: README.md's cold plain run, a warm -n 2 rerun and a cold -n 2 run in a new folder.
+    "tests/test_newcomer_runs.py::test_readme_main_command_cold_plain_then_warm_n2_and": 36,
     "tests/test_html_browser.py": 35,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/forecast-and-cap": 26,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/run-on-many-mac": 32,
