@@ -742,29 +742,6 @@ def run_snippet(pytester: pytest.Pytester, code: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_first_run_tutorial(pytester: pytest.Pytester) -> None:
-    """first-run.md, steps 2-4: the run, the table at alpha = 0.5 and the report snippet."""
-    page = "tutorial/first-run.md"
-    text = read(DOCS / page)
-    first = bash_block(page, "mkdir budget-tour")
-    cells = int(re.search(r"pytest collects (\d+) tests", text).group(1))  # type: ignore[union-attr]
-    assert cells == 64
-    run(pytester, *pytest_args(first)).assert_outcomes(passed=cells)
-
-    report = bash_block(page, "--budget-report=report.json")
-    table = bash_block(page, "pytest --budget-suite=triage --budget-alpha=0.5\n")
-    assert pytest_args(report)[: len(pytest_args(table))] == pytest_args(table)
-    result = run(pytester, *pytest_args(report))  # step 3's run, with a report
-    result.assert_outcomes(passed=16)
-    shown = table_lines(output_after(page, table))
-    assert len(shown) == 9 and set(shown) <= set(result.outlines)
-    # the worked numbers of the cheapest-first row
-    row = next(line for line in shown if "cheapest-first" in line and "0.000  0.500" in line)
-    assert row.split()[5:10] == ["3884", "0.874", "0.116", "0.050", "0.350"]
-    assert "**B = 3884**" in text and "**eta_u = 0.874**" in text and "**eta_e = 0.116**" in text
-    assert run_snippet(pytester, python_snippet(report)) == output_after(page, report)
-
-
 def test_ten_line_agent_of_the_first_run_tutorial(pytester: pytest.Pytester) -> None:
     """first-run.md, step 6, and the README: the ten-line planner, as shown, scored."""
     page = "tutorial/first-run.md"

@@ -145,8 +145,38 @@ def first_agent_baselines(folder: Path, outcomes: list[Outcome]) -> None:
     assert all(line in found for line in regressions)
 
 
+def first_run_report(folder: Path, outcomes: list[Outcome]) -> None:
+    """first-run.md, steps 2-4: the 64 cells of step 2 pass; step 4's run is step 3's
+    command with a report, passes its 16 cells and prints step 3's table; the worked
+    numbers of the cheapest-first row are the ones the prose explains."""
+    text = (ROOT / "docs/tutorial/first-run.md").read_text(encoding="utf-8")
+    cells = int(re.search(r"pytest collects (\d+) tests", text).group(1))  # type: ignore[union-attr]
+    assert cells == 64
+    (step2,) = [o for o in outcomes if "mkdir budget-tour" in o.block.script]
+    (step3,) = [o for o in outcomes if o.block.script == "pytest --budget-suite=triage "
+                "--budget-alpha=0.5\n"]  # fmt: skip
+    (step4,) = [o for o in outcomes if "--budget-report=report.json" in o.block.script]
+    assert re.search(rf"\b{cells} passed in\b", step2.output), step2.output[-2000:]
+    table = step3.block.script.split()
+    assert step4.block.script.split()[: len(table)] == table  # the same run, with a report
+    assert re.search(r"\b16 passed in\b", step4.output), step4.output[-2000:]
+    assert step3.block.shown is not None
+    shown = [line for line in step3.block.shown.body.splitlines()
+             if line.strip() and not line.startswith(("...", "="))]  # fmt: skip
+    assert len(shown) == 9 and set(shown) <= set(step4.output.splitlines())
+    row = next(line for line in shown if "cheapest-first" in line and "0.000  0.500" in line)
+    assert row.split()[5:10] == ["3884", "0.874", "0.116", "0.050", "0.350"]
+    assert "**B = 3884**" in text and "**eta_u = 0.874**" in text and "**eta_e = 0.116**" in text
+    assert step4.block.shown is not None and (folder / "report.json").is_file()
+    printed = step4.output.splitlines()
+    snippet = step4.block.shown.body.splitlines()
+    at = printed.index(snippet[0])  # the snippet's lines, all of them, as the page shows
+    assert printed[at : at + len(snippet)] == snippet
+
+
 #: Further checks of what a page's session leaves in its folder (tests/doc_run.py, inspect).
 INSPECT = {
+    ROOT / "docs/tutorial/first-run.md": first_run_report,
     ROOT / "docs/tutorial/first-agent.md": first_agent_baselines,
     ROOT / "docs/tutorial/first-awareness-run.md": awareness_tour_report,
     ROOT / "docs/tutorial/online-awareness-run.md": online_tour_report,
