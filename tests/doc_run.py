@@ -77,6 +77,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from filelock import FileLock
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"
@@ -330,6 +332,7 @@ class Background:
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[str] | None = None
+        self.port_lock: FileLock | None = None
 
     def __enter__(self) -> Background:
         return self
@@ -345,11 +348,23 @@ class Background:
             except subprocess.TimeoutExpired:
                 self.process.kill()
             self.process = None
+        if self.port_lock is not None:
+            self.port_lock.release()
+            self.port_lock = None
 
     def start(self, block: ShellBlock, state: Path) -> None:
         self.stop()
         cwd = Path((state / "cwd").read_text(encoding="utf-8").strip())
         script = runnable_script(block.script).strip()
+        port = int((re.findall(r"--port[ =](\d+)", script) or re.findall(r"(\d+)\s*$", script))[-1])
+        # Pages name fixed ports (8000): two pages run by two xdist workers at once would
+        # share one, and a page's block could talk to the other page's server.  The port is
+        # this page's until its server stops.
+        self.port_lock = FileLock(Path(tempfile.gettempdir()) / f"doc-run-port-{port}.lock")
+        self.port_lock.acquire(timeout=BLOCK_TIMEOUT_S)
+        with socket.socket() as probe:  # held by no page: a stray server would answer instead
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                raise RuntimeError(f"{block.where}: port {port} is taken by another process")
         self.process = subprocess.Popen(
             ["bash", "-c", f"exec {script}"],
             cwd=cwd,
@@ -358,7 +373,6 @@ class Background:
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        port = int((re.findall(r"--port[ =](\d+)", script) or re.findall(r"(\d+)\s*$", script))[-1])
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with socket.socket() as probe:
