@@ -36,6 +36,8 @@ A marker on the line before a block, ``<!-- docs-test: ... -->``, says more, ``;
 * ``background``: a server the page starts (in another terminal, for the user); it runs in
   the background until the page ends or the next ``background`` block starts, and the next
   block waits until its port (the block's last number, or ``--port N``) accepts connections.
+  The port is the page's (a file lock) while its server runs: another page that serves on
+  the same port waits; a port that another process already answers on fails the block.
 
 The user's own files that commands name (``--budget-rollouts=logs/x.jsonl``, ``--budget-pool``,
 ``--budget-queries``) stand in as the matching docs/examples file when the page has not made
