@@ -3,6 +3,9 @@
 One test per page: its blocks run in order in the folder the page implies, each must end
 with the exit status the page implies, and the output the page shows must be printed.
 A block that cannot run here says why in its marker (``<!-- docs-test: skip: ... -->``).
+Some pages carry further checks of what their own runs printed and wrote (``INSPECT``): the
+tutorials' reports and baselines, checked here instead of by a second run of the same
+commands in another test.
 """
 
 from __future__ import annotations
