@@ -36,10 +36,25 @@ A marker on the line before a block, ``<!-- docs-test: ... -->``, says more, ``;
 * ``background``: a server the page starts (in another terminal, for the user); it runs in
   the background until the page ends or the next ``background`` block starts, and the next
   block waits until its port (the block's last number, or ``--port N``) accepts connections.
+  The port is the page's (a file lock) while its server runs: another page that serves on
+  the same port waits; a port that another process already answers on fails the block.
 
 The user's own files that commands name (``--budget-rollouts=logs/x.jsonl``, ``--budget-pool``,
 ``--budget-queries``) stand in as the matching docs/examples file when the page has not made
 them.  The project folder is a git repository (pages ``git add`` and ``git commit``).
+
+A test may check more of a page's session than its shown output: ``run_page(page,
+inspect=...)`` hands it the folder the session ended in and every block's outcome before the
+folder goes (tests/test_docs_run.py's ``INSPECT``: the files a page's commands wrote, e.g.
+its report).  So a page's own runs carry those checks, instead of another test running the
+same commands again.  ``DOC_RUN_TIMES=1`` prints each block's wall and CPU time (the CPU of
+the processes it ran) to stderr: where a page's time goes.
+
+Every page starts from a fresh folder with an empty pytest cache: a page that reruns a suite
+reads back what its own earlier blocks cached, as the user's folder would hold.  (A cache
+made once per session and copied in was measured and left out: only the awareness suite's
+generated rollouts make a rerun cheaper (about 8.7 s of CPU cold, 3.4 s warm), and the pages
+that run its default environments are the first runs in a new folder, cold by design.)
 
 ``python tests/doc_run.py --update PAGE...`` runs the pages and rewrites each shown line
 that no longer matches with the closest line of the real output (a review is still yours).
@@ -51,6 +66,7 @@ import argparse
 import difflib
 import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -58,10 +74,12 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -253,9 +271,20 @@ def loopback_model(script: str) -> Iterator[dict[str, str]]:
         }
 
 
-def run_page(page: Path, only: Sequence[int] = ()) -> list[Outcome]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_page(
+    page: Path,
+    only: Sequence[int] = (),
+    inspect: Callable[[Path, list[Outcome]], None] | None = None,
+) -> list[Outcome]:
     """Run the page's shell blocks in order (``only``: the lines of the blocks to check;
-    earlier blocks still run, since later ones may depend on them)."""
+    earlier blocks still run, since later ones may depend on them).  ``inspect`` is called
+    with the folder the session ended in and the outcomes, before the folder is removed
+    (a test's further checks of the files the page made)."""
     outcomes = []
     with (
         page_folder(page) as folder,
@@ -274,7 +303,13 @@ def run_page(page: Path, only: Sequence[int] = ()) -> list[Outcome]:
             if "background" in block.options:
                 background.start(block, state)
                 continue
+            started, cpu = time.monotonic(), _children_cpu()
             outcomes.append(run_block(block, state))
+            if os.environ.get("DOC_RUN_TIMES"):  # where a page's time goes
+                wall, cpu = time.monotonic() - started, _children_cpu() - cpu
+                print(f"{block.where}: {wall:.1f} s wall, {cpu:.1f} s CPU", file=sys.stderr)
+        if inspect is not None:
+            inspect(Path((state / "cwd").read_text(encoding="utf-8").strip()), outcomes)
     return [o for o in outcomes if not only or o.block.line in only]
 
 
@@ -299,6 +334,7 @@ class Background:
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[str] | None = None
+        self.port_lock: FileLock | None = None
 
     def __enter__(self) -> Background:
         return self
@@ -314,11 +350,23 @@ class Background:
             except subprocess.TimeoutExpired:
                 self.process.kill()
             self.process = None
+        if self.port_lock is not None:
+            self.port_lock.release()
+            self.port_lock = None
 
     def start(self, block: ShellBlock, state: Path) -> None:
         self.stop()
         cwd = Path((state / "cwd").read_text(encoding="utf-8").strip())
         script = runnable_script(block.script).strip()
+        port = int((re.findall(r"--port[ =](\d+)", script) or re.findall(r"(\d+)\s*$", script))[-1])
+        # Pages name fixed ports (8000): two pages run by two xdist workers at once would
+        # share one, and a page's block could talk to the other page's server.  The port is
+        # this page's until its server stops.
+        self.port_lock = FileLock(Path(tempfile.gettempdir()) / f"doc-run-port-{port}.lock")
+        self.port_lock.acquire(timeout=BLOCK_TIMEOUT_S)
+        with socket.socket() as probe:  # held by no page: a stray server would answer instead
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                raise RuntimeError(f"{block.where}: port {port} is taken by another process")
         self.process = subprocess.Popen(
             ["bash", "-c", f"exec {script}"],
             cwd=cwd,
@@ -327,7 +375,6 @@ class Background:
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        port = int((re.findall(r"--port[ =](\d+)", script) or re.findall(r"(\d+)\s*$", script))[-1])
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with socket.socket() as probe:

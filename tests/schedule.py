@@ -25,9 +25,10 @@ from typing import Any
 SLOW: dict[str, float] = {
     # s13: its first run is one suite's, not all (README.md runs the all + HTML command).
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/read-the-html-re": 36,
-    "tests/test_docs_run.py::test_the_page_runs_as_shown[README.md]": 57,
-    # s13: one cold -n 2 run and two warm reruns (plain, -n 2) instead of six runs (was 47 + 40).
-    "tests/test_newcomer_runs.py::test_readme_main_command_passes_cold_under_n2_then_warm": 32,
+    # s14: the main command runs in test_newcomer_runs; its HTML example is triage's.
+    "tests/test_docs_run.py::test_the_page_runs_as_shown[README.md]": 15,
+    # s14: README.md's cold plain run, a warm -n 2 rerun and a cold -n 2 run in a new folder.
+    "tests/test_newcomer_runs.py::test_readme_main_command_cold_plain_then_warm_n2_and": 43,
     # s14: one unit (SAME_UNIT, one shared run): the pair's weight under either file's name
     "tests/test_html_browser.py": 59,
     "tests/test_html_drill_browser.py": 59,
@@ -49,11 +50,10 @@ SLOW: dict[str, float] = {
     "tests/test_report_file.py::test_a_real_run_writes_json_gz_and_every_command_reads": 16,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/bring-your-own-mod": 16,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/how-to/compare-agents": 15,
-    "tests/test_docs_examples.py::test_awareness_tutorial_reference_table": 15,
     "tests/test_plugin_snapshots.py::test_a_run_without_baselines_says_so_once_and_fails_": 14,
     "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/tutorial/first-planning": 14,
     "tests/test_agent_timeout.py::test_a_sleeping_sync_agent_fails_its_items_and_the_run": 9,
-    "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/tutorial/first-awareness": 13,
+    "tests/test_docs_run.py::test_the_page_runs_as_shown[docs/tutorial/first-awareness": 16,
     "tests/test_docs_complete.py::test_documented_commands_are_accepted": 12,
     "tests/test_awareness_logs.py::test_inspect_logs_a_real_run_writes": 10,
     "tests/test_docs_run.py::test_the_page_runs_as_shown": 10,  # the other pages

@@ -552,7 +552,9 @@ def test_documented_commands_are_accepted(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-docs-test")
     first_seen = {command: where for where, command in reversed(COMMANDS)}
-    quick = (*FAST, "-p", "no:benchmark")
+    # --assert=plain: no scan of every installed distribution's files for modules to
+    # rewrite (~30% of a configure here); parsing and configuring never assert.
+    quick = (*FAST, "-p", "no:benchmark", "--assert=plain")
     failures = []
     for command, where in first_seen.items():
         args = shlex.split(command, comments=True)[1:]
@@ -740,29 +742,6 @@ def run_snippet(pytester: pytest.Pytester, code: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_first_run_tutorial(pytester: pytest.Pytester) -> None:
-    """first-run.md, steps 2-4: the run, the table at alpha = 0.5 and the report snippet."""
-    page = "tutorial/first-run.md"
-    text = read(DOCS / page)
-    first = bash_block(page, "mkdir budget-tour")
-    cells = int(re.search(r"pytest collects (\d+) tests", text).group(1))  # type: ignore[union-attr]
-    assert cells == 64
-    run(pytester, *pytest_args(first)).assert_outcomes(passed=cells)
-
-    report = bash_block(page, "--budget-report=report.json")
-    table = bash_block(page, "pytest --budget-suite=triage --budget-alpha=0.5\n")
-    assert pytest_args(report)[: len(pytest_args(table))] == pytest_args(table)
-    result = run(pytester, *pytest_args(report))  # step 3's run, with a report
-    result.assert_outcomes(passed=16)
-    shown = table_lines(output_after(page, table))
-    assert len(shown) == 9 and set(shown) <= set(result.outlines)
-    # the worked numbers of the cheapest-first row
-    row = next(line for line in shown if "cheapest-first" in line and "0.000  0.500" in line)
-    assert row.split()[5:10] == ["3884", "0.874", "0.116", "0.050", "0.350"]
-    assert "**B = 3884**" in text and "**eta_u = 0.874**" in text and "**eta_e = 0.116**" in text
-    assert run_snippet(pytester, python_snippet(report)) == output_after(page, report)
-
-
 def test_ten_line_agent_of_the_first_run_tutorial(pytester: pytest.Pytester) -> None:
     """first-run.md, step 6, and the README: the ten-line planner, as shown, scored."""
     page = "tutorial/first-run.md"
@@ -855,33 +834,6 @@ def test_first_agent_tutorial_raw_text(pytester: pytest.Pytester) -> None:
     assert len(rows) == 2 and set(rows) <= set(result.outlines)
     snippet = bash_block(FIRST_AGENT, "python -c")
     assert run_snippet(pytester, python_snippet(snippet)) == output_after(FIRST_AGENT, snippet)
-
-
-def test_first_agent_tutorial_record_and_regress(pytester: pytest.Pytester) -> None:
-    """first-agent.md, steps 4-5: record 16 baselines, pass, then fail on a worse planner."""
-    example = read(EXAMPLES / "conftest_planner_example.py")
-    pytester.makeconftest(example)
-    record = bash_block(FIRST_AGENT, "--snapshot-update")
-    recorded = run(pytester, *pytest_args(record))
-    recorded.assert_outcomes(passed=16)
-    assert output_after(FIRST_AGENT, record)[0] in recorded.outlines  # "16 snapshots generated."
-    stored = pytester.path / "__budget_snapshots__" / "triage" / "arith-u0-a0.5-A-user.json"
-    assert stored.is_file() and "`arith-u0-a0.5-A-user.json`" in read(DOCS / FIRST_AGENT)
-    again = run(pytester, "--budget-suite=triage")
-    again.assert_outcomes(passed=16)
-    assert "16 snapshots passed." in again.outlines
-
-    assert "reverse=False" in example
-    pytester.makeconftest(example.replace("reverse=False", "reverse=True"))
-    worse = run(pytester, "--budget-suite=triage")
-    # One cell fails its own test; the run's pooled gate fails the run, as the page shows.
-    worse.assert_outcomes(failed=1, passed=15)
-    assert worse.ret == pytest.ExitCode.TESTS_FAILED
-    shown = next(b for b in page_blocks(FIRST_AGENT) if "over the suite" in b.body).body
-    regressions = [line.strip() for line in shown.splitlines() if "over the suite" in line]
-    assert len(regressions) == 5
-    found = [line.strip() for line in worse.outlines]
-    assert all(line in found for line in regressions)
 
 
 def test_converting_your_own_logs(

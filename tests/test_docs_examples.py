@@ -252,35 +252,6 @@ def documented_lines(doc: str, *starts: str) -> list[str]:
     return [line for block in blocks for line in block.splitlines() if line.startswith(starts)]
 
 
-AWARENESS_ENVS = ("search", "sokoban-", "swe-synthetic", "warehouse")
-
-
-def test_awareness_tutorial_reference_table(pytester: pytest.Pytester) -> None:
-    """first-awareness-run.md, steps 1-4: every row of the default table, the report."""
-    # gated: the reference estimators' baselines ship with the package
-    result = run(pytester, "--budget-suite=awareness", "-p", "no:cacheprovider",
-                 "--budget-report=report.json")  # fmt: skip
-    result.assert_outcomes(passed=30)
-    shown = documented_lines("tutorial/first-awareness-run.md", *AWARENESS_ENVS)
-    expected = {line for line in shown if "doubling" not in line}
-    assert len(expected) == 40  # 30 cells and 2 summary lines per environment
-    assert expected <= set(result.outlines)
-    validate_report_of(pytester)
-    report = report_of(pytester)
-    cell = next(
-        c for c in report["cells"] if c["cell"] == "sokoban-8x8" and c["agent"] == "linear-knows-T"
-    )
-    printed = [
-        str(report["summary"]),
-        f"{cell['actor']} {cell['budget']} {cell['rollouts']}",
-        str({k: round(v, 3) for k, v in cell["scores"].items() if isinstance(v, float)}),
-    ]  # what the snippet of step 4 prints
-    tutorial = (DOCS / "tutorial" / "first-awareness-run.md").read_text(encoding="utf-8")
-    assert all(line in tutorial.splitlines() for line in printed)
-    ran, shown = report_snippet(pytester, "tutorial/first-awareness-run.md")
-    assert ran == shown == printed  # the snippet itself, as the tutorial shows it
-
-
 def test_estimator_example_on_generated_sokoban_rollouts(pytester: pytest.Pytester) -> None:
     """first-awareness-run.md, step 5: the estimator example on the 8x8 puzzles."""
     use_example(pytester, "conftest_estimator_example.py")

@@ -1,5 +1,6 @@
 """The README's main command, run the way a new user runs it: again and again in the same
-directory with pytest's cache on, with and without ``-n 2``.  Every run passes and prints the
+directory with pytest's cache on, with and without ``-n 2`` (README.md's block of it is run
+here, not by tests/test_docs_run.py).  Every run passes and prints the
 same tables.
 
 Values that travel through the pytest cache, a disk cache or JSON (rollout budgets read back
@@ -10,6 +11,7 @@ what a run compares against its baselines.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from pytest_budget._core.fingerprint import canonical_json, fingerprint
 from pytest_budget.awareness._environments import ReferenceActor, RolloutCache
 from pytest_budget.awareness._replay.rollouts import Rollout, Turn, as_read_back, read_rollouts
 
+ROOT = Path(__file__).resolve().parent.parent
 _TITLE = re.compile(r"^=+ (triage|awareness|planning): ")
 # What follows the tables: syrupy's summary (not printed when pytest runs inside an xdist
 # worker, as under this project's own `pytest -n 2`) or pytest's last line.
@@ -41,15 +44,28 @@ def _main_command(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     )
 
 
-def test_readme_main_command_passes_cold_under_n2_then_warm_plain_and_n2(
-    pytester: pytest.Pytester,
+def _clone_folder(folder: Path) -> Path:
+    """An empty folder at the root of a clone, as far as a run can tell (as tests/doc_run.py
+    makes README.md's): the clone's pytest configuration and its (here empty) tests/."""
+    (folder / "tests").mkdir(parents=True)
+    shutil.copy(ROOT / "pyproject.toml", folder / "pyproject.toml")
+    return folder
+
+
+def test_readme_main_command_cold_plain_then_warm_n2_and_cold_n2(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Three runs in one folder.  Run 1, under ``-n 2``, starts from an empty folder: the two
-    workers race to fill .pytest_cache (rollouts, Phase 0).  Run 2 (plain) and run 3
-    (``-n 2``) read the caches back.  All three pass and print the same tables, so plain and
-    ``-n 2`` runs agree too.  The plain run from an empty folder is README.md's own
-    (tests/test_docs_run.py runs it; it must pass the gate against the shipped baselines)."""
-    runs = [_main_command(pytester, *xdist) for xdist in (["-n", "2"], [], ["-n", "2"])]
+    """README.md's main command, which its block names this test for (tests/doc_run.py),
+    three times at the root of a clone.  Run 1 is the README's own: plain, the first run in
+    an empty folder, so it generates the rollouts and Phase 0 results into .pytest_cache.
+    Run 2 (``-n 2``) reads those caches back.  Run 3 (``-n 2``) starts from a second empty
+    folder: the two workers race to fill its cache.  All three pass the gate against the
+    shipped baselines and print the same tables, so plain and ``-n 2``, cold and warm runs
+    agree."""
+    _clone_folder(pytester.path)
+    runs = [_main_command(pytester), _main_command(pytester, "-n", "2")]
+    monkeypatch.chdir(_clone_folder(pytester.path / "second"))
+    runs.append(_main_command(pytester, "-n", "2"))
     for number, result in enumerate(runs, start=1):
         assert result.ret == pytest.ExitCode.OK, f"run {number}:\n" + "\n".join(
             line for line in result.outlines if "FAILED" in line or "rollout_set" in line
@@ -58,7 +74,8 @@ def test_readme_main_command_passes_cold_under_n2_then_warm_plain_and_n2(
         assert set(result.parseoutcomes()) == {"passed"}, result.outlines[-1]
     assert len({result.parseoutcomes()["passed"] for result in runs}) == 1
     assert runs[0].parseoutcomes()["passed"] > 200
-    assert (pytester.path / ".pytest_cache" / "d" / "pytest_budget" / "rollouts").is_dir()
+    for folder in (pytester.path, pytester.path / "second"):
+        assert (folder / ".pytest_cache" / "d" / "pytest_budget" / "rollouts").is_dir()
     first = tables(runs[0].outlines)
     assert len(first) > 200
     assert tables(runs[1].outlines) == first
