@@ -239,9 +239,8 @@ def _check_default_cells(cells: list[dict[str, Any]]) -> None:
 def test_generated_rollouts_are_cached_and_reused(pytester: pytest.Pytester) -> None:
     args = ("--budget-env=sokoban-6x6", "--budget-rollout-count=8", "--budget-gate=off",
             "--budget-agent=oracle", "-p", "cacheprovider")  # fmt: skip
-    first = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", *args, "--budget-report=a.json"
-    )
+    # In this process (pytest's cache plugin on: it holds the rollouts).
+    first = inprocess.run(pytester, "--budget-suite=awareness", *args, "--budget-report=a.json")
     first.assert_outcomes(passed=1)
     (cached,) = (pytester.path / ".pytest_cache").rglob("sokoban-6x6-n8-s42-*.jsonl")
     lines = cached.read_text().splitlines()
@@ -250,9 +249,7 @@ def test_generated_rollouts_are_cached_and_reused(pytester: pytest.Pytester) -> 
     first_rollout = json.loads(lines[0])
     first_rollout["success"] = not first_rollout["success"]
     cached.write_text("\n".join([json.dumps(first_rollout), *lines[1:]]) + "\n")
-    second = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", *args, "--budget-report=b.json"
-    )
+    second = inprocess.run(pytester, "--budget-suite=awareness", *args, "--budget-report=b.json")
     second.assert_outcomes(passed=1)
     before = report_of(pytester, "a.json")["cells"][0]["rollouts"]["succeeded"]
     after = report_of(pytester, "b.json")["cells"][0]["rollouts"]["succeeded"]
