@@ -20,7 +20,8 @@ SMALL = ["--budget-pool-size=6", "--budget-alpha=0.5", "--budget-unsolvable=0", 
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """A triage run in this process (usage errors, which assert on stderr, run in a real one)."""
+    """A triage run in this process (tests/inprocess.py; usage errors too: pytester captures
+    the stderr they are written to)."""
     return inprocess.run(pytester, "--budget-suite=triage", "-p", "no:cacheprovider", *args)
 
 
@@ -101,14 +102,14 @@ def test_seed_changes_the_pools(pytester: pytest.Pytester) -> None:
 def test_bad_options_are_one_line_usage_errors(
     pytester: pytest.Pytester, args: list[str], message: str
 ) -> None:
-    result = pytester.runpytest_subprocess("--budget-suite=triage", *args)
+    result = inprocess.run(pytester, "--budget-suite=triage", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
 
 
 def test_bad_ini_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nbudget_tolerances =\n    eta = 0.1\n")
-    result = pytester.runpytest_subprocess("--budget-suite=triage")
+    result = inprocess.run(pytester, "--budget-suite=triage")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["ERROR: budget_tolerances: unknown metric 'eta'; gated metrics: *"]
@@ -119,7 +120,7 @@ def test_bad_pool_file_names_file_and_line(pytester: pytest.Pytester) -> None:
     pytester.path.joinpath("pool.jsonl").write_text(
         '{"id": "a", "text": "1 + 1"}\n{"id": "a", "text": "2 + 2"}\n', encoding="utf-8"
     )
-    result = pytester.runpytest_subprocess("--budget-suite=triage", "--budget-pool=pool.jsonl")
+    result = inprocess.run(pytester, "--budget-suite=triage", "--budget-pool=pool.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: *pool.jsonl:2: duplicate id 'a'*"])
 
