@@ -11,12 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from functools import partial
 from typing import Any
 
 import pytest
 
-from tests import inprocess
 from tests.model_server import ModelServer
 
 PLANNER = "How your plan is used"
@@ -35,9 +33,7 @@ def test_each_failed_cell_shows_only_its_own_agent_error(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with ModelServer(reject=_reject_planner, latency=0.5) as server:
-        # Without workers in this process (tests/inprocess.py); under -n 2 in its own.
-        run = pytester.runpytest_subprocess if workers != "0" else partial(inprocess.run, pytester)
-        result = run(
+        result = pytester.runpytest_subprocess(
             "--budget-suite=triage", "--budget-agent=openai:m", f"--budget-base-url={server.url}",
             "--budget-pool-size=4", "--budget-alpha=0.25,0.5,0.75,1", "--budget-unsolvable=0",
             "--budget-gate=off", "--budget-cache-dir=cache", "-p", "no:cacheprovider",

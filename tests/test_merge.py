@@ -30,12 +30,12 @@ from pytest_budget.report._merge import MergeError, merge_reports
 from pytest_budget.triage._options import TriageOptions
 from tests.schemas import validate_report
 
-# Every suite, small: triage 2 pools x 2 ratios x 1 alpha x 4 agents = 16 cells,
+# Every suite, small: triage 2 pools x 2 ratios x 2 alphas x 4 agents = 32 cells,
 # awareness 1 env x 6 estimators = 6, planning 2 tasks x 2 scenarios x 4 agents = 16.
 SMALL_RUN = [
     "--budget-suite=all",
     "--budget-pool-size=6",
-    "--budget-alpha=0.5",
+    "--budget-alpha=0.5,1.0",
     "--budget-env=sokoban-6x6",
     "--budget-rollout-count=4",
     "--budget-task=dining,location",
@@ -47,7 +47,7 @@ SMALL_RUN = [
     "-p",
     "no:hypothesispytest",  # its plugin imports all of hypothesis at the end of a run (~1 s)
 ]
-CELLS = 38
+CELLS = 54
 
 
 def _pytest(folder: Path, *args: str) -> subprocess.Popen[str]:
@@ -65,16 +65,6 @@ def _budget_report(folder: Path, *args: str) -> subprocess.CompletedProcess[str]
     command = shutil.which("budget-report", path=str(Path(sys.executable).parent))
     assert command is not None, "the budget-report console script is not installed"
     return subprocess.run([command, *args], cwd=folder, capture_output=True, text=True, check=False)
-
-
-def _budget_report_here(
-    capsys: pytest.CaptureFixture[str], *args: str
-) -> subprocess.CompletedProcess[str]:
-    """The command's ``main`` in this process (the console script is run once above)."""
-    capsys.readouterr()
-    code = budget_report(list(args))
-    captured = capsys.readouterr()
-    return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -98,9 +88,7 @@ def _without(cell: Mapping[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in cell.items() if k not in keys}
 
 
-def test_sharded_runs_merged_equal_the_unsharded_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_sharded_runs_merged_equal_the_unsharded_run(tmp_path: Path) -> None:
     runs = {
         "full": _pytest(tmp_path, "--budget-report=full.json"),
         "1": _pytest(tmp_path, "--budget-shard=1/3", "--budget-report=shard-1.json"),
@@ -158,9 +146,8 @@ def test_sharded_runs_merged_equal_the_unsharded_run(
     other = _load(tmp_path / "shard-2.json")
     other["seed"] = 7
     write_report(tmp_path / "shard-2-seed7.json", other)
-    monkeypatch.chdir(tmp_path)  # the shard reports' names are relative, as a user types them
-    refused = _budget_report_here(
-        capsys, "merge", "shard-1.json", "shard-2-seed7.json", "shard-3.json", "-o", "x.json"
+    refused = _budget_report(
+        tmp_path, "merge", "shard-1.json", "shard-2-seed7.json", "shard-3.json", "-o", "x.json"
     )
     assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
@@ -170,8 +157,8 @@ def test_sharded_runs_merged_equal_the_unsharded_run(
     assert not (tmp_path / "x.json").exists()
 
     # One HTML page for the merged run.
-    html = _budget_report_here(
-        capsys, "merge", "shard-1.json", "shard-2.json", "shard-3.json",
+    html = _budget_report(
+        tmp_path, "merge", "shard-1.json", "shard-2.json", "shard-3.json",
         "-o", "again.json", "--html", "merged.html",
     )  # fmt: skip
     assert html.returncode == 0, html.stderr
