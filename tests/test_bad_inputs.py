@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from tests import inprocess
+
 SUITE = ("--budget-suite=triage", "-p", "no:cacheprovider")
 
 
@@ -89,7 +91,9 @@ def test_bad_input_is_one_line_and_exit_4(pytester: pytest.Pytester, case: str) 
     _setup(pytester)
     args, line = CASES[case]
     started = time.monotonic()
-    result = pytester.runpytest_subprocess(*SUITE, *args, timeout=120)
+    # In this process (tests/inprocess.py): a usage error is read off pytester's captured
+    # stderr and exit status, the same as a process of its own gives.
+    result = inprocess.run(pytester, *SUITE, *args)
     elapsed = time.monotonic() - started
     assert result.ret == 4, (result.stdout.str(), result.stderr.str())
     errors = [text for text in result.stderr.lines if text.strip()]

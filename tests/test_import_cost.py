@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,10 +105,33 @@ def third_party(modules: set[str]) -> set[str]:
     return {t for t in tops if t not in sys.stdlib_module_names and t != "pytest_budget"}
 
 
+@pytest.fixture(scope="module")
+def unrelated_runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[tuple[str, ...]], tuple[set[str], list[str], list[str]]]:
+    """One unrelated run per set of other plugins, shared by the tests that read it: the
+    modules loaded by its last test, its plugins, and this package's modules at its exit."""
+    runs: dict[tuple[str, ...], tuple[set[str], list[str], list[str]]] = {}
+
+    def of(others: tuple[str, ...]) -> tuple[set[str], list[str], list[str]]:
+        if others not in runs:
+            folder = tmp_path_factory.mktemp("unrelated")
+            (folder / "test_probe.py").write_text(PROBE, encoding="utf-8")
+            at_exit = modules_at_exit(folder, *others)
+            data = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+            runs[others] = (set(data["modules"]), list(data["plugins"]), at_exit)
+        return runs[others]
+
+    return of
+
+
 @pytest.mark.parametrize("others", [OTHERS_OFF, ()], ids=["plugin-alone", "all-plugins"])
-def test_an_unrelated_run_imports_nothing_heavy(tmp_path: Path, others: tuple[str, ...]) -> None:
+def test_an_unrelated_run_imports_nothing_heavy(
+    tmp_path: Path, others: tuple[str, ...], unrelated_runs: Any
+) -> None:
     (tmp_path / "test_probe.py").write_text(PROBE, encoding="utf-8")
-    loaded, plugins = modules_of_run(tmp_path, *others)
+    (tmp_path / "conftest.py").write_text(AT_EXIT, encoding="utf-8")  # as in the shared run
+    loaded, plugins, _ = unrelated_runs(others)
     assert "budget" in plugins and "pytest_budget.plugin" in loaded  # the plugin is active
     without, _ = modules_of_run(tmp_path, *others, "-p", "no:budget")
     # Nothing third-party that the same run without pytest-budget does not load ...
@@ -140,12 +165,13 @@ def modules_at_exit(folder: Path, *args: str) -> list[str]:
 
 @pytest.mark.parametrize("others", [OTHERS_OFF, ()], ids=["plugin-alone", "all-plugins"])
 def test_an_unrelated_run_imports_only_the_entry_point_and_option_registration(
-    tmp_path: Path, others: tuple[str, ...]
+    tmp_path: Path, others: tuple[str, ...], unrelated_runs: Any
 ) -> None:
-    (tmp_path / "test_probe.py").write_text(PROBE, encoding="utf-8")
-    assert modules_at_exit(tmp_path, *others) == UNRELATED_RUN_MODULES
+    assert unrelated_runs(others)[2] == UNRELATED_RUN_MODULES
     # A failing unrelated test loads nothing more either (the re-run section is the cells').
+    (tmp_path / "test_probe.py").write_text(PROBE, encoding="utf-8")
     (tmp_path / "test_fails.py").write_text("def test_no():\n    assert 0\n", encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(AT_EXIT, encoding="utf-8")
     run_pytest(tmp_path, *others, code=1)
     found = json.loads((tmp_path / "ours.json").read_text(encoding="utf-8"))
     assert found == UNRELATED_RUN_MODULES

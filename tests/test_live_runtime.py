@@ -1,8 +1,10 @@
 """A live run's runtime (issue 21): cells share one loop and one concurrency limit, and
 shared work (Phase 0) is done once per run, with or without xdist.
 
-Real pytest runs in subprocesses against :class:`tests.model_server.ModelServer` on
-loopback; counts are read off what the server received.
+Real pytest runs against :class:`tests.model_server.ModelServer` on loopback; counts are
+read off what the server received.  A run without xdist workers runs in this process
+(tests/inprocess.py); a run under ``-n 2`` and the Ctrl-C test (a signal to a process) in a
+process of their own.
 """
 
 from __future__ import annotations
@@ -15,14 +17,24 @@ from typing import Any
 
 import pytest
 
+from tests import inprocess
 from tests.model_server import ModelServer, role_answer
 
 PLANNER = "How your plan is used"
 
 
+def _run(pytester: pytest.Pytester, *args: str) -> Any:
+    """A run in this process, or in its own under ``-n N`` with workers (xdist's controller
+    is best kept out of this one; its workers are processes anyway)."""
+    workers = args[args.index("-n") + 1] if "-n" in args else "0"
+    if workers != "0":
+        return pytester.runpytest_subprocess(*args)
+    return inprocess.run(pytester, *args)
+
+
 def _triage(pytester: pytest.Pytester, url: str, *extra: str) -> Any:
-    return pytester.runpytest_subprocess(
-        "--budget-suite=triage", "--budget-agent=openai:m", f"--budget-base-url={url}",
+    return _run(
+        pytester, "--budget-suite=triage", "--budget-agent=openai:m", f"--budget-base-url={url}",
         "--budget-pool-size=6", "--budget-gate=off", "-p", "no:cacheprovider", *extra,
     )  # fmt: skip
 
@@ -139,14 +151,15 @@ def test_a_live_planning_run_asks_each_request_once_with_and_without_xdist(
     pytester: pytest.Pytester,
 ) -> None:
     # Cells of different scenarios send some identical requests (an episode's first turn):
-    # one live call each in the whole run, whichever process asks first.
+    # one live call each in the whole run, whichever process asks first.  Two tasks (10
+    # cells, 5 scenarios each) make the point; all six took 3x as long.
     runs: dict[str, Counter[str]] = {}
     for workers in ("0", "2"):
         with ModelServer(latency=0.05) as server:
-            result = pytester.runpytest_subprocess(
-                "--budget-suite=planning", "--budget-agent=openai:m",
+            result = _run(
+                pytester, "--budget-suite=planning", "--budget-agent=openai:m",
                 f"--budget-base-url={server.url}", "--budget-query-count=2",
-                "--budget-gate=off", "-p", "no:cacheprovider",
+                "--budget-task=dining,shopping", "--budget-gate=off", "-p", "no:cacheprovider",
                 f"--budget-cache-dir=cache-{workers}", "-n", workers,
             )  # fmt: skip
             assert result.ret == 0, result.stdout.str()[-2000:]
@@ -231,8 +244,8 @@ def test_awareness_cells_of_different_environments_are_in_flight_together(
         return role_answer(body)
 
     with ModelServer(answer) as server:
-        result = pytester.runpytest_subprocess(
-            "--budget-suite=awareness", "--budget-agent=openai:m",
+        result = _run(
+            pytester, "--budget-suite=awareness", "--budget-agent=openai:m",
             f"--budget-base-url={server.url}", "--budget-env=sokoban-6x6,warehouse",
             "--budget-rollout-count=2", "--budget-gate=off", "-p", "no:cacheprovider",
         )  # fmt: skip

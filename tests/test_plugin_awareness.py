@@ -196,14 +196,22 @@ def test_bad_options_and_files_are_one_line_usage_errors(
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["plain", "n2"])
-def test_default_run_gates_against_shipped_baselines(
-    pytester: pytest.Pytester, xdist: list[str]
-) -> None:
-    """The out-of-the-box run: 5 environments x 6 reference estimators, all gated."""
-    result = run(pytester, "--budget-report=report.json", *xdist)
-    result.assert_outcomes(passed=30)
-    cells = report_of(pytester)["cells"]
+def test_default_run_gates_against_shipped_baselines(pytester: pytest.Pytester) -> None:
+    """The out-of-the-box run: 5 environments x 6 reference estimators, all gated; plain,
+    then under ``-n 2``.  Both share one cache folder, as a user's second run does: the
+    plain run generates the rollouts (most of its ~14 s), the ``-n 2`` run reads them back.
+    (A cold ``-n 2`` run of every default suite against the shipped baselines is
+    tests/test_newcomer_runs.py's first run.)"""
+    for name, xdist in (("plain", []), ("n2", ["-n", "2"])):
+        report = f"{name}.json"
+        result = run(pytester, f"--budget-report={report}", "--budget-cache-dir=cache", *xdist)
+        result.assert_outcomes(passed=30)
+        _check_default_cells(report_of(pytester, report)["cells"])
+        assert not (pytester.path / "__budget_snapshots__").exists()
+    assert (pytester.path / "cache" / "rollouts").is_dir()
+
+
+def _check_default_cells(cells: list[dict[str, Any]]) -> None:
     assert {c["env"] for c in cells} == {
         "sokoban-8x8", "sokoban-6x6", "warehouse", "search", "swe-synthetic"
     }  # fmt: skip
@@ -226,15 +234,13 @@ def test_default_run_gates_against_shipped_baselines(
     assert warehouse["rollouts"]["feasible"] == 30  # of 64 rollouts
     # every built-in probe set keeps its trivial floor at or below 0.75
     assert all(not c["trivial_floor"]["warn"] for c in cells)
-    assert not (pytester.path / "__budget_snapshots__").exists()
 
 
 def test_generated_rollouts_are_cached_and_reused(pytester: pytest.Pytester) -> None:
     args = ("--budget-env=sokoban-6x6", "--budget-rollout-count=8", "--budget-gate=off",
             "--budget-agent=oracle", "-p", "cacheprovider")  # fmt: skip
-    first = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", *args, "--budget-report=a.json"
-    )
+    # In this process (pytest's cache plugin on: it holds the rollouts).
+    first = inprocess.run(pytester, "--budget-suite=awareness", *args, "--budget-report=a.json")
     first.assert_outcomes(passed=1)
     (cached,) = (pytester.path / ".pytest_cache").rglob("sokoban-6x6-n8-s42-*.jsonl")
     lines = cached.read_text().splitlines()
@@ -243,9 +249,7 @@ def test_generated_rollouts_are_cached_and_reused(pytester: pytest.Pytester) -> 
     first_rollout = json.loads(lines[0])
     first_rollout["success"] = not first_rollout["success"]
     cached.write_text("\n".join([json.dumps(first_rollout), *lines[1:]]) + "\n")
-    second = pytester.runpytest_subprocess(
-        "--budget-suite=awareness", *args, "--budget-report=b.json"
-    )
+    second = inprocess.run(pytester, "--budget-suite=awareness", *args, "--budget-report=b.json")
     second.assert_outcomes(passed=1)
     before = report_of(pytester, "a.json")["cells"][0]["rollouts"]["succeeded"]
     after = report_of(pytester, "b.json")["cells"][0]["rollouts"]["succeeded"]

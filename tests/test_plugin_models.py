@@ -262,8 +262,8 @@ def test_provider_slash_model_and_base_url_from_the_environment(
 
 @pytest.mark.parametrize("agent", ["mistral/large", "mistral:large", "gpt-4o"])
 def test_an_unknown_provider_lists_the_valid_forms(pytester: pytest.Pytester, agent: str) -> None:
-    result = pytester.runpytest_subprocess(
-        "--budget-suite=triage", f"--budget-agent={agent}", "-p", "no:cacheprovider"
+    result = inprocess.run(
+        pytester, "--budget-suite=triage", f"--budget-agent={agent}", "-p", "no:cacheprovider"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     (line,) = [x for x in result.stderr.lines if x.strip()]

@@ -20,7 +20,8 @@ SMALL = ["--budget-pool-size=6", "--budget-alpha=0.5", "--budget-unsolvable=0", 
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """A triage run in this process (usage errors, which assert on stderr, run in a real one)."""
+    """A triage run in this process (tests/inprocess.py; usage errors too: pytester captures
+    the stderr they are written to)."""
     return inprocess.run(pytester, "--budget-suite=triage", "-p", "no:cacheprovider", *args)
 
 
@@ -36,23 +37,26 @@ def table_block(lines: list[str]) -> list[str]:
     return lines[start : end + 1]
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "0"], ["-n", "2"]], ids=["plain", "n0", "n2"])
-def test_default_run_gates_against_shipped_baselines(
-    pytester: pytest.Pytester, xdist: list[str]
-) -> None:
-    """The out-of-the-box run: every reference cell passes against the packaged baselines."""
-    result = run(pytester, "--budget-report=report.json", *xdist)
-    result.assert_outcomes(passed=64)
-    result.stdout.fnmatch_lines(["*triage: triage efficiency*", "pool *unsolv*alpha*eta_u*"])
-    report = report_of(pytester)
-    assert report["summary"]["cells"] == 64
-    assert {cell["agent"] for cell in report["cells"]} == {
-        "oracle", "random", "cheapest-first", "attempt-all"
-    }  # fmt: skip
-    oracle = [cell for cell in report["cells"] if cell["agent"] == "oracle"]
-    assert all(cell["scores"]["eta_u"] == 1.0 and cell["scores"]["eta_e"] == 1.0 for cell in oracle)
-    # No snapshot is written next to the installed suite or into the project by a plain run.
-    assert not (pytester.path / "__budget_snapshots__").exists()
+def test_default_run_gates_against_shipped_baselines(pytester: pytest.Pytester) -> None:
+    """The out-of-the-box run: every reference cell passes against the packaged baselines;
+    plain, with ``-n 0`` and under ``-n 2``.  The three share one cache folder, as a user's
+    reruns do: the plain run computes Phase 0 and the bootstrap's tables, the others read
+    them.  (A cold ``-n 2`` run of every default suite against the shipped baselines is
+    tests/test_newcomer_runs.py's first run.)"""
+    for name, xdist in (("plain", []), ("n0", ["-n", "0"]), ("n2", ["-n", "2"])):
+        report_name = f"{name}.json"
+        result = run(pytester, f"--budget-report={report_name}", "--budget-cache-dir=cache", *xdist)
+        result.assert_outcomes(passed=64)
+        result.stdout.fnmatch_lines(["*triage: triage efficiency*", "pool *unsolv*alpha*eta_u*"])
+        report = report_of(pytester, report_name)
+        assert report["summary"]["cells"] == 64
+        assert {cell["agent"] for cell in report["cells"]} == {
+            "oracle", "random", "cheapest-first", "attempt-all"
+        }  # fmt: skip
+        oracle = [cell for cell in report["cells"] if cell["agent"] == "oracle"]
+        assert all(c["scores"]["eta_u"] == 1.0 and c["scores"]["eta_e"] == 1.0 for c in oracle)
+        # No snapshot is written next to the installed suite or into the project by a plain run.
+        assert not (pytester.path / "__budget_snapshots__").exists()
 
 
 def test_xdist_and_plain_runs_print_the_same_table(pytester: pytest.Pytester) -> None:
@@ -98,14 +102,14 @@ def test_seed_changes_the_pools(pytester: pytest.Pytester) -> None:
 def test_bad_options_are_one_line_usage_errors(
     pytester: pytest.Pytester, args: list[str], message: str
 ) -> None:
-    result = pytester.runpytest_subprocess("--budget-suite=triage", *args)
+    result = inprocess.run(pytester, "--budget-suite=triage", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
 
 
 def test_bad_ini_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nbudget_tolerances =\n    eta = 0.1\n")
-    result = pytester.runpytest_subprocess("--budget-suite=triage")
+    result = inprocess.run(pytester, "--budget-suite=triage")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["ERROR: budget_tolerances: unknown metric 'eta'; gated metrics: *"]
@@ -116,7 +120,7 @@ def test_bad_pool_file_names_file_and_line(pytester: pytest.Pytester) -> None:
     pytester.path.joinpath("pool.jsonl").write_text(
         '{"id": "a", "text": "1 + 1"}\n{"id": "a", "text": "2 + 2"}\n', encoding="utf-8"
     )
-    result = pytester.runpytest_subprocess("--budget-suite=triage", "--budget-pool=pool.jsonl")
+    result = inprocess.run(pytester, "--budget-suite=triage", "--budget-pool=pool.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: *pool.jsonl:2: duplicate id 'a'*"])
 

@@ -92,14 +92,16 @@ def test_a_recorded_run_replays_without_the_server(
 def test_a_killed_run_resumes_without_paying_twice(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
-    with ModelServer(latency=0.15) as server:
-        # The reference: an uninterrupted run with its own cache.
+    with ModelServer() as server:
+        # The reference: an uninterrupted run with its own cache (against an instant server).
         reference = inprocess.run(
             pytester,
             *_args(pytester, server, "--budget-report=ref.json", "--budget-cache-dir=refcache"),
         )
         reference.assert_outcomes(passed=3)
         server.requests.clear()
+        # 0.15 s a call, one at a time: the run is still paying when it is killed.
+        server.latency = 0.15
         args = _args(pytester, server, "--budget-report=r.json", "--budget-concurrency=1")
         with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
             process = pytester.popen(
@@ -112,6 +114,8 @@ def test_a_killed_run_resumes_without_paying_twice(
             process.wait(10)
         paid_before_kill = len(server.requests)
         assert 4 <= paid_before_kill < 27
+        # The resumed run's claim is what it replays, not its pace: an instant server again.
+        server.latency = 0.0
         resumed = inprocess.run(pytester, *args)
         resumed.assert_outcomes(passed=3)
     # Every completed call was replayed; at most the one in flight at the kill is paid twice.

@@ -7,11 +7,12 @@ surrogates); a real run writes ``r.json.gz`` and every ``budget-report`` command
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_budget._core.record_json import cell_to_json
+from pytest_budget.report._cli import main
 from pytest_budget.report._document import (
     REPORT_SCHEMA_VERSION,
     ReportFileError,
@@ -28,6 +30,7 @@ from pytest_budget.report._document import (
     write_report,
 )
 from pytest_budget.report._sample_pool import PoolError, decode_pool, encode
+from tests import inprocess
 
 
 def _roundtrip(values: list[Any]) -> list[Any]:
@@ -251,17 +254,19 @@ def _blocks(page: Path) -> list[Any]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_budget", "report", *args],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    """``budget-report ARGS`` in this process (its ``main``; a process of its own cost ~1.5 s
+    a command, and the console script and ``python -m`` have their own tests)."""
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def test_a_real_run_writes_json_gz_and_every_command_reads_it(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(PLANNER)
     common = ("-p", "no:cacheprovider", "--budget-gate=off", "--budget-ci-resamples=0")
-    result = pytester.runpytest_subprocess(
-        "--budget-suite=triage,awareness", "--budget-pool-size=6", "--budget-alpha=0.5",
+    result = inprocess.run(
+        pytester, "--budget-suite=triage,awareness", "--budget-pool-size=6", "--budget-alpha=0.5",
         "--budget-unsolvable=0", "--budget-env=sokoban-6x6", "--budget-rollout-count=4",
         "--budget-shard=1/1", "--budget-report=r.json.gz", "--budget-html=run.html", *common,
     )  # fmt: skip
