@@ -41,6 +41,24 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_inprocess(*args, *INPROCESS)
 
 
+def draw_a_figure() -> None:
+    """Draw one small figure the way the HTML report does, if matplotlib is installed: the
+    modules matplotlib imports lazily while drawing (its C extensions among them) then load
+    here, not inside an in-process run that draws (``--budget-html``), where pytester would
+    drop them afterwards and this process's later figures would mix two copies of their
+    classes (every later figure of a worker failed so in session 14)."""
+    try:
+        from pytest_budget.report._html.figures import encode, finish, new_figure
+    except ImportError:  # no matplotlib (the report extra): no run here draws a figure
+        return
+    fig, axes = new_figure(1, 2, 2.0, 1.5)
+    axes[0].plot([0, 1], [0, 1], label="line")
+    axes[1].bar([0, 1], [1, 2], hatch="//", label="bar")
+    axes[1].set_yscale("log")
+    encode(finish(fig, *axes[0].get_legend_handles_labels()))
+
+
 # Imported at collection, before any pytester snapshots sys.modules: the modules then stay for
 # every test of this process (imported inside a test, pytester drops them at its teardown).
 import_the_plugin()
+draw_a_figure()
