@@ -132,12 +132,13 @@ def _quiet_async_plugin_in_pytester_runs(
     pytest-asyncio (a dev dependency) warns in every project without its ini key; the
     projects that pytester makes have none: set it for them.  hypothesis's plugin imports
     all of hypothesis at the end of every run (~2 s of CPU, most of a small run's start),
-    and no project pytester makes uses hypothesis: leave it out, unless the test is marked
+    and no project pytester makes uses hypothesis: leave it out (and the dev extra's other
+    plugins, DEV_ONLY_PLUGINS_OFF), unless the test is marked
     ``hypothesis_plugin`` (its runs name ``-p`` options that a re-run command must repeat,
     and an option in PYTEST_ADDOPTS is not repeated)."""
     if "pytester" not in request.fixturenames:
         return
-    options = []
+    options = list(DEV_ONLY_PLUGINS_OFF)
     if request.node.get_closest_marker("hypothesis_plugin") is None:
         options.append("-p no:hypothesispytest")
     try:
@@ -148,6 +149,12 @@ def _quiet_async_plugin_in_pytester_runs(
         options.append("-o asyncio_default_fixture_loop_scope=function")
     request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it starts
     monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(options))
+
+
+#: pytest plugins that come with this project's dev extra only (pytest-benchmark, and
+#: platformdirs's through inspect_ai), not with ``pip install pytest-budget``: the runs this
+#: suite starts stand for a user's, and each would pay ~0.2 s of CPU to load them.
+DEV_ONLY_PLUGINS_OFF = ("-p no:benchmark", "-p no:platformdirs")
 
 
 def _balanced(config: pytest.Config) -> bool:

@@ -246,8 +246,9 @@ def base_environment() -> dict[str, str]:
     # The pages' user installs pytest-budget (`pip install .`), not this project's dev extra:
     # hypothesis's pytest plugin (here for the project's own tests) is not theirs, and it
     # imports all of hypothesis at the end of every run (~1 s of CPU a command; the pages
-    # run ~75).  A block that exports its own PYTEST_ADDOPTS replaces this.
-    env["PYTEST_ADDOPTS"] = "-p no:hypothesispytest"
+    # run ~75), and pytest-benchmark's and platformdirs's (through inspect_ai) cost ~0.2 s
+    # more.  A block that exports its own PYTEST_ADDOPTS replaces this.
+    env["PYTEST_ADDOPTS"] = "-p no:hypothesispytest -p no:benchmark -p no:platformdirs"
     return env
 
 
