@@ -204,9 +204,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 def browser() -> Iterator[Any]:
     """Debian's chromium under Playwright, one per browser test module (skips with the
     reason when Playwright or chromium is missing)."""
-    from tests.test_html_browser import CHROMIUM, _playwright
+    from tests.test_html_browser import CHROMIUM, _playwright, wait_for_chromium
 
     sync_playwright = _playwright()
+    wait_for_chromium()
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
         try:
