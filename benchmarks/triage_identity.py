@@ -54,7 +54,8 @@ def _differences(a: Any, b: Any, path: str = "") -> list[str]:
             out += _differences(a[key], b[key], f"{path}/{key}")
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{path}[{i}]")]
+        pairs = enumerate(zip(a, b, strict=True))
+        return [d for i, (x, y) in pairs for d in _differences(x, y, f"{path}[{i}]")]
     return [] if a == b else [f"{path}: {str(a)[:80]} != {str(b)[:80]}"]
 
 
