@@ -99,3 +99,15 @@ def test_arithmetic_estimates_kept_by_text_equal_fresh_ones() -> None:
         first, again = arithmetic.estimate(problem), arithmetic.estimate(problem)
         assert first == again == arithmetic._estimate_text(text)
     assert arithmetic.estimate(Problem(id="x", text=texts[0])).tokens == 25 + 10 * 2 + 4 * 4
+
+
+@pytest.mark.parametrize("domain", ["arith", "sokoban"])
+def test_a_shorter_unsolvable_supply_is_a_prefix_of_the_full_one(domain: str) -> None:
+    # fixtures/triage.py generates only the unsolvable items an injection takes.
+    from pytest_budget.fixtures.triage import _PER_INDEX_SUPPLY
+    from pytest_budget.triage._pools import unsolvable_supply
+
+    assert domain in _PER_INDEX_SUPPLY
+    full = unsolvable_supply(domain, 12, seed=5)
+    assert unsolvable_supply(domain, 5, seed=5) == full[:5]
+    assert len({item.text for item in full}) == 12
