@@ -5,7 +5,7 @@ date, interpreter and file paths (and, under ``-n 2``, the two Phase 0 counters 
 workers race for: :data:`RACED`).  Floats compare by their exact ``repr``.
 
 Run: ``python benchmarks/triage_identity.py BEFORE/bin/pytest AFTER/bin/pytest [-- EXTRA ...]``
-(EXTRA: more pytest options for both, e.g. ``--budget-alpha=0.5``).  Exit status 1 on any
+(EXTRA: more pytest options for both, e.g. ``-- --budget-seed=7``).  Exit status 1 on any
 difference, each difference printed with its path in the report.
 """
 
@@ -33,8 +33,11 @@ def _run(pytest: str, folder: Path, extra: list[str]) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTEST_ADDOPTS"] = "-p no:hypothesispytest -p no:benchmark -p no:platformdirs"
     command = [pytest, "-q", "--budget-suite=triage", "--budget-report=r.json", *extra]
-    subprocess.run(command, cwd=folder, env=env, check=True, capture_output=True)
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True)
+    if done.returncode not in (0, 1):  # 1: cells failed their gate (compared too)
+        raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout[-2000:]!r}")
     report: dict[str, Any] = json.loads((folder / "r.json").read_text())
+    report["exit status"] = done.returncode
     return report
 
 
