@@ -10,22 +10,27 @@
 #   sh benchmarks/bench_main_job.sh VENV main-n2    # the first run with -n 2
 #   sh benchmarks/bench_main_job.sh VENV warm       # a rerun: same folder, rollout cache kept
 #   sh benchmarks/bench_main_job.sh VENV warm-n2    # the same with -n 2
+#   sh benchmarks/bench_main_job.sh VENV triage     # pytest --budget-suite=triage -q (the run
+#       the project's own tests start ~60 times; set PYTEST_ADDOPTS="-p no:hypothesispytest
+#       -p no:benchmark -p no:platformdirs" as they do)
 # The warm modes run in one folder per venv and mode under /tmp (made, and the cache filled,
 # by the first run: farm-bench's warm-up run, which is not counted).
 # Bytecode: pip compiles the package at install; pytest rewrites only the bundled suites,
 # whose rewritten bytecode it caches unless PYTHONDONTWRITEBYTECODE is set (set on the
 # machine these figures were taken on; `env -u PYTHONDONTWRITEBYTECODE` for the other case).
 set -e
-venv="${1:?usage: bench_main_job.sh VENV [main|main-n2|dry-run|600|warm|warm-n2]}"
+venv="${1:?usage: bench_main_job.sh VENV [main|main-n2|dry-run|600|warm|warm-n2|triage]}"
 mode="${2:-main}"
+suite=all
 case "$mode" in
   main) extra="" ;;
+  triage) extra="" suite=triage ;;
   dry-run) extra="--budget-agent=openai/gpt-4o-mini --budget-dry-run" ;;
   600) extra="--budget-query-count=600" ;;
   main-n2) extra="-n 2" ;;
   warm) extra="" ;;
   warm-n2) extra="-n 2" ;;
-  *) echo "unknown mode $mode (main, main-n2, dry-run, 600, warm or warm-n2)" >&2; exit 2 ;;
+  *) echo "unknown mode $mode (main, main-n2, dry-run, 600, warm, warm-n2 or triage)" >&2; exit 2 ;;
 esac
 case "$mode" in
   warm*)
@@ -40,7 +45,7 @@ dir=$(mktemp -d)
 cd "$dir"
 # -p no:cacheprovider: every run starts from nothing (no rollout cache, no .pytest_cache).
 # shellcheck disable=SC2086
-"$venv/bin/pytest" --budget-suite=all -q -p no:cacheprovider $extra >/dev/null 2>&1 || status=$?
+"$venv/bin/pytest" --budget-suite="$suite" -q -p no:cacheprovider $extra >/dev/null 2>&1 || status=$?
 cd /
 rm -rf "$dir"
 exit "${status:-0}"
