@@ -14,11 +14,10 @@ from hypothesis import strategies as st
 
 from pytest_budget.planning._env import TravelEnv
 from pytest_budget.planning._episode import run_episode
-from pytest_budget.planning._ground_truth import _Held, dijkstra
 from pytest_budget.planning._metrics import score_episodes
 from pytest_budget.planning._queries import generate_queries
 from pytest_budget.planning._reference_agents import OracleToolAgent
-from pytest_budget.planning._tools import TASKS, Tool, atomic_chain, build_tools
+from pytest_budget.planning._tools import TASKS, atomic_chain, build_tools
 
 tasks = st.sampled_from(TASKS)
 levels = st.integers(min_value=0, max_value=5)
@@ -80,67 +79,3 @@ def test_the_oracle_matches_the_ground_truth_exactly(task: str, level: int, inde
     assert scores["uihr"] == 1.0 and scores["itur"] == 0.0
     _, optimum = TravelEnv(task, level, query.query_id).optimal_path()
     assert sum(call.cost for call in episode.calls) == pytest.approx(optimum)
-
-
-def _frozenset_dijkstra(
-    goal: str, start: frozenset[str], tools: list[Tool], prices: list[float]
-) -> tuple[tuple[str, ...], float] | None:
-    """CostBench's heap search with frozenset states, as the fact sheet writes it."""
-    import heapq
-
-    heap: list[tuple[float, int, frozenset[str], tuple[str, ...]]] = [(0.0, 0, start, ())]
-    seen: set[frozenset[str]] = set()
-    while heap:
-        cost, calls, state, path = heapq.heappop(heap)
-        if state in seen:
-            continue
-        seen.add(state)
-        if goal in state:
-            return path, cost
-        for tool, price in zip(tools, prices, strict=True):
-            nxt = state | {tool.output}
-            if tool.output not in state and set(tool.inputs) <= state and nxt not in seen:
-                heapq.heappush(heap, (cost + price, calls + 1, nxt, (*path, tool.name)))
-    return None
-
-
-_TYPES = [f"T{i}" for i in range(7)]
-
-
-@st.composite
-def _tool_graphs(draw: st.DrawFn) -> tuple[frozenset[str], list[Tool], list[float]]:
-    # Few types and prices from {1, 2, 3}: exact (cost, calls) ties are the common case, so
-    # the heap's frozenset tie-break decides most searches.
-    count = draw(st.integers(min_value=1, max_value=14))
-    tools = [
-        Tool(
-            name=f"tool{i}",
-            inputs=tuple(draw(st.lists(st.sampled_from(_TYPES), max_size=3, unique=True))),
-            output=draw(st.sampled_from(_TYPES)),
-            components=(f"tool{i}",),
-            roles=(("refine", 1),),
-            purpose="",
-        )
-        for i in range(count)
-    ]
-    prices = [float(draw(st.integers(min_value=1, max_value=3))) for _ in tools]
-    start = frozenset(draw(st.lists(st.sampled_from(_TYPES[:3]), max_size=2)))
-    return start, tools, prices
-
-
-@settings(max_examples=300, deadline=None)
-@given(_tool_graphs(), st.sampled_from(_TYPES))
-def test_mask_dijkstra_pops_as_the_frozenset_heap(
-    graph: tuple[frozenset[str], list[Tool], list[float]], goal: str
-) -> None:
-    start, tools, prices = graph
-    assert dijkstra(goal, start, tuple(tools), tuple(prices)) == _frozenset_dijkstra(
-        goal, start, tools, prices
-    )
-
-
-@given(st.sets(st.integers(0, 5)), st.sets(st.integers(0, 5)))
-def test_held_masks_order_as_frozensets(a: set[int], b: set[int]) -> None:
-    mask_a, mask_b = (_Held(sum(1 << i for i in s)) for s in (a, b))
-    assert (mask_a < mask_b) == (frozenset(a) < frozenset(b))
-    assert (mask_a == mask_b) == (a == b)

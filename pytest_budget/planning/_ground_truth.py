@@ -99,7 +99,7 @@ class _Held(int):
 
     __slots__ = ()
 
-    def __lt__(self, other: int) -> bool:  # type: ignore[override]
+    def __lt__(self, other: int) -> bool:
         return int.__and__(self, other) == self and int.__ne__(self, other)
 
 
