@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_budget.planning import (
@@ -26,7 +26,7 @@ from pytest_budget.planning import (
     expected_answer,
 )
 from pytest_budget.planning._costs import query_seed
-from pytest_budget.planning._env import fill_arguments, id_kind
+from pytest_budget.planning._env import _lenient_arguments, fill_arguments, id_kind
 from pytest_budget.planning._episode_records import Query
 from pytest_budget.planning._ground_truth import _Held, dijkstra
 from pytest_budget.planning._tools import Tool
@@ -862,3 +862,54 @@ def _fresh_with(env: TravelEnv) -> TravelEnv:
     fresh = TravelEnv(env.task, env.refinement_level, env.query_id)
     fresh.costs = dict(env.costs)
     return fresh
+
+
+def _eager_lenient(raw: str) -> dict[str, object] | str:
+    """The argument repair as first written: every candidate built before any is tried."""
+    text = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", raw, flags=re.IGNORECASE).strip()
+    if not text:
+        return {}
+    candidates = [text, re.sub(r",\s*([}\]])", r"\1", text)]
+    candidates.append(candidates[-1].replace("'", '"'))
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        return dict(value) if isinstance(value, dict) else "arguments must be a JSON object."
+    return "arguments are not valid JSON."
+
+
+@settings(max_examples=1000, deadline=None)
+@example('{"a": ",}"}')  # a comma before a brace inside a string: the text as written wins
+@example("```json\n{'a': [1,],}\n```")  # a fence, single quotes and trailing commas
+@example('{"a": "```"}')  # backticks that are no fence
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "{",
+                "}",
+                "[",
+                "]",
+                '"',
+                "'",
+                '"a"',
+                "'a'",
+                ":",
+                ",",
+                " ",
+                "\n",
+                "1",
+                "`",
+                "```",
+                "json",
+            ]
+        ),
+        max_size=16,
+    ).map("".join)
+)
+def test_lenient_arguments_read_as_the_eager_repair(raw: str) -> None:
+    # Repairs are built lazily and fences stripped only when a backtick is present: the
+    # same result as building every candidate first, for texts full of near-JSON.
+    assert _lenient_arguments(raw) == _eager_lenient(raw)
