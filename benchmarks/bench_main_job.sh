@@ -13,13 +13,19 @@
 #   sh benchmarks/bench_main_job.sh VENV triage     # pytest --budget-suite=triage -q (the run
 #       the project's own tests start ~60 times; set PYTEST_ADDOPTS="-p no:hypothesispytest
 #       -p no:benchmark -p no:platformdirs" as they do)
+#   sh benchmarks/bench_main_job.sh VENV planning       # pytest --budget-suite=planning -q (first run)
+#   sh benchmarks/bench_main_job.sh VENV planning-warm  # the same, rerun in one folder
+# The planning modes are the default planning run the project's own tests start most
+# (tests/test_plugin_planning.py, the docs pages, the README main job's first part); the
+# tests run them with PYTEST_ADDOPTS="-p no:hypothesispytest -p no:benchmark -p no:platformdirs"
+# (set it before farm-bench to time the same thing).
 # The warm modes run in one folder per venv and mode under /tmp (made, and the cache filled,
 # by the first run: farm-bench's warm-up run, which is not counted).
 # Bytecode: pip compiles the package at install; pytest rewrites only the bundled suites,
 # whose rewritten bytecode it caches unless PYTHONDONTWRITEBYTECODE is set (set on the
 # machine these figures were taken on; `env -u PYTHONDONTWRITEBYTECODE` for the other case).
 set -e
-venv="${1:?usage: bench_main_job.sh VENV [main|main-n2|dry-run|600|warm|warm-n2|triage]}"
+venv="${1:?usage: bench_main_job.sh VENV [main|main-n2|dry-run|600|warm|warm-n2|triage|planning|planning-warm]}"
 mode="${2:-main}"
 suite=all
 case "$mode" in
@@ -30,15 +36,17 @@ case "$mode" in
   main-n2) extra="-n 2" ;;
   warm) extra="" ;;
   warm-n2) extra="-n 2" ;;
-  *) echo "unknown mode $mode (main, main-n2, dry-run, 600, warm, warm-n2 or triage)" >&2; exit 2 ;;
+  planning) extra=""; suite=planning ;;
+  planning-warm) extra=""; suite=planning ;;
+  *) echo "unknown mode $mode (main, main-n2, dry-run, 600, warm, warm-n2, triage, planning or planning-warm)" >&2; exit 2 ;;
 esac
 case "$mode" in
-  warm*)
+  warm* | planning-warm)
     dir="/tmp/bench-main-job-$mode-$(echo "$venv" | tr -c 'A-Za-z0-9\n' _)"
     mkdir -p "$dir"
     cd "$dir"
     # shellcheck disable=SC2086
-    "$venv/bin/pytest" --budget-suite=all -q $extra >/dev/null 2>&1 || status=$?
+    "$venv/bin/pytest" --budget-suite=$suite -q $extra >/dev/null 2>&1 || status=$?
     exit "${status:-0}" ;;
 esac
 dir=$(mktemp -d)

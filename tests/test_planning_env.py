@@ -14,6 +14,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from pytest_budget.planning import (
     PREFERENCE_VALUES,
@@ -24,8 +26,10 @@ from pytest_budget.planning import (
     expected_answer,
 )
 from pytest_budget.planning._costs import query_seed
-from pytest_budget.planning._env import fill_arguments, id_kind
+from pytest_budget.planning._env import _lenient_arguments, fill_arguments, id_kind
 from pytest_budget.planning._episode_records import Query
+from pytest_budget.planning._ground_truth import _Held, dijkstra
+from pytest_budget.planning._tools import Tool
 
 QUERIES = [f"<Query{i:05d}>" for i in range(1, 9)]
 
@@ -504,7 +508,6 @@ def test_ties_broken_toward_fewer_calls() -> None:
 def _costbench_dijkstra(env: TravelEnv) -> tuple[list[str], float]:
     """The fact sheet's solver written out again, over *all six tasks'* tools in registry
     order (tools of other tasks never apply, but are pushed in CostBench's order)."""
-    import heapq
 
     registry = [
         t
@@ -523,22 +526,74 @@ def _costbench_dijkstra(env: TravelEnv) -> tuple[list[str], float]:
     middle = [t for t in registry if t not in decides and t not in selects]
     listed = {t.name for t in env.tool_specs}
     tools = [t for t in (*decides, *middle, *selects, *composites) if t.name in listed]
-    heap: list[tuple[float, int, frozenset[str], list[str]]] = [(0.0, 0, env.initial_state, [])]
+    found = _frozenset_heap(env.goal, env.initial_state, tools, [env.costs[t.name] for t in tools])
+    if found is None:
+        raise AssertionError("unreachable")
+    return list(found[0]), found[1]
+
+
+def _frozenset_heap(
+    goal: str, start: frozenset[str], tools: list[Tool], prices: list[float]
+) -> tuple[tuple[str, ...], float] | None:
+    """CostBench's heap search with frozenset states, as the fact sheet writes it."""
+    import heapq
+
+    heap: list[tuple[float, int, frozenset[str], tuple[str, ...]]] = [(0.0, 0, start, ())]
     seen: set[frozenset[str]] = set()
     while heap:
         cost, calls, state, path = heapq.heappop(heap)
         if state in seen:
             continue
         seen.add(state)
-        if env.goal in state:
+        if goal in state:
             return path, cost
-        for tool in tools:
+        for tool, price in zip(tools, prices, strict=True):
             nxt = state | {tool.output}
             if set(tool.inputs) <= state and nxt not in seen:
-                heapq.heappush(
-                    heap, (cost + env.costs[tool.name], calls + 1, nxt, [*path, tool.name])
-                )
-    raise AssertionError("unreachable")
+                heapq.heappush(heap, (cost + price, calls + 1, nxt, (*path, tool.name)))
+    return None
+
+
+_TYPES = [f"T{i}" for i in range(7)]
+
+
+@st.composite
+def _tool_graphs(draw: st.DrawFn) -> tuple[frozenset[str], list[Tool], list[float]]:
+    # Few types and prices from {1, 2, 3}: exact (cost, calls) ties are the common case, so
+    # the heap's frozenset tie-break decides most searches.
+    count = draw(st.integers(min_value=1, max_value=14))
+    tools = [
+        Tool(
+            name=f"tool{i}",
+            inputs=tuple(draw(st.lists(st.sampled_from(_TYPES), max_size=3, unique=True))),
+            output=draw(st.sampled_from(_TYPES)),
+            components=(f"tool{i}",),
+            roles=(("refine", 1),),
+            purpose="",
+        )
+        for i in range(count)
+    ]
+    prices = [float(draw(st.integers(min_value=1, max_value=3))) for _ in tools]
+    start = frozenset(draw(st.lists(st.sampled_from(_TYPES[:3]), max_size=2)))
+    return start, tools, prices
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tool_graphs(), st.sampled_from(_TYPES))
+def test_mask_dijkstra_pops_as_the_frozenset_heap(
+    graph: tuple[frozenset[str], list[Tool], list[float]], goal: str
+) -> None:
+    # ground_truth.dijkstra keeps states as bit masks: same entries, same order, same ties.
+    start, tools, prices = graph
+    found = dijkstra(goal, start, tuple(tools), tuple(prices))
+    assert found == _frozenset_heap(goal, start, tools, prices)
+
+
+@given(st.sets(st.integers(0, 5)), st.sets(st.integers(0, 5)))
+def test_held_masks_order_as_frozensets(a: set[int], b: set[int]) -> None:
+    mask_a, mask_b = (_Held(sum(1 << i for i in s)) for s in (a, b))
+    assert (mask_a < mask_b) == (frozenset(a) < frozenset(b))
+    assert (mask_a == mask_b) == (a == b)
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
@@ -807,3 +862,54 @@ def _fresh_with(env: TravelEnv) -> TravelEnv:
     fresh = TravelEnv(env.task, env.refinement_level, env.query_id)
     fresh.costs = dict(env.costs)
     return fresh
+
+
+def _eager_lenient(raw: str) -> dict[str, object] | str:
+    """The argument repair as first written: every candidate built before any is tried."""
+    text = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", raw, flags=re.IGNORECASE).strip()
+    if not text:
+        return {}
+    candidates = [text, re.sub(r",\s*([}\]])", r"\1", text)]
+    candidates.append(candidates[-1].replace("'", '"'))
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        return dict(value) if isinstance(value, dict) else "arguments must be a JSON object."
+    return "arguments are not valid JSON."
+
+
+@settings(max_examples=1000, deadline=None)
+@example('{"a": ",}"}')  # a comma before a brace inside a string: the text as written wins
+@example("```json\n{'a': [1,],}\n```")  # a fence, single quotes and trailing commas
+@example('{"a": "```"}')  # backticks that are no fence
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "{",
+                "}",
+                "[",
+                "]",
+                '"',
+                "'",
+                '"a"',
+                "'a'",
+                ":",
+                ",",
+                " ",
+                "\n",
+                "1",
+                "`",
+                "```",
+                "json",
+            ]
+        ),
+        max_size=16,
+    ).map("".join)
+)
+def test_lenient_arguments_read_as_the_eager_repair(raw: str) -> None:
+    # Repairs are built lazily and fences stripped only when a backtick is present: the
+    # same result as building every candidate first, for texts full of near-JSON.
+    assert _lenient_arguments(raw) == _eager_lenient(raw)

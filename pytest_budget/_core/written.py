@@ -48,6 +48,11 @@ def _plain(value: object) -> Any:
     return str(value)
 
 
+# json.dumps(reply, default=_plain, ensure_ascii=False), without building an encoder for
+# every reply (an encoder keeps no state between calls).
+_REPLY_JSON = json.JSONEncoder(default=_plain, ensure_ascii=False)
+
+
 def reply_text(reply: object) -> str:
     """What an agent wrote: its text (a string, or an object's ``text``), else its JSON."""
     if isinstance(reply, str):
@@ -56,7 +61,7 @@ def reply_text(reply: object) -> str:
     if isinstance(text, str):
         return text
     try:
-        return json.dumps(reply, default=_plain, ensure_ascii=False)
+        return _REPLY_JSON.encode(reply)
     except Exception:  # an agent's object may raise anything from its hooks
         # Written out within the reply size limit it has passed (huge integers, deep
         # nesting and a __str__ or __repr__ that raises included).

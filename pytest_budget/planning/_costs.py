@@ -22,7 +22,7 @@ import random
 from collections import OrderedDict
 from collections.abc import Iterable
 
-import numpy as np
+from numpy.random import default_rng
 
 from pytest_budget.planning._tools import TASKS, Tool, atomic_chain
 
@@ -74,7 +74,7 @@ def composite_cost(
     name: str, component_costs: Iterable[float], seed_q: int, noise_std: float = 0.1
 ) -> float:
     parts = list(component_costs)
-    rng = np.random.default_rng(derive_seed(f"{seed_q}:{name}"))
+    rng = default_rng(derive_seed(f"{seed_q}:{name}"))
     noise = float(rng.normal(0.0, noise_std * math.sqrt(len(parts))))
     return round(max(1.0, sum(parts) + noise), 2)
 

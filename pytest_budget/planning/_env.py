@@ -27,9 +27,10 @@ Behaviour as CostBench codes it (fact sheet §4.3-§4.4, §5.3-§5.4):
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,7 @@ __all__ = [
 ]
 
 
+@functools.cache  # a handful of (task, type) pairs, asked for on every call and turn
 def id_kind(task: str, type_name: str) -> str:
     """The id prefix a value of ``type_name`` carries: ``<TPreference#####>`` for the
     preference, ``<TCandidateSet#####>`` for every candidate level, ``<TCandidate#####>``
@@ -555,6 +557,17 @@ def _describe(tool: Tool, output_id: str, level: int) -> str:
 _FENCE_RE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.IGNORECASE)
 
 
+_TRAILING_COMMA_RE = re.compile(r",\s*([}\]])")
+
+
+def _repairs(text: str) -> Iterator[str]:
+    """The text, then without trailing commas, then with single quotes made double."""
+    yield text
+    repaired = _TRAILING_COMMA_RE.sub(r"\1", text)
+    yield repaired
+    yield repaired.replace("'", '"')
+
+
 def _lenient_arguments(raw: Any) -> dict[str, Any] | str:
     """Arguments as an object, with CostBench-style lenient repair of JSON text (code fences,
     single quotes, trailing commas); the problem text when they cannot be read."""
@@ -564,12 +577,12 @@ def _lenient_arguments(raw: Any) -> dict[str, Any] | str:
         return {}
     if not isinstance(raw, str):
         return "arguments must be a JSON object."
-    text = _FENCE_RE.sub("", raw).strip()
+    # A fence needs a backtick: most arguments have none, and no repair is built until the
+    # text as written fails to parse (the candidates are tried in the same order).
+    text = (_FENCE_RE.sub("", raw) if "`" in raw else raw).strip()
     if not text:
         return {}
-    candidates = [text, re.sub(r",\s*([}\]])", r"\1", text)]
-    candidates.append(candidates[-1].replace("'", '"'))
-    for candidate in candidates:
+    for candidate in _repairs(text):
         try:
             value = json.loads(candidate)
         except (json.JSONDecodeError, RecursionError):

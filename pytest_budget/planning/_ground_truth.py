@@ -91,30 +91,63 @@ def cheapest_path(
     return solved
 
 
+class _Held(int):
+    """A state as a bit mask (one bit per type name) that orders like the frozenset it
+    stands for: ``a < b`` is "proper subset", as ``frozenset.__lt__`` is, so heap ties on
+    (cost, calls) resolve exactly as CostBench's frozenset entries do.  Equality and hash
+    are the int's: one mask per set of names."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: int) -> bool:
+        return int.__and__(self, other) == self and int.__ne__(self, other)
+
+
 def dijkstra(
     goal: str, start: frozenset[str], tools: tuple[Tool, ...], prices: tuple[float, ...]
 ) -> tuple[tuple[str, ...], float] | None:
-    """CostBench's heap search: entries (cost, calls, state, path), first goal state popped."""
-    usable = [
-        (t.name, frozenset(t.inputs), t.output, p) for t, p in zip(tools, prices, strict=True)
-    ]
-    heap: list[tuple[float, int, frozenset[str], tuple[str, ...]]] = [(0.0, 0, start, ())]
-    visited: set[frozenset[str]] = set()
+    """CostBench's heap search: entries (cost, calls, state, path), first goal state popped.
+
+    The states are :class:`_Held` masks, not frozensets: the same heap entries pushed in
+    the same order and compared the same way (so the same path and cost), with integer
+    tests instead of building and hashing a frozenset for every move considered.
+    """
+    bits: dict[str, int] = {}
+
+    def bit(name: str) -> int:
+        found = bits.get(name)
+        if found is None:
+            found = bits[name] = 1 << len(bits)
+        return found
+
+    start_mask = 0
+    for name in start:
+        start_mask |= bit(name)
+    usable: list[tuple[str, int, int, float]] = []
+    for tool, price in zip(tools, prices, strict=True):
+        needs = 0
+        for name in tool.inputs:
+            needs |= bit(name)
+        usable.append((tool.name, needs, bit(tool.output), price))
+    goal_bit = bit(goal)
+    heap: list[tuple[float, int, _Held, tuple[str, ...]]] = [(0.0, 0, _Held(start_mask), ())]
+    visited: set[int] = set()
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        cost, calls, state, path = heapq.heappop(heap)
+        cost, calls, state, path = pop(heap)
         if state in visited:
             continue
         visited.add(state)
-        if goal in state:
+        if state & goal_bit:
             return path, cost
         for name, needs, output, price in usable:
             # A held output leads back to this (visited) state: skipped like any visited one.
-            if output in state or not needs <= state:
+            if state & output or needs & ~state:
                 continue
-            nxt = state | {output}
+            nxt = state | output
             if nxt in visited:
                 continue
-            heapq.heappush(heap, (cost + price, calls + 1, nxt, (*path, name)))
+            push(heap, (cost + price, calls + 1, _Held(nxt), (*path, name)))
     return None
 
 
