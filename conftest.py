@@ -172,6 +172,22 @@ def _balanced(config: pytest.Config) -> bool:
     )
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[object]:
+    """xdist workers write the test modules they rewrite while they collect, to the shared
+    bytecode folder, and split the rewriting between them (tests/rewrite_ahead.py)."""
+    if not os.environ.get(_SHARED_BYTECODE) or not hasattr(session.config, "workerinput"):
+        return (yield)
+    from tests.rewrite_ahead import rewrite_backwards
+
+    sys.dont_write_bytecode = False
+    try:
+        rewrite_backwards(session.config, _TESTS)
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = True
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _balanced(config):
@@ -204,9 +220,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 def browser() -> Iterator[Any]:
     """Debian's chromium under Playwright, one per browser test module (skips with the
     reason when Playwright or chromium is missing)."""
-    from tests.test_html_browser import CHROMIUM, _playwright
+    from tests.test_html_browser import CHROMIUM, _playwright, wait_for_chromium
 
     sync_playwright = _playwright()
+    wait_for_chromium()
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
         try:

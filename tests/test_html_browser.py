@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +43,41 @@ ALL_FIGURES = [key for keys in EXPECTED_FIGURES.values() for key in keys]
 FRONTIER_FIGURES = [f"{suite}-frontier" for suite in EXPECTED_FIGURES]
 
 
+#: Set by .ci/run, which installs chromium with apt-get while the tests start: the path of
+#: a file it creates when apt-get is done (installed or not).
+CHROMIUM_INSTALL_DONE = "BUDGET_CHROMIUM_INSTALL_DONE"
+_CHROMIUM_INSTALL_WAIT = 900.0  # s: apt-get's own timeouts end it well before this
+
+
 def _playwright() -> Any:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.skip('Playwright is not installed: pip install -e ".[dev]"')
-    if not CHROMIUM.exists():
-        pytest.skip(
-            f"Debian's chromium is not installed at {CHROMIUM} "
-            "(.ci/run installs it with: apt-get install -y --no-install-recommends chromium)"
-        )
+    if not CHROMIUM.exists() and not os.environ.get(CHROMIUM_INSTALL_DONE):
+        _no_chromium()
     return sync_playwright
+
+
+def wait_for_chromium() -> None:
+    """Wait for .ci/run's apt-get of chromium when it is still going, then skip if chromium
+    is still missing."""
+    done = os.environ.get(CHROMIUM_INSTALL_DONE)
+    if done and not CHROMIUM.exists():
+        deadline = time.monotonic() + _CHROMIUM_INSTALL_WAIT
+        while not Path(done).exists():
+            if time.monotonic() > deadline:
+                pytest.fail(f"chromium's install ({CHROMIUM_INSTALL_DONE}={done}) did not end")
+            time.sleep(0.5)
+    if not CHROMIUM.exists():
+        _no_chromium()
+
+
+def _no_chromium() -> None:
+    pytest.skip(
+        f"Debian's chromium is not installed at {CHROMIUM} "
+        "(.ci/run installs it with: apt-get install -y --no-install-recommends chromium)"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +175,8 @@ def _keep(path: Path) -> None:
         shutil.copy(path, Path(target) / path.name)
 
 
-def test_report_page_in_chromium(browser: Any, pages: dict[str, Path], screenshots: Path) -> None:
+# `pages` before `browser`: the runs are made while .ci/run may still install chromium.
+def test_report_page_in_chromium(pages: dict[str, Path], browser: Any, screenshots: Path) -> None:
     visit = _Visit(browser, pages["page"], 1280)
     try:
         assert visit.problems == []

@@ -11,6 +11,7 @@ undefined quantity or divide by a sub-expression that evaluates to zero.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import re
@@ -568,7 +569,13 @@ def estimate(problem: Problem) -> Estimate:
     multiplied or divided; the odds fall when the expression is long or its products look
     too big to carry, and are near zero when a letter appears that may be undefined.
     """
-    expression = find_expression(problem.text)
+    text = problem.text
+    # Planners estimate the same items in many cells of a run (a 10 MB text is not kept).
+    return _estimate_known(text) if len(text) <= 4_000 else _estimate_text(text)
+
+
+def _estimate_text(text: str) -> Estimate:
+    expression = find_expression(text)
     if expression is None:
         return Estimate(tokens=20, p_solve=0.05)
     node = parse_expression(expression)
@@ -581,6 +588,9 @@ def estimate(problem: Problem) -> Estimate:
     if biggest > MAX_DIGITS:
         p_solve *= 0.3
     return Estimate(tokens=tokens, p_solve=p_solve)
+
+
+_estimate_known = functools.lru_cache(maxsize=2048)(_estimate_text)
 
 
 def _leaves(node: Expr) -> list[Expr]:

@@ -127,6 +127,8 @@ class ReferenceSolver:
     """The built-in offline solver: one reference solver per domain behind one name."""
 
     name = "reference"
+    # A few milliseconds an item at most (bounded searches): no worker thread per call.
+    run_inline = True
 
     def __init__(self) -> None:
         self._solvers: dict[str, DomainSolver] = {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -49,6 +50,7 @@ class OraclePlanner:
 
     truth: Mapping[str, Baseline] = field(default_factory=dict)
     name: str = "oracle"
+    run_inline: ClassVar[bool] = True  # quick, pure computation: no worker thread per call
 
     def with_truth(self, truth: Mapping[str, Baseline]) -> OraclePlanner:
         return OraclePlanner(truth=dict(truth), name=self.name)
@@ -71,6 +73,7 @@ class RandomPlanner:
 
     seed: int = 0
     name: str = "random"
+    run_inline: ClassVar[bool] = True  # quick, pure computation: no worker thread per call
 
     def plan(self, request: PlanRequest) -> Plan:
         ids = [problem.id for problem in request.items]
@@ -84,6 +87,7 @@ class AttemptAllPlanner:
     """Every item in pool order, budget split evenly."""
 
     name: str = "attempt-all"
+    run_inline: ClassVar[bool] = True  # quick, pure computation: no worker thread per call
 
     def plan(self, request: PlanRequest) -> Plan:
         return _even_split([problem.id for problem in request.items], request.budget)
@@ -101,6 +105,7 @@ class CheapestFirstPlanner:
     margin: float = 1.25
     min_p_solve: float = 0.5
     name: str = "cheapest-first"
+    run_inline: ClassVar[bool] = True  # quick, pure computation: no worker thread per call
 
     def plan(self, request: PlanRequest) -> Plan:
         scored = []

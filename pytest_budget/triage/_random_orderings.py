@@ -19,6 +19,7 @@ __all__ = ["random_values"]
 _BLOCK = 4_000_000
 #: Pools up to this size get the exact random reference per resample (as the cell does).
 _EXACT_LIMIT = 8
+_INT32_MAX = 2**31 - 1
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -90,14 +91,29 @@ def _whole_random_values(
 ) -> FloatArray:
     """:func:`random_values` of whole-number values: each ordering of each resample run
     position by position (the running cost, and the value earned while it fits), one
-    resamples x orderings array at a time instead of a cumulative sum over all three axes.
-    The per-ordering values are exact whole numbers, as the blockwise sum gives them."""
-    spent = np.zeros((cost_rows.shape[0], perms.shape[0]), dtype=np.int64)
-    earned = np.zeros(spent.shape)
-    bound = limits[:, None]
-    for position in range(perms.shape[1]):
+    orderings x resamples array at a time instead of a cumulative sum over all three axes.
+    The per-ordering values are exact whole numbers, as the blockwise sum gives them.
+
+    Items lie along the first axis (a position's items for every ordering are whole rows,
+    gathered by copying) and the totals are integers, 32-bit where no running total can
+    leave that range: the same whole numbers, about 7x less work than float64 gathers
+    element by element.  The mean over the orderings is taken from the same float64
+    (resamples x orderings) array as before, so it is the same float."""
+    n = cost_rows.shape[1]
+    narrow = int(np.abs(cost_rows).max(initial=0)) * n < _INT32_MAX
+    spent_type = np.int32 if narrow else np.int64
+    earn_type = np.int32 if float(np.abs(earn_rows).max(initial=0.0)) * n < _INT32_MAX else np.int64
+    cost_t = np.ascontiguousarray(cost_rows.T, dtype=spent_type)
+    earn_t = np.ascontiguousarray(earn_rows.T).astype(earn_type)  # whole numbers: exact
+    # Every running total lies within the narrow range, so clipping keeps each comparison.
+    bound = np.clip(limits, -_INT32_MAX - 1, _INT32_MAX).astype(spent_type) if narrow else limits
+    spent = np.zeros((perms.shape[0], cost_rows.shape[0]), dtype=spent_type)
+    earned = np.zeros(spent.shape, dtype=earn_type)
+    fits = np.empty(spent.shape, dtype=np.bool_)
+    for position in range(n):
         column = perms[:, position]
-        spent += cost_rows[:, column]
-        earned += np.where(spent <= bound, earn_rows[:, column], 0.0)
-    out: FloatArray = earned.mean(axis=1)
+        np.add(spent, cost_t[column], out=spent)
+        np.less_equal(spent, bound, out=fits)
+        np.add(earned, earn_t[column], out=earned, where=fits)
+    out: FloatArray = np.ascontiguousarray(earned.T, dtype=np.float64).mean(axis=1)
     return out
