@@ -19,18 +19,23 @@
 # (tests/test_plugin_planning.py, the docs pages, the README main job's first part); the
 # tests run them with PYTEST_ADDOPTS="-p no:hypothesispytest -p no:benchmark -p no:platformdirs"
 # (set it before farm-bench to time the same thing).
+#   sh benchmarks/bench_main_job.sh VENV awareness       # --budget-suite=awareness, a fresh
+#       empty folder each run with its .pytest_cache written (cold: the run the project's own
+#       tests start most, and most of the main job's cold run); PYTEST_ADDOPTS as for triage
+#   sh benchmarks/bench_main_job.sh VENV awareness-warm  # ... rerun in one folder (warm)
 # The warm modes run in one folder per venv and mode under /tmp (made, and the cache filled,
 # by the first run: farm-bench's warm-up run, which is not counted).
 # Bytecode: pip compiles the package at install; pytest rewrites only the bundled suites,
 # whose rewritten bytecode it caches unless PYTHONDONTWRITEBYTECODE is set (set on the
 # machine these figures were taken on; `env -u PYTHONDONTWRITEBYTECODE` for the other case).
 set -e
-venv="${1:?usage: bench_main_job.sh VENV [main|main-n2|dry-run|600|warm|warm-n2|triage|planning|planning-warm]}"
+venv="${1:?usage: bench_main_job.sh VENV [main|main-n2|dry-run|600|warm|warm-n2|triage|planning|planning-warm|awareness|awareness-warm]}"
 mode="${2:-main}"
 suite=all
 case "$mode" in
   main) extra="" ;;
   triage) extra="" suite=triage ;;
+  awareness | awareness-warm) extra="" suite=awareness ;;
   dry-run) extra="--budget-agent=openai/gpt-4o-mini --budget-dry-run" ;;
   600) extra="--budget-query-count=600" ;;
   main-n2) extra="-n 2" ;;
@@ -38,15 +43,22 @@ case "$mode" in
   warm-n2) extra="-n 2" ;;
   planning) extra=""; suite=planning ;;
   planning-warm) extra=""; suite=planning ;;
-  *) echo "unknown mode $mode (main, main-n2, dry-run, 600, warm, warm-n2, triage, planning or planning-warm)" >&2; exit 2 ;;
+  *) echo "unknown mode $mode (main, main-n2, dry-run, 600, warm, warm-n2, triage, planning, planning-warm, awareness or awareness-warm)" >&2; exit 2 ;;
 esac
 case "$mode" in
-  warm* | planning-warm)
+  awareness)
+    dir=$(mktemp -d)
+    cd "$dir"
+    "$venv/bin/pytest" --budget-suite=awareness -q >/dev/null 2>&1 || status=$?
+    cd /
+    rm -rf "$dir"
+    exit "${status:-0}" ;;
+  warm* | *-warm)
     dir="/tmp/bench-main-job-$mode-$(echo "$venv" | tr -c 'A-Za-z0-9\n' _)"
     mkdir -p "$dir"
     cd "$dir"
     # shellcheck disable=SC2086
-    "$venv/bin/pytest" --budget-suite=$suite -q $extra >/dev/null 2>&1 || status=$?
+    "$venv/bin/pytest" --budget-suite="$suite" -q $extra >/dev/null 2>&1 || status=$?
     exit "${status:-0}" ;;
 esac
 dir=$(mktemp -d)

@@ -359,3 +359,15 @@ def test_a_cells_probes_follow_the_rollouts_kind() -> None:
     assert cell_probes([*bagen, *coding]) is None
     assert cell_probes([]) is None
     assert "swe-synthetic" in LOGGED_ENVS
+    # Asked again (every cell of the bundled logs does, several times): the same selection,
+    # from the memo, in a list of its own (changing one answer cannot change the next).
+    chosen.clear()
+    again = cell_probes(coding)
+    assert again is not None and [(p.rollout_id, p.k) for p, _ in again] == [
+        (p.rollout_id, p.k) for p, _ in subsample_probes(coding)
+    ]
+    # Other rollout objects (another load of the same logs) are selected afresh, equally.
+    fresh = bundled_swe_rollouts()
+    assert [(p.rollout_id, p.k) for p, _ in cell_probes(fresh) or []] == [
+        (p.rollout_id, p.k) for p, _ in again
+    ]

@@ -452,6 +452,9 @@ def test_multi_dimension_linear_baseline_and_misses_per_dimension() -> None:
     assert "linear_error_reduction" not in s  # weeks and dollars do not average
     assert (s["linear_win_rate_t"], s["linear_win_rate_c"]) == (0.0, 1.0)
     assert s["linear_win_rate"] == 0.5
+    # The tables a cell has built already (per dimension) score the same, value for value.
+    built = {d: ProbeTable.from_records(project_dimension(records, d)) for d in "tc"}
+    assert per_dimension_scores(records, ["t", "c"], bins=5, tables=built) == s
     assert (s["optimistic_bin1_t"], s["optimistic_bin2_t"]) == (0.0, 1.0)
     assert (s["conservative_bin2_t"], s["optimistic_bin2_c"], s["conservative_bin2_c"]) == (
         0.0,

@@ -334,6 +334,15 @@ def solve(level: Level, *, max_states: int = 200_000) -> SolveResult:
     Pushes onto dead squares (non-target corners) are pruned, which never loses a solution.
     At most ``max_states`` states are expanded.
     """
+    return _solved(level, max_states)
+
+
+# A rollout solves its start position three times (the generator's check, the optimal
+# length, the actor's first turn) and the environment's dead-end check solves the position
+# the actor solves next turn: remembered, each is searched once.  Levels and results are
+# immutable; 4,096 positions cover a default run's 256 puzzles and their turns.
+@lru_cache(maxsize=4096)
+def _solved(level: Level, max_states: int) -> SolveResult:
     if level.solved:
         return SolveResult(moves=(), expanded=0, exhausted=False)
     board = _board_of(level)

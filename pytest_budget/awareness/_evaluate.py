@@ -255,7 +255,8 @@ def score_results(
     bins = cell_miss_bins(results)
     scores = score_probes(by_dim[dimensions[0]], bins=bins, all_failed_rollouts=all_failed_rollouts)
     if len(dimensions) > 1:
-        scores.update(per_dimension_scores(multi, dimensions, bins=bins))
+        # The projected tables _tables built: the same records, scored once.
+        scores.update(per_dimension_scores(multi, dimensions, bins=bins, tables=by_dim))
         scores["linear_error_reduction"] = None
     return scores
 

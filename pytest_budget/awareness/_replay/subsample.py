@@ -33,6 +33,7 @@ dialogue logs, this cap for other coding-agent logs, every probe otherwise.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -69,11 +70,33 @@ def cell_probes(rollouts: Sequence[Rollout]) -> list[tuple[Probe, ProbeTruth]] |
 
     Other rollouts are probed at every non-terminal turn (``None`` = all probes).
     """
-    if rollouts and all(_bagen_swe(r) for r in rollouts):
-        return bagen_probes(rollouts)  # BAGEN's own 512 (those its outputs answer)
-    if rollouts and all(_coding_log(r) for r in rollouts):
-        return subsample_probes(rollouts)
-    return None
+    if not rollouts:
+        return None
+    # A cell asks for its probes several times, and every cell of the bundled logs reads
+    # the same rollout objects: the selection is made once per set of (immutable) rollouts.
+    key = tuple(map(id, rollouts))
+    with _SELECTED_LOCK:  # cells run ahead on the worker loop's thread too
+        kept = _SELECTED.get(key)
+    if kept is not None and all(a is b for a, b in zip(kept[0], rollouts, strict=True)):
+        return None if kept[1] is None else list(kept[1])
+    selected: list[tuple[Probe, ProbeTruth]] | None = None
+    if all(_bagen_swe(r) for r in rollouts):
+        selected = bagen_probes(rollouts)  # BAGEN's own 512 (those its outputs answer)
+    elif all(_coding_log(r) for r in rollouts):
+        selected = subsample_probes(rollouts)
+    with _SELECTED_LOCK:
+        if len(_SELECTED) >= _SELECTED_KEPT:
+            _SELECTED.pop(next(iter(_SELECTED)))
+        # The rollouts are kept with their ids: no id in a key is reused while it is kept.
+        _SELECTED[key] = (tuple(rollouts), None if selected is None else tuple(selected))
+    return None if selected is None else list(selected)
+
+
+_SelectedProbes = tuple[tuple[Rollout, ...], tuple[tuple[Probe, ProbeTruth], ...] | None]
+#: The last few selections of :func:`cell_probes`, by the ids of their rollouts.
+_SELECTED: dict[tuple[int, ...], _SelectedProbes] = {}
+_SELECTED_KEPT = 8
+_SELECTED_LOCK = threading.Lock()
 
 
 def _bagen_swe(rollout: Rollout) -> bool:

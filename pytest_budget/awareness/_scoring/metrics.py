@@ -287,7 +287,11 @@ def _per_dimension_names(bins: int) -> tuple[str, ...]:
 
 
 def per_dimension_scores(
-    records: Sequence[MultiProbeRecord], dimensions: Sequence[str], *, bins: int = MISS_BINS
+    records: Sequence[MultiProbeRecord],
+    dimensions: Sequence[str],
+    *,
+    bins: int = MISS_BINS,
+    tables: Mapping[str, ProbeTable] | None = None,
 ) -> dict[str, float | None]:
     """Coverage, tightness, misses and the linear baseline scored per dimension.
 
@@ -298,10 +302,15 @@ def per_dimension_scores(
     (``None`` when none has) for every one of them except ``linear_error_reduction``, which
     is in each dimension's own units (weeks, item-weeks, USD) and has no meaningful mean.
     Feasibility metrics do not depend on the dimension: score any projection.
+    ``tables``: the tables of ``records`` projected per dimension, when the caller has built
+    them already (``ProbeTable.from_records(project_dimension(records, dim))``).
     """
     out: dict[str, float | None] = {}
     for dim in dimensions:
-        t = ProbeTable.from_records(project_dimension(records, dim))
+        if tables is not None:
+            t = tables[dim]
+        else:
+            t = ProbeTable.from_records(project_dimension(records, dim))
         p50, p90 = midpoint_relative_error(t)
         lin = linear_baseline(t)
         out[f"interval_score_{dim}"] = interval_score(t)

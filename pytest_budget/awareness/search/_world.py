@@ -11,10 +11,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
+from pytest_budget.awareness.search._draws import Draws
 from pytest_budget.awareness.search._facts import (
     _DIRECTIONS,
     _GENRES,
@@ -52,19 +52,19 @@ _ENGLISH = frozenset(_words("english"))
 class _Names:
     """Invented, pronounceable, globally unique name cores."""
 
-    def __init__(self, rng: np.random.Generator) -> None:
+    def __init__(self, rng: Draws) -> None:
         self.rng = rng
         self.used: set[str] = set()  # membership only; never iterated
 
     def core(self, syllables: tuple[int, int] = (2, 3)) -> str:
         rng = self.rng
         while True:
-            n = int(rng.integers(syllables[0], syllables[1] + 1))
+            n = rng.integers(syllables[0], syllables[1] + 1)
             parts = []
             for i in range(n):
-                onset = _ONSETS[int(rng.integers(len(_ONSETS)))]
-                vowel = _VOWELS[int(rng.integers(len(_VOWELS)))]
-                coda = _CODAS[int(rng.integers(len(_CODAS)))] if i == n - 1 else ""
+                onset = _ONSETS[rng.integers(len(_ONSETS))]
+                vowel = _VOWELS[rng.integers(len(_VOWELS))]
+                coda = _CODAS[rng.integers(len(_CODAS))] if i == n - 1 else ""
                 parts.append(onset + vowel + coda)
             word = "".join(parts).capitalize()
             if len(word) >= 4 and word.lower() not in _ENGLISH and word not in self.used:
@@ -100,16 +100,17 @@ _COUNTRY_ENDINGS = _words("country_endings")
 
 
 class _World:
-    """Entities and facts, generated in a fixed order from one numpy Generator."""
+    """Entities and facts, generated in a fixed order from one random stream (numpy's
+    ``default_rng`` draws, made by :class:`~pytest_budget.awareness.search._draws.Draws`)."""
 
     def __init__(self, seed: int, sizes: Mapping[str, int]) -> None:
-        self.rng = np.random.default_rng(_seed_int("pytest-budget/search-world", seed))
+        self.rng = Draws(_seed_int("pytest-budget/search-world", seed))
         self.names = _Names(self.rng)
         self.entities: dict[str, list[_Entity]] = {kind: [] for kind in ENTITY_KINDS}
         self.by_name: dict[str, _Entity] = {}
         self.withheld: list[tuple[str, str]] = []
         self.shared_family: set[str] = set()  # person names sharing a family name
-        self._cdf: dict[tuple[int, float], np.ndarray[Any, np.dtype[np.float64]]] = {}
+        self._cdf: dict[tuple[int, float], list[float]] = {}
         self._make_entities(sizes)
         self._make_facts()
         self._withhold()
@@ -120,14 +121,14 @@ class _World:
     def _pick(self, items: Sequence[_Entity], zipf: float = 0.0) -> _Entity:
         """A uniform pick, or with weight 1 / rank ** zipf (list order is the rank)."""
         if zipf <= 0:
-            return items[int(self.rng.integers(len(items)))]
+            return items[self.rng.integers(len(items))]
         key = (len(items), zipf)
         cdf = self._cdf.get(key)
         if cdf is None:
             weights = 1.0 / np.arange(1, len(items) + 1) ** zipf
-            cdf = np.cumsum(weights / weights.sum())
+            cdf = np.cumsum(weights / weights.sum()).tolist()
             self._cdf[key] = cdf
-        index = int(np.searchsorted(cdf, self.rng.random(), side="right"))
+        index = self.rng.pick_cdf(cdf)
         return items[min(index, len(items) - 1)]
 
     def _add(self, kind: str, name: str, pronoun: str = "it") -> _Entity:
@@ -307,7 +308,7 @@ class _Renderer:
         self.rng = world.rng
 
     def _choice(self, items: Sequence[str]) -> str:
-        return items[int(self.rng.integers(len(items)))]
+        return items[self.rng.integers(len(items))]
 
     def _subject(self, entity: _Entity, first: bool) -> tuple[str, str]:
         """(sentence-initial subject, possessive) for a sentence of ``entity``'s document."""
@@ -328,7 +329,7 @@ class _Renderer:
             "o": obj,
             "genre": self._choice(_GENRES),
             "dir": self._choice(_DIRECTIONS),
-            "n": str(int(self.rng.integers(2, 30))),
+            "n": str(self.rng.integers(2, 30)),
             "pos": "his" if entity.pronoun == "he" else "her",
             "job": self._choice(_JOBS),
             "thing": self._choice(_THINGS),
@@ -358,7 +359,7 @@ class _Renderer:
     def _render(self, entity: _Entity) -> list[CorpusDocument]:
         rng = self.rng
         relations = [r for r in _KIND_RELATIONS[entity.kind] if r in entity.facts]
-        order = [relations[int(i)] for i in rng.permutation(len(relations))]
+        order = [relations[i] for i in rng.permutation(len(relations))]
         items: list[tuple[str, str | None]] = [(r, None) for r in order]
         items += [("", m) for m in entity.mentions]
         # The intro takes one sentence of the first document; at most 5 sentences each.
@@ -388,9 +389,9 @@ class _Renderer:
                 sentences.append(self._fill(template, entity, not sentences, obj))
                 entity.fact_doc[relation] = doc_id
             fillers = _FILLERS[entity.kind]
-            want = max(2, len(sentences) + int(rng.integers(0, 2)))
+            want = max(2, len(sentences) + rng.integers(0, 2))
             want = min(want, 5)
-            picks = [int(i) for i in rng.permutation(len(fillers))]
+            picks = rng.permutation(len(fillers))
             while len(sentences) < want and picks:
                 sentences.append(self._fill(fillers[picks.pop()], entity, not sentences))
             entity.doc_ids.append(doc_id)
@@ -426,7 +427,7 @@ class _Walk:
     answer: str | None  # None when a needed fact is withheld
 
 
-def _walk(world: _World, start: _Entity, hops: int, rng: np.random.Generator) -> _Walk | None:
+def _walk(world: _World, start: _Entity, hops: int, rng: Draws) -> _Walk | None:
     """A random relation chain of ``hops`` steps from ``start`` visiting distinct entities."""
     entity: _Entity | None = start
     kind = start.kind
@@ -453,7 +454,7 @@ def _walk(world: _World, start: _Entity, hops: int, rng: np.random.Generator) ->
             pool = literal
         else:
             pool = entity_opts or literal
-        relation = pool[int(rng.integers(len(pool)))]
+        relation = pool[rng.integers(len(pool))]
         relations.append(relation)
         kind = RELATIONS[relation].target
         if entity is None:
@@ -480,10 +481,12 @@ def _difficulty(score: int) -> str:
     return "easy" if score <= 3 else "medium" if score <= 5 else "hard"
 
 
-def _make_questions(world: _World, n: int, rng: np.random.Generator) -> list[Question]:
+def _make_questions(world: _World, n: int, rng: Draws) -> list[Question]:
     """``n`` questions: hops 2/3/4 in about equal parts, about 12% unanswerable."""
     start_kinds = ("book", "company", "person", "city", "university", "river", "country")
-    kind_p = np.array([0.28, 0.2, 0.22, 0.12, 0.08, 0.06, 0.04])
+    # Generator.choice(7, p=kind_p): the cumulative sum normalised by its last entry.
+    kind_cdf = np.cumsum(np.array([0.28, 0.2, 0.22, 0.12, 0.08, 0.06, 0.04]))
+    kind_cdf = (kind_cdf / kind_cdf[-1]).tolist()
     target_unanswerable = round(0.12 * n)
     questions: list[Question] = []
     used: set[tuple[str, tuple[str, ...]]] = set()
@@ -494,8 +497,8 @@ def _make_questions(world: _World, n: int, rng: np.random.Generator) -> list[Que
         if attempts > 200 * n + 1000:
             raise RuntimeError(f"could not draw {n} distinct questions from this world")
         hops = 2 + len(questions) % 3
-        kind = start_kinds[int(rng.choice(len(start_kinds), p=kind_p))]
-        start = world.entities[kind][int(rng.integers(len(world.entities[kind])))]
+        kind = start_kinds[rng.pick_cdf(kind_cdf)]
+        start = world.entities[kind][rng.integers(len(world.entities[kind]))]
         walk = _walk(world, start, hops, rng)
         if walk is None or (start.name, walk.relations) in used:
             continue
@@ -540,7 +543,7 @@ def _make_questions(world: _World, n: int, rng: np.random.Generator) -> list[Que
 def _build(seed: int, n_questions: int, sizes: tuple[tuple[str, int], ...]) -> SearchCorpus:
     world = _World(seed, dict(sizes))
     documents = _Renderer(world).documents()
-    rng = np.random.default_rng(_seed_int("pytest-budget/search-questions", seed))
+    rng = Draws(_seed_int("pytest-budget/search-questions", seed))
     questions = _make_questions(world, n_questions, rng)
     return SearchCorpus(tuple(documents), tuple(questions), seed)
 

@@ -98,27 +98,32 @@ def action_from_dict(data: Any, config: WarehouseConfig = DEFAULT_CONFIG) -> War
     skus = [s.name for s in config.skus]
     retailers = [r.name for r in config.retailers]
     orders: list[Order] = []
+    # Lines seen so far, for the duplicate checks (a set: a reply may list many lines).
+    ordered: set[object] = set()
     for index, item in enumerate(_lines(data, "orders", ("sku", "qty", "mode"))):
         sku, mode = item.get("sku"), item.get("mode", "ocean")
         if sku not in skus:
             raise ActionError(f"orders[{index}].sku {sku!r} is not one of {skus}")
         if mode not in ("ocean", "air"):
             raise ActionError(f"orders[{index}].mode must be 'ocean' or 'air', got {mode!r}")
-        if any(o.sku == sku for o in orders):
+        if sku in ordered:
             raise ActionError(f"orders lists {sku!r} twice (one order per SKU per step)")
         qty = int(_amount(item.get("qty"), f"orders[{index}].qty", integer=True))
         orders.append(Order(sku, qty, mode))
+        ordered.add(sku)
     shipments: list[Shipment] = []
+    shipped: set[tuple[object, object]] = set()
     for index, item in enumerate(_lines(data, "shipments", ("retailer", "sku", "qty"))):
         retailer, sku = item.get("retailer"), item.get("sku")
         if retailer not in retailers:
             raise ActionError(f"shipments[{index}].retailer {retailer!r} is not one of {retailers}")
         if sku not in skus:
             raise ActionError(f"shipments[{index}].sku {sku!r} is not one of {skus}")
-        if any(s.retailer == retailer and s.sku == sku for s in shipments):
+        if (retailer, sku) in shipped:
             raise ActionError(f"shipments lists ({retailer}, {sku}) twice")
         qty = int(_amount(item.get("qty"), f"shipments[{index}].qty", integer=True))
         shipments.append(Shipment(retailer, sku, qty))
+        shipped.add((retailer, sku))
     draw = _amount(data.get("credit_draw", 0), "credit_draw")
     repay = _amount(data.get("credit_repay", 0), "credit_repay")
     factor = _amount(data.get("factor", 0), "factor")
