@@ -738,6 +738,17 @@ def test_wait_until_healthy_returns_the_health_body(server: RetrievalServer) -> 
     }
 
 
+def test_wait_until_healthy_always_makes_one_attempt(server: RetrievalServer) -> None:
+    """A deadline shorter than making the client (a loaded machine) still gets one request:
+    a server that answers is healthy, whatever the timeout."""
+    assert anyio.run(wait_until_healthy, server.url, 1e-9) == {
+        "status": "ok",
+        "documents": len(CORPUS),
+    }
+    with pytest.raises(RetrievalError, match="last error: cannot connect"):
+        anyio.run(wait_until_healthy, stopped_url(), 1e-9)
+
+
 def test_wait_until_healthy_gives_up_naming_the_url_and_cause() -> None:
     url = stopped_url()
     with pytest.raises(RetrievalError) as caught:

@@ -310,13 +310,15 @@ async def wait_until_healthy(
     """
     if not (timeout > 0 and math.isfinite(timeout)):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    deadline = anyio.current_time() + timeout
     last = "no attempt made"
     async with RetrievalClient(base_url, timeout=timeout) as client:
-        while True:
+        # The clock starts with the client, and one attempt is always made: on a loaded
+        # machine (or a loop busy with other cells) making the client can take seconds.
+        deadline = anyio.current_time() + timeout
+        attempted = False
+        while not attempted or anyio.current_time() < deadline:
             remaining = deadline - anyio.current_time()
-            if remaining <= 0:
-                break
+            attempted = True
             try:
                 body = await client.health(timeout=max(0.05, min(1.0, remaining)))
             except RetrievalError as exc:
