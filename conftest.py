@@ -230,3 +230,20 @@ def browser() -> Iterator[Any]:
             yield chromium
         finally:
             chromium.close()
+
+
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt here and in the processes this test starts, as in a
+    terminal.  A shell that starts a job in the background (``cmd &`` without job control)
+    sets SIGINT to ignored, every child inherits that, and Python then installs no handler:
+    a Ctrl-C test would see its signal vanish.  Python handlers fall back to the default
+    disposition across ``exec``, so children start with SIGINT as a terminal gives it."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -84,6 +84,7 @@ def test_the_calls_of_different_cells_are_in_flight_together(pytester: pytest.Py
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_stops_a_live_run_promptly_and_a_rerun_resumes(
     pytester: pytest.Pytester, workers: str
 ) -> None:

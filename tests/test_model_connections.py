@@ -185,6 +185,7 @@ def test_run_blocking_from_inside_a_running_loop_uses_the_worker_loop() -> None:
     assert run_on_worker_loop(nested) is False
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_while_waiting_cancels_the_work_on_the_loop() -> None:
     stopped = threading.Event()
 
