@@ -155,3 +155,30 @@ def test_snapshot_dir_is_configurable(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nbudget_snapshot_dir = ci/baselines\n")
     record(pytester).assert_outcomes(passed=2)
     assert (pytester.path / "ci/baselines/triage/arith-u0-a0.5-A-user.json").is_file()
+
+
+def test_plain_asserts_still_explain_a_failed_gate(pytester: pytest.Pytester) -> None:
+    # A real process: an in-process run imports the suites this process already rewrote.
+    record(pytester).assert_outcomes(passed=2)
+    result = pytester.runpytest_subprocess(*ARGS, "--budget-seed=7", "--assert=plain")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([
+        "E *AssertionError: [[]- snapshot] == [[]+ received]",  # [[] is fnmatch's literal [
+        "E * was recorded with seed=42 (now 7); re-record with: pytest --budget-suite=triage *",
+    ])  # fmt: skip
+
+
+def test_optimized_python_with_plain_asserts_is_refused(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # python -O drops assert statements that pytest does not rewrite: every cell would pass.
+    record(pytester).assert_outcomes(passed=2)
+    edit_scores(pytester, eta_u=2.0)
+    monkeypatch.setenv("PYTHONOPTIMIZE", "1")
+    refused = pytester.runpytest_subprocess(*ARGS, "--assert=plain", "--budget-gate=tolerance")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["ERROR: --assert=plain with python -O * drop -O, or *"])
+    # Rewritten asserts survive -O: the same run without --assert=plain gates and fails.
+    gated = pytester.runpytest_subprocess(*ARGS, "--budget-gate=tolerance")
+    gated.assert_outcomes(passed=1, failed=1)
+    gated.stdout.fnmatch_lines(["*eta_u regressed: stored 2, new *"])
