@@ -28,6 +28,7 @@ from pytest_budget._plugin.options import (
     INI_DEFAULTS,
     OPTION_GROUP,
     add_options,
+    refuse_a_gate_that_cannot_fail,
     rerun_command_for,
 )
 
@@ -159,7 +160,7 @@ def engage(config: pytest.Config, *, started: bool = False) -> BudgetSession:
         )
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
-    _check_the_gate_runs(config, options.gate)
+    refuse_a_gate_that_cannot_fail(config, options.gate)
 
     session = BudgetSession(options)
     config.stash[SESSION_KEY] = session
@@ -189,20 +190,6 @@ def engage(config: pytest.Config, *, started: bool = False) -> BudgetSession:
     if options.suites:
         _add_suite_paths(config, options)
     return session
-
-
-def _check_the_gate_runs(config: pytest.Config, gate: str) -> None:
-    """A suite gates its scores with an ``assert`` statement, which ``python -O`` (or
-    ``PYTHONOPTIMIZE``) removes unless pytest rewrites it: under ``--assert=plain`` every
-    cell would pass whatever its scores.  Refuse that run instead of passing it."""
-    if gate == "off" or not sys.flags.optimize:
-        return
-    if config.getoption("assertmode", "rewrite") == "plain":
-        raise pytest.UsageError(
-            "--assert=plain with python -O (PYTHONOPTIMIZE) removes the budget gate's assert "
-            "statements, so every cell would pass: drop -O, or --assert=plain, or gate "
-            "nothing with --budget-gate=off"
-        )
 
 
 class _Engager:

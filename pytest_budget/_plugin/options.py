@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from pytest_budget._core.registry import bundled_cells_folder, registered_suites, suite_names
 
-__all__ = ["OPTION_GROUP", "add_options", "rerun_command_for"]
+__all__ = ["OPTION_GROUP", "add_options", "refuse_a_gate_that_cannot_fail", "rerun_command_for"]
 
 #: The ``--budget-*`` option group, kept for the re-run commands (``rerun_command_for``).
 OPTION_GROUP: dict[str, Any] = {}
@@ -334,3 +335,17 @@ def rerun_command_for(item: pytest.Item, extra: tuple[str, ...] = ()) -> str:
         pytest_options=pytest_options,
         extra=extra,
     )
+
+
+def refuse_a_gate_that_cannot_fail(config: pytest.Config, gate: str) -> None:
+    """A suite gates its scores with an ``assert`` statement, which ``python -O`` (or
+    ``PYTHONOPTIMIZE``) removes unless pytest rewrites it: under ``--assert=plain`` every
+    cell would pass whatever its scores.  Refuse that run instead of passing it."""
+    if gate == "off" or not sys.flags.optimize:
+        return
+    if config.getoption("assertmode", "rewrite") == "plain":
+        raise pytest.UsageError(
+            "--assert=plain with python -O (PYTHONOPTIMIZE) removes the budget gate's assert "
+            "statements, so every cell would pass: drop -O, or --assert=plain, or gate "
+            "nothing with --budget-gate=off"
+        )
